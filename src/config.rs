@@ -1,0 +1,143 @@
+//! Settings: defaults that run on a laptop, overridden by an optional TOML
+//! file, then `IMPORTGATE_*` environment variables, then flags (clap reads
+//! the last two; this module merges the file under them).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use chrono_tz::Tz;
+use serde::Deserialize;
+
+/// Limits of API.md section 10.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub body_bytes: u64,
+    pub rows: u64,
+    pub columns: usize,
+    pub cell_bytes: usize,
+    pub approval_secs: i64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            body_bytes: 256 * 1024 * 1024,
+            rows: 5_000_000,
+            columns: 512,
+            cell_bytes: 64 * 1024,
+            approval_secs: 7 * 24 * 3600,
+        }
+    }
+}
+
+/// Everything the service needs to run.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub listen: SocketAddr,
+    pub database: String,
+    pub simulate: bool,
+    pub allow_self_approval: bool,
+    /// A catalog file replacing the built-in one.
+    pub catalog: Option<PathBuf>,
+    /// Zone for timestamps written without an offset.
+    pub zone: Tz,
+    /// Jobs validated, committed or rolled back at once by this process.
+    pub workers: usize,
+    /// How long a worker's claim on a job lasts without a heartbeat.
+    pub lease_ms: i64,
+    pub limits: Limits,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            database: "sqlite://importgate.db".into(),
+            simulate: false,
+            allow_self_approval: false,
+            catalog: None,
+            zone: chrono_tz::Asia::Jakarta,
+            workers: 2,
+            lease_ms: 30_000,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// The optional TOML file: every key may be left out.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSettings {
+    pub listen: Option<SocketAddr>,
+    pub database: Option<String>,
+    pub simulate: Option<bool>,
+    pub allow_self_approval: Option<bool>,
+    pub catalog: Option<PathBuf>,
+    pub timezone: Option<String>,
+    pub workers: Option<usize>,
+    pub lease_seconds: Option<i64>,
+    pub max_body_bytes: Option<u64>,
+    pub max_rows: Option<u64>,
+    pub max_columns: Option<usize>,
+    pub max_cell_bytes: Option<usize>,
+    pub approval_days: Option<f64>,
+}
+
+impl FileSettings {
+    pub fn load(path: &Path) -> anyhow::Result<FileSettings> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    }
+
+    /// Applies the file over the defaults.
+    pub fn apply(self, s: &mut Settings) -> anyhow::Result<()> {
+        if let Some(v) = self.listen {
+            s.listen = v;
+        }
+        if let Some(v) = self.database {
+            s.database = v;
+        }
+        if let Some(v) = self.simulate {
+            s.simulate = v;
+        }
+        if let Some(v) = self.allow_self_approval {
+            s.allow_self_approval = v;
+        }
+        if let Some(v) = self.catalog {
+            s.catalog = Some(v);
+        }
+        if let Some(v) = self.timezone {
+            s.zone = parse_zone(&v)?;
+        }
+        if let Some(v) = self.workers {
+            s.workers = v.max(1);
+        }
+        if let Some(v) = self.lease_seconds {
+            s.lease_ms = v.max(1) * 1000;
+        }
+        if let Some(v) = self.max_body_bytes {
+            s.limits.body_bytes = v;
+        }
+        if let Some(v) = self.max_rows {
+            s.limits.rows = v;
+        }
+        if let Some(v) = self.max_columns {
+            s.limits.columns = v;
+        }
+        if let Some(v) = self.max_cell_bytes {
+            s.limits.cell_bytes = v;
+        }
+        if let Some(v) = self.approval_days {
+            s.limits.approval_secs = (v * 86400.0) as i64;
+        }
+        Ok(())
+    }
+}
+
+/// A zone name of the tz database (`Asia/Jakarta`, `UTC`, …).
+pub fn parse_zone(name: &str) -> anyhow::Result<Tz> {
+    name.parse::<Tz>().map_err(|_| {
+        anyhow::anyhow!("unknown time zone {name:?} (use a tz database name such as Asia/Jakarta)")
+    })
+}

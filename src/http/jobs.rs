@@ -1,0 +1,503 @@
+//! Jobs: reading them (list, one, preview, errors, events) and the
+//! Human-Gate moves (approve, reject, cancel, rollback).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{Map, Value as JsonValue, json};
+
+use super::auth::Caller;
+use super::problem::{ApiResult, Problem};
+use crate::app::App;
+use crate::ledger::gate::{self, Refusal};
+use crate::ledger::job::{People, time};
+use crate::ledger::{Decision, Gate, Job, Move, State as JobState};
+use crate::store::{self, jobs::MoveBy, rows};
+use crate::validate::RowError;
+
+pub fn routes() -> Router<Arc<App>> {
+    Router::new()
+        .route("/api/jobs", get(list))
+        .route("/api/jobs/{id}", get(one))
+        .route("/api/jobs/{id}/preview", get(preview))
+        .route("/api/jobs/{id}/errors", get(errors))
+        .route("/api/jobs/{id}/events", get(events))
+        .route("/api/jobs/{id}/approve", post(approve))
+        .route("/api/jobs/{id}/reject", post(reject))
+        .route("/api/jobs/{id}/cancel", post(cancel))
+        .route("/api/jobs/{id}/rollback", post(rollback))
+}
+
+type Params = Query<HashMap<String, String>>;
+
+/// The job with this id, if the caller's scope covers its module.
+async fn load(app: &App, caller: &Caller, id: &str) -> ApiResult<Job> {
+    let mut c = app.db.acquire().await?;
+    let job = store::jobs::get(&mut c.conn(), id)
+        .await?
+        .ok_or_else(|| Problem::not_found("job", id))?;
+    caller.check_module_key(&job.module)?;
+    Ok(job)
+}
+
+async fn people(app: &App) -> ApiResult<HashMap<String, String>> {
+    let mut c = app.db.acquire().await?;
+    Ok(store::keys::names(&mut c.conn()).await?)
+}
+
+/// A job response: the view, its `ETag`, and `Location`.
+pub async fn job_response(app: &App, id: &str, status: StatusCode) -> ApiResult<Response> {
+    let mut c = app.db.acquire().await?;
+    let job = store::jobs::get(&mut c.conn(), id)
+        .await?
+        .ok_or_else(|| Problem::not_found("job", id))?;
+    drop(c);
+    let names = people(app).await?;
+    let mut resp = (status, Json(job.view(&People(&names)))).into_response();
+    let h = resp.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&job.etag()) {
+        h.insert(header::ETAG, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&format!("/api/jobs/{}", job.id)) {
+        h.insert(header::LOCATION, v);
+    }
+    Ok(resp)
+}
+
+fn number(q: &HashMap<String, String>, name: &str, default: i64, max: i64) -> ApiResult<i64> {
+    match q.get(name) {
+        None => Ok(default),
+        Some(v) => match v.parse::<i64>() {
+            Ok(n) if (0..=max).contains(&n) => Ok(n),
+            _ => Err(Problem::invalid_parameter(
+                name,
+                format!("{name} must be a whole number from 0 to {max}"),
+            )),
+        },
+    }
+}
+
+async fn list(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Query(q): Params,
+) -> ApiResult<Json<JsonValue>> {
+    let limit = number(&q, "limit", 50, 200)?.max(1);
+    let state = match q.get("state") {
+        None => None,
+        Some(s) => Some(JobState::parse(s).ok_or_else(|| {
+            Problem::invalid_parameter("state", format!("{s:?} is not a job state"))
+        })?),
+    };
+    if let Some(m) = q.get("module") {
+        super::module(&app, m)?;
+    }
+    let submitter = match q.get("submitted_by").map(String::as_str) {
+        None | Some("any") => None,
+        Some("me") => Some(caller.id().to_string()),
+        Some(other) => {
+            return Err(Problem::invalid_parameter(
+                "submitted_by",
+                format!("{other:?} is not me or any"),
+            ));
+        }
+    };
+    let filter = store::jobs::Filter {
+        modules: caller.scope(),
+        module: q.get("module").cloned(),
+        state,
+        submitter,
+        before: q.get("cursor").cloned(),
+        limit: limit + 1,
+    };
+    let mut c = app.db.acquire().await?;
+    let mut found = store::jobs::list(&mut c.conn(), &filter).await?;
+    drop(c);
+    let next = if found.len() as i64 > limit {
+        found.truncate(limit as usize);
+        found.last().map(|j| j.id.clone())
+    } else {
+        None
+    };
+    let names = people(&app).await?;
+    let people = People(&names);
+    let jobs: Vec<JsonValue> = found.iter().map(|j| j.view(&people)).collect();
+    Ok(Json(json!({"jobs": jobs, "next_cursor": next})))
+}
+
+async fn one(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    load(&app, &caller, &id).await?;
+    job_response(&app, &id, StatusCode::OK).await
+}
+
+fn error_view(e: &RowError) -> JsonValue {
+    json!({"row": e.row, "column": e.column, "value": e.value, "code": e.code, "message": e.message})
+}
+
+async fn preview(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(q): Params,
+) -> ApiResult<Json<JsonValue>> {
+    let job = load(&app, &caller, &id).await?;
+    let action = match q.get("action").map(String::as_str) {
+        None => None,
+        Some(a @ ("insert" | "update" | "unchanged" | "error")) => Some(a),
+        Some(a) => {
+            return Err(Problem::invalid_parameter(
+                "action",
+                format!("{a:?} is not insert, update, unchanged or error"),
+            ));
+        }
+    };
+    let offset = number(&q, "offset", 0, i64::MAX)?;
+    let limit = number(&q, "limit", 100, 1000)?.max(1);
+    let mut c = app.db.acquire().await?;
+    let (total, page) = rows::page(&mut c.conn(), &job.id, action, offset, limit).await?;
+    let mut by_seq: HashMap<i64, Vec<JsonValue>> = HashMap::new();
+    if let (Some(first), Some(last)) = (page.first(), page.last()) {
+        for (seq, e) in rows::errors_of(&mut c.conn(), &job.id, first.seq, last.seq).await? {
+            by_seq.entry(seq).or_default().push(error_view(&e));
+        }
+    }
+    let rows: Vec<JsonValue> = page
+        .into_iter()
+        .map(|r| {
+            let mut row = json!({
+                "row": r.row_no,
+                "action": r.action,
+                "values": r.vals,
+                "errors": by_seq.remove(&r.seq).unwrap_or_default(),
+            });
+            if let Some(before) = r.before {
+                row["before"] = JsonValue::Object(before);
+            }
+            row
+        })
+        .collect();
+    Ok(Json(
+        json!({"total": total, "offset": offset, "limit": limit, "rows": rows}),
+    ))
+}
+
+/// Cells a spreadsheet would run as a formula get a leading apostrophe.
+pub fn neutralise(cell: &str) -> String {
+    match cell.chars().next() {
+        Some('=' | '+' | '-' | '@' | '\t' | '\r') => format!("'{cell}"),
+        _ => cell.to_string(),
+    }
+}
+
+async fn errors(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(q): Params,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let job = load(&app, &caller, &id).await?;
+    let wants_csv = q.get("format").map(String::as_str) == Some("csv")
+        || headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|a| a.contains("text/csv"));
+    match q.get("format").map(String::as_str) {
+        None | Some("csv" | "json") => {}
+        Some(f) => {
+            return Err(Problem::invalid_parameter(
+                "format",
+                format!("{f:?} is not csv or json"),
+            ));
+        }
+    }
+    if wants_csv {
+        return Ok(errors_csv(app, job.id).await);
+    }
+    let offset = number(&q, "offset", 0, i64::MAX)?;
+    let limit = number(&q, "limit", 1000, 10_000)?.max(1);
+    let mut c = app.db.acquire().await?;
+    let (total, list) = rows::errors(&mut c.conn(), &job.id, offset, limit).await?;
+    let errors: Vec<JsonValue> = list.iter().map(error_view).collect();
+    Ok(
+        Json(json!({"total": total, "offset": offset, "limit": limit, "errors": errors}))
+            .into_response(),
+    )
+}
+
+/// The whole error report as CSV, streamed page by page.
+async fn errors_csv(app: Arc<App>, job_id: String) -> Response {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+    tokio::spawn(async move {
+        let mut offset = 0i64;
+        let mut head = csv::Writer::from_writer(Vec::new());
+        let _ = head.write_record(["row", "column", "value", "code", "message"]);
+        let mut chunk = head.into_inner().unwrap_or_default();
+        loop {
+            let page = match app.db.acquire().await {
+                Ok(mut c) => rows::errors(&mut c.conn(), &job_id, offset, 5000).await,
+                Err(e) => Err(e),
+            };
+            let list = match page {
+                Ok((_, list)) => list,
+                Err(e) => {
+                    let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
+                    return;
+                }
+            };
+            let mut w = csv::Writer::from_writer(std::mem::take(&mut chunk));
+            for e in &list {
+                let _ = w.write_record([
+                    e.row.to_string(),
+                    neutralise(e.column.as_deref().unwrap_or("")),
+                    neutralise(e.value.as_deref().unwrap_or("")),
+                    e.code.clone(),
+                    neutralise(&e.message),
+                ]);
+            }
+            let bytes = w.into_inner().unwrap_or_default();
+            if !bytes.is_empty() && tx.send(Ok(Bytes::from(bytes))).await.is_err() {
+                return;
+            }
+            if list.len() < 5000 {
+                return;
+            }
+            offset += list.len() as i64;
+        }
+    });
+    let stream = tokio_stream_from(rx);
+    (
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"errors.csv\"".to_string(),
+            ),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+fn tokio_stream_from<T: Send + 'static>(
+    mut rx: tokio::sync::mpsc::Receiver<T>,
+) -> impl futures::Stream<Item = T> {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+async fn events(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<JsonValue>> {
+    let job = load(&app, &caller, &id).await?;
+    let mut c = app.db.acquire().await?;
+    let list = store::jobs::events(&mut c.conn(), &job.id).await?;
+    let names = store::keys::names(&mut c.conn()).await?;
+    let people = People(&names);
+    let events: Vec<JsonValue> = list
+        .iter()
+        .map(|e| {
+            json!({
+                "n": e.n,
+                "event": e.event,
+                "from": e.from_state,
+                "to": e.to_state,
+                "actor": e.actor.as_deref().map(|a| people.person(a)),
+                "at": time(&e.at),
+                "comment": e.comment,
+                "detail": e.detail,
+            })
+        })
+        .collect();
+    Ok(Json(json!({"events": events})))
+}
+
+/// The optional `{"comment": "..."}` body of a gate move.
+fn comment(body: &Bytes) -> ApiResult<Option<String>> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let v: Map<String, JsonValue> = serde_json::from_slice(body).map_err(|e| {
+        Problem::bad_request(format!(
+            "the body must be a JSON object like {{\"comment\": \"…\"}}: {e}"
+        ))
+    })?;
+    match v.get("comment") {
+        None | Some(JsonValue::Null) => Ok(None),
+        Some(JsonValue::String(s)) if s.chars().count() <= 2000 => Ok(Some(s.clone())),
+        Some(JsonValue::String(_)) => Err(Problem::invalid_parameter(
+            "comment",
+            "a comment has at most 2000 characters",
+        )),
+        Some(_) => Err(Problem::invalid_parameter(
+            "comment",
+            "comment must be a string",
+        )),
+    }
+}
+
+async fn approve(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    gate_move(&app, &caller, &id, Move::Approve, &headers, &body).await
+}
+
+async fn reject(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    gate_move(&app, &caller, &id, Move::Reject, &headers, &body).await
+}
+
+async fn cancel(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    gate_move(&app, &caller, &id, Move::Cancel, &headers, &body).await
+}
+
+async fn rollback(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    gate_move(&app, &caller, &id, Move::Rollback, &headers, &body).await
+}
+
+fn invalid_state(job: &Job, event: Move) -> Problem {
+    Problem::new(
+        StatusCode::CONFLICT,
+        "invalid_state",
+        "The job is not in a state for this move",
+        format!(
+            "{} is {}; {} is not possible from there",
+            job.id,
+            job.state.as_str(),
+            event.as_str()
+        ),
+    )
+    .with("state", json!(job.state.as_str()))
+}
+
+/// `If-Match` must name the job's current version when it is given.
+fn check_etag(job: &Job, headers: &HeaderMap) -> ApiResult<()> {
+    let Some(wanted) = headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()) else {
+        return Ok(());
+    };
+    let etag = job.etag();
+    if wanted
+        .split(',')
+        .any(|t| t.trim() == "*" || t.trim() == etag)
+    {
+        Ok(())
+    } else {
+        Err(Problem::new(
+            StatusCode::PRECONDITION_FAILED,
+            "precondition_failed",
+            "The job changed since you looked at it",
+            format!("If-Match {wanted} does not match the job's current version {etag}; reload it and decide again"),
+        )
+        .with("etag", json!(etag)))
+    }
+}
+
+/// One move at the gate: authorise it, apply it if nobody moved the job
+/// meanwhile, and hand work to the workers.
+async fn gate_move(
+    app: &App,
+    caller: &Caller,
+    id: &str,
+    event: Move,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> ApiResult<Response> {
+    let comment = comment(body)?;
+    let job = load(app, caller, id).await?;
+    check_etag(&job, headers)?;
+    let to = gate::authorize(&job, event, &caller.0, app.settings.allow_self_approval).map_err(
+        |r| match r {
+            Refusal::InvalidState(_) => invalid_state(&job, event),
+            Refusal::Forbidden(why) => Problem::forbidden(why),
+            Refusal::SelfApproval => Problem::new(
+                StatusCode::FORBIDDEN,
+                "self_approval",
+                "Four-eyes rule",
+                "the key that asked for this gate action may not decide it; another approver must",
+            ),
+        },
+    )?;
+    let mut after = job.clone();
+    after.state = to;
+    after.updated_at = store::now();
+    let action = gate::gate_action(job.state).to_string();
+    match event {
+        Move::Rollback => {
+            after.problem = None;
+            after.gate = Some(Gate {
+                action: "rollback".into(),
+                requested_at: after.updated_at,
+                requested_by: caller.id().to_string(),
+            });
+        }
+        _ => {
+            let decision = match event {
+                Move::Approve => "approved",
+                Move::Reject => "rejected",
+                _ => "cancelled",
+            };
+            after.decisions.push(Decision {
+                action,
+                decision: decision.into(),
+                by: Some(caller.id().to_string()),
+                at: after.updated_at,
+                comment: comment.clone(),
+            });
+        }
+    }
+    let mut tx = app.db.begin().await?;
+    let by = MoveBy {
+        event,
+        actor: Some(caller.id()),
+        comment: comment.as_deref(),
+        detail: None,
+        lease_owner: None,
+    };
+    if !store::jobs::transition(&mut tx.conn(), &job, &after, by).await? {
+        tx.rollback().await?;
+        // Somebody moved the job first: answer from its state now.
+        let now = load(app, caller, id).await?;
+        return Err(invalid_state(&now, event));
+    }
+    tx.commit().await?;
+    tracing::info!(job = %id, event = event.as_str(), to = to.as_str(), "gate move");
+    if to.is_work() {
+        app.work.notify_one();
+        if let Some(wait) = super::prefer_wait(headers) {
+            super::wait_for_job(app, id, wait).await?;
+        }
+    }
+    job_response(app, id, StatusCode::ACCEPTED).await
+}

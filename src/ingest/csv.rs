@@ -1,0 +1,215 @@
+//! CSV: the `csv` crate does the parsing (quotes, embedded newlines, CRLF);
+//! this module adds what spreadsheet exports need around it: a UTF-8 BOM,
+//! delimiter detection, and row numbers that count records, not lines: a
+//! quoted field spanning lines is one row, as a spreadsheet shows it. (Fully
+//! blank lines are skipped by the parser and do not count; spreadsheets
+//! export blank rows as `,,,`, which do count and are then skipped.)
+
+use std::io::{Cursor, Read};
+
+use super::{Cell, FileError, Options, RawRow, RowSource};
+
+/// How much of the file is looked at to detect the delimiter.
+const SNIFF_BYTES: usize = 64 * 1024;
+
+/// Delimiters detected, in order of preference on a tie.
+const DELIMITERS: [u8; 4] = [b',', b';', b'\t', b'|'];
+
+pub fn open(mut reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
+    let mut prefix = Vec::with_capacity(SNIFF_BYTES);
+    (&mut reader)
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut prefix)
+        .map_err(|e| FileError::new("unreadable", format!("cannot read the file: {e}")))?;
+    if prefix.starts_with(b"\xEF\xBB\xBF") {
+        prefix.drain(..3);
+    }
+    if prefix.iter().all(|b| b.is_ascii_whitespace()) {
+        return Err(FileError::new("no_rows", "the file is empty"));
+    }
+    let delimiter = options
+        .delimiter
+        .unwrap_or_else(|| detect_delimiter(&prefix));
+    let input = Cursor::new(prefix).chain(reader);
+    let mut csv = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .delimiter(delimiter)
+        .from_reader(input);
+
+    let mut record = csv::ByteRecord::new();
+    let got = csv
+        .read_byte_record(&mut record)
+        .map_err(|e| csv_error(&e))?;
+    if !got {
+        return Err(FileError::new("no_rows", "the file is empty"));
+    }
+    if options.max_columns > 0 && record.len() > options.max_columns {
+        return Err(FileError::new(
+            "too_many_columns",
+            format!(
+                "the header has {} columns; at most {} are accepted",
+                record.len(),
+                options.max_columns
+            ),
+        ));
+    }
+    let header = record
+        .iter()
+        .enumerate()
+        .map(|(i, field)| {
+            std::str::from_utf8(field).map(str::to_string).map_err(|_| {
+                FileError::new(
+                    "encoding",
+                    format!("row 1, column {}: the header is not valid UTF-8; give ?encoding= for other encodings", i + 1),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let rows = Rows {
+        csv,
+        record,
+        width: header.len(),
+        header: header.clone(),
+    };
+    Ok(RowSource {
+        header,
+        rows: Box::new(rows),
+    })
+}
+
+/// Picks the candidate delimiter that occurs most often outside quotes in
+/// the first line; a comma when none occurs.
+fn detect_delimiter(prefix: &[u8]) -> u8 {
+    let mut counts = [0usize; DELIMITERS.len()];
+    let mut in_quotes = false;
+    for &b in prefix {
+        match b {
+            b'"' => in_quotes = !in_quotes,
+            b'\n' | b'\r' if !in_quotes => break,
+            _ if !in_quotes => {
+                if let Some(i) = DELIMITERS.iter().position(|&d| d == b) {
+                    counts[i] += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut best = 0;
+    for i in 1..DELIMITERS.len() {
+        if counts[i] > counts[best] {
+            best = i;
+        }
+    }
+    DELIMITERS[best]
+}
+
+fn csv_error(e: &csv::Error) -> FileError {
+    let at = e
+        .position()
+        .map(|p| format!("line {}: ", p.line()))
+        .unwrap_or_default();
+    FileError::new(
+        "unreadable",
+        format!("{at}the file is not readable as CSV: {e}"),
+    )
+}
+
+struct Rows<R: Read> {
+    csv: csv::Reader<R>,
+    /// One record buffer reused for every row.
+    record: csv::ByteRecord,
+    width: usize,
+    header: Vec<String>,
+}
+
+impl<R: Read> Iterator for Rows<R> {
+    type Item = Result<RawRow, FileError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match self.csv.read_byte_record(&mut self.record) {
+                Ok(false) => return None,
+                Err(e) => return Some(Err(csv_error(&e))),
+                Ok(true) => {}
+            }
+            // Record 0 is the header, shown as row 1.
+            let row = self.record.position().map(|p| p.record()).unwrap_or(0) + 1;
+            // A row of empty cells (",,,") is what spreadsheets export for
+            // blank rows: it is not data.
+            if self
+                .record
+                .iter()
+                .all(|f| f.iter().all(u8::is_ascii_whitespace))
+            {
+                continue;
+            }
+            return Some(self.cells(row).map(|cells| RawRow { row, cells }));
+        }
+    }
+}
+
+impl<R: Read> Rows<R> {
+    fn cells(&self, row: u64) -> Result<Vec<Cell>, FileError> {
+        let mut cells = Vec::with_capacity(self.width.max(self.record.len()));
+        for (i, field) in self.record.iter().enumerate() {
+            let text = std::str::from_utf8(field).map_err(|_| {
+                let column = self.header.get(i).map(String::as_str).unwrap_or("?");
+                FileError::new(
+                    "encoding",
+                    format!(
+                        "row {row}, column {column}: the text is not valid UTF-8; \
+                         give ?encoding=windows-1252 (or another) for files saved in a legacy encoding"
+                    ),
+                )
+            })?;
+            cells.push(if text.trim().is_empty() {
+                Cell::Empty
+            } else {
+                Cell::Text(text.to_string())
+            });
+        }
+        Ok(cells)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &[u8]) -> (Vec<String>, Vec<RawRow>) {
+        let src = open(Box::new(Cursor::new(text.to_vec())), &Options::default()).unwrap();
+        let rows = src.rows.collect::<Result<Vec<_>, _>>().unwrap();
+        (src.header, rows)
+    }
+
+    #[test]
+    fn semicolons_and_bom_are_handled() {
+        let (header, rows) = read(b"\xEF\xBB\xBFsku;name\nA;x\n");
+        assert_eq!(header, vec!["sku", "name"]);
+        assert_eq!(
+            rows[0].cells,
+            vec![Cell::Text("A".into()), Cell::Text("x".into())]
+        );
+    }
+
+    #[test]
+    fn row_numbers_match_a_spreadsheet() {
+        let (_, rows) = read(b"a,b\r\n1,\"two\nlines\"\r\n\r\n,\n3,4\r\n");
+        let numbers: Vec<u64> = rows.iter().map(|r| r.row).collect();
+        // Row 2 spans two lines; the blank line is no row; row 3 is empty cells.
+        assert_eq!(numbers, vec![2, 4]);
+    }
+
+    #[test]
+    fn bad_utf8_names_row_and_column() {
+        let src = open(
+            Box::new(Cursor::new(b"a,b\nx,caf\xe9\n".to_vec())),
+            &Options::default(),
+        )
+        .unwrap();
+        let err = src.rows.collect::<Result<Vec<_>, _>>().unwrap_err();
+        assert_eq!(err.code, "encoding");
+        assert!(err.message.contains("row 2, column b"), "{}", err.message);
+    }
+}

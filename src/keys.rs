@@ -1,0 +1,187 @@
+//! API keys, roles and the masking of people.
+//!
+//! A key is `igk_` + a 12-character lookup part + a 32-character secret
+//! (base62, about 190 bits of randomness in the secret alone). The service
+//! stores the lookup part and a SHA-256 of the whole key: the lookup part
+//! finds the row, and the hash is compared in constant time. A fast hash is
+//! enough because the key is random, not a password a person chose.
+
+use chrono::{DateTime, Utc};
+use rand::RngExt;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// The recognisable prefix of every key, for secret scanners.
+pub const PREFIX: &str = "igk_";
+const LOOKUP_LEN: usize = 12;
+const SECRET_LEN: usize = 32;
+
+/// What a key may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Submitter,
+    Approver,
+    Admin,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Submitter => "submitter",
+            Role::Approver => "approver",
+            Role::Admin => "admin",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "submitter" => Some(Role::Submitter),
+            "approver" => Some(Role::Approver),
+            "admin" => Some(Role::Admin),
+            _ => None,
+        }
+    }
+
+    /// Whether this role may decide at the Human-Gate.
+    pub fn can_decide(self) -> bool {
+        self >= Role::Approver
+    }
+}
+
+/// A key as the service knows it (never the secret).
+#[derive(Debug, Clone)]
+pub struct KeyRecord {
+    pub id: String,
+    pub name: String,
+    pub role: Role,
+    /// `["*"]` or module keys.
+    pub modules: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl KeyRecord {
+    /// Whether the key's scope covers a module.
+    pub fn covers(&self, module: &str) -> bool {
+        self.modules.iter().any(|m| m == "*" || m == module)
+    }
+
+    /// Whether the key may be used now.
+    pub fn is_live(&self, now: DateTime<Utc>) -> bool {
+        self.revoked_at.is_none() && self.expires_at.is_none_or(|e| e > now)
+    }
+
+    pub fn person(&self) -> Person {
+        Person::new(&self.id, &self.name)
+    }
+}
+
+/// A person as shown anywhere outside the key table: key id and masked name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Person {
+    pub key_id: String,
+    pub display: String,
+}
+
+impl Person {
+    pub fn new(key_id: &str, name: &str) -> Person {
+        Person {
+            key_id: key_id.to_string(),
+            display: mask(name),
+        }
+    }
+}
+
+/// `andrea` → `an***a`; names of three characters or fewer → `***`.
+pub fn mask(name: &str) -> String {
+    let chars: Vec<char> = name.trim().chars().collect();
+    if chars.len() <= 3 {
+        return "***".to_string();
+    }
+    let first: String = chars[..2].iter().collect();
+    format!("{first}***{}", chars[chars.len() - 1])
+}
+
+/// A newly made key: the secret to show once, and what is stored.
+pub struct NewKey {
+    pub id: String,
+    pub secret: String,
+    pub lookup: String,
+    pub hash: String,
+}
+
+fn base62(n: usize) -> String {
+    rand::rng()
+        .sample_iter(rand::distr::Alphanumeric)
+        .take(n)
+        .map(char::from)
+        .collect()
+}
+
+/// Makes a fresh key.
+pub fn generate() -> NewKey {
+    let lookup = base62(LOOKUP_LEN);
+    let secret = format!("{PREFIX}{lookup}{}", base62(SECRET_LEN));
+    NewKey {
+        id: format!("key_{}", base62(8)),
+        hash: hash(&secret),
+        lookup,
+        secret,
+    }
+}
+
+/// A fresh random token (claim tokens, session ids).
+pub fn token(n: usize) -> String {
+    base62(n)
+}
+
+/// SHA-256 of a key, hex.
+pub fn hash(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+/// The lookup part of a presented key, if it has the key's shape.
+pub fn lookup_part(presented: &str) -> Option<&str> {
+    let rest = presented.strip_prefix(PREFIX)?;
+    if rest.len() != LOOKUP_LEN + SECRET_LEN || !rest.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return None;
+    }
+    Some(&rest[..LOOKUP_LEN])
+}
+
+/// Compares a presented key with a stored hash in constant time.
+pub fn matches(presented: &str, stored_hash: &str) -> bool {
+    hash(presented)
+        .as_bytes()
+        .ct_eq(stored_hash.as_bytes())
+        .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_as_the_contract_says() {
+        assert_eq!(mask("andrea"), "an***a");
+        assert_eq!(mask("Budi Santoso"), "Bu***o");
+        assert_eq!(mask("Ani"), "***");
+        assert_eq!(mask("Ñandú Ç"), "Ña***Ç");
+    }
+
+    #[test]
+    fn keys_are_found_and_matched() {
+        let k = generate();
+        assert!(k.secret.starts_with("igk_"));
+        assert_eq!(lookup_part(&k.secret), Some(k.lookup.as_str()));
+        assert!(matches(&k.secret, &k.hash));
+        assert!(!matches(
+            &format!("{}x", &k.secret[..k.secret.len() - 1]),
+            &k.hash
+        ));
+        assert_eq!(lookup_part("igk_short"), None);
+    }
+}

@@ -1,0 +1,186 @@
+//! The command line: parse arguments, then call into the library.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use importgate::app::App;
+use importgate::config::{FileSettings, Settings, parse_zone};
+use importgate::keys::{self, Role};
+use importgate::store::{self, Db};
+
+#[derive(Parser)]
+#[command(
+    name = "importgate",
+    version,
+    about = "Bulk data import with a Human-Gate"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the service.
+    Serve(ServeArgs),
+    /// Manage API keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// Address to listen on [default: 127.0.0.1:8080]
+    #[arg(long, env = "IMPORTGATE_LISTEN")]
+    listen: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    common: Common,
+    /// Run commits and rollbacks through the gate without touching module tables.
+    #[arg(long, env = "IMPORTGATE_SIMULATE")]
+    simulate: bool,
+    /// Let the submitter approve their own job (single-person demos only).
+    #[arg(long, env = "IMPORTGATE_ALLOW_SELF_APPROVAL")]
+    allow_self_approval: bool,
+    /// A catalog file replacing the built-in 26 modules.
+    #[arg(long, env = "IMPORTGATE_CATALOG")]
+    catalog: Option<PathBuf>,
+    /// Zone for timestamps written without an offset [default: Asia/Jakarta]
+    #[arg(long, env = "IMPORTGATE_TIMEZONE")]
+    timezone: Option<String>,
+    /// Jobs worked on at once by this process [default: 2]
+    #[arg(long, env = "IMPORTGATE_WORKERS")]
+    workers: Option<usize>,
+    /// Log lines as JSON (for log collectors) instead of text.
+    #[arg(long, env = "IMPORTGATE_LOG_JSON")]
+    log_json: bool,
+}
+
+#[derive(Args)]
+struct Common {
+    /// sqlite://path (created if absent) or postgres://… [default: sqlite://importgate.db]
+    #[arg(long, env = "IMPORTGATE_DATABASE")]
+    database: Option<String>,
+    /// A TOML settings file (flags and IMPORTGATE_* variables win over it).
+    #[arg(long, env = "IMPORTGATE_CONFIG")]
+    config: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Create a key; prints it alone on the last line of stdout.
+    Create {
+        #[arg(long)]
+        name: String,
+        #[arg(long, value_parser = ["admin", "approver", "submitter"])]
+        role: String,
+        /// Comma-separated module keys, or * for all.
+        #[arg(long, default_value = "*")]
+        modules: String,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+fn settings(common: &Common) -> anyhow::Result<Settings> {
+    let mut s = Settings::default();
+    if let Some(path) = &common.config {
+        FileSettings::load(path)?.apply(&mut s)?;
+    }
+    if let Some(db) = &common.database {
+        s.database = db.clone();
+    }
+    Ok(s)
+}
+
+fn init_logs(json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("IMPORTGATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => serve(args).await,
+        Command::Keys {
+            command:
+                KeysCommand::Create {
+                    name,
+                    role,
+                    modules,
+                    common,
+                },
+        } => create_key(&common, &name, &role, &modules).await,
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    init_logs(args.log_json);
+    let mut s = settings(&args.common)?;
+    if let Some(l) = args.listen {
+        s.listen = l;
+    }
+    s.simulate |= args.simulate;
+    s.allow_self_approval |= args.allow_self_approval;
+    if let Some(c) = args.catalog {
+        s.catalog = Some(c);
+    }
+    if let Some(z) = &args.timezone {
+        s.zone = parse_zone(z)?;
+    }
+    if let Some(w) = args.workers {
+        s.workers = w.max(1);
+    }
+    let listen = s.listen;
+    let app = App::open(s).await?;
+    if let Some(secret) = app.first_admin_key().await? {
+        println!("No keys existed, so an admin key was created. It is shown only this once:");
+        println!("{secret}");
+    }
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    tracing::info!(address = %listener.local_addr()?, simulate = app.settings.simulate, "importgate listening");
+    app.serve(listener).await
+}
+
+async fn create_key(common: &Common, name: &str, role: &str, modules: &str) -> anyhow::Result<()> {
+    let s = settings(common)?;
+    let role = Role::parse(role).ok_or_else(|| anyhow::anyhow!("unknown role {role}"))?;
+    let modules: Vec<String> = modules
+        .split(',')
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty())
+        .collect();
+    let catalog = match &s.catalog {
+        Some(p) => importgate::catalog::Catalog::from_file(p)?,
+        None => importgate::catalog::Catalog::builtin(),
+    };
+    for m in &modules {
+        if m != "*" && catalog.get(m).is_none() {
+            anyhow::bail!("{m} is not a module; valid: {}", catalog.keys().join(", "));
+        }
+    }
+    let db = Db::connect(&s.database).await?;
+    db.migrate(&catalog).await?;
+    let key = keys::generate();
+    let mut c = db.acquire().await?;
+    let record = store::keys::insert(&mut c.conn(), &key, name, role, &modules, None).await?;
+    eprintln!(
+        "created {} ({}, {}, modules {})",
+        record.id,
+        record.person().display,
+        role.as_str(),
+        modules.join(",")
+    );
+    println!("{}", key.secret);
+    Ok(())
+}

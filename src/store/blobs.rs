@@ -1,0 +1,103 @@
+//! Uploaded files, kept in the database in 1 MiB chunks and addressed by
+//! their SHA-256, so a job can always re-read exactly the bytes it was given
+//! and every process sharing the database can read them.
+
+use std::io::Read;
+
+use tokio::runtime::Handle;
+
+use super::{Conn, Db, Result};
+use crate::on_conn;
+
+/// Chunk size: large enough that a 256 MiB file is 256 rows, small enough
+/// that a chunk in memory does not matter.
+pub const CHUNK: usize = 1024 * 1024;
+
+pub async fn put_chunk(conn: &mut Conn<'_>, upload_id: &str, seq: i64, data: &[u8]) -> Result<()> {
+    on_conn!(conn, c => sqlx::query(
+        "INSERT INTO ig_blob_chunks (upload_id, seq, data, created_at) VALUES ($1, $2, $3, $4)")
+        .bind(upload_id).bind(seq).bind(data).bind(super::now()).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
+}
+
+/// Files the chunks of an upload under their hash. When the same bytes were
+/// stored before, the new chunks are dropped and the old ones serve both.
+pub async fn finish(conn: &mut Conn<'_>, upload_id: &str, sha256: &str, bytes: i64) -> Result<()> {
+    let done = on_conn!(conn, c => sqlx::query(
+        "INSERT INTO ig_blobs (sha256, upload_id, bytes, created_at) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (sha256) DO NOTHING")
+        .bind(sha256).bind(upload_id).bind(bytes).bind(super::now()).execute(c).await.map(|r| r.rows_affected()))?;
+    if done == 0 {
+        discard(conn, upload_id).await?;
+    }
+    Ok(())
+}
+
+/// Drops the chunks of an upload that did not complete.
+pub async fn discard(conn: &mut Conn<'_>, upload_id: &str) -> Result<()> {
+    on_conn!(conn, c => sqlx::query("DELETE FROM ig_blob_chunks WHERE upload_id = $1")
+        .bind(upload_id).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
+}
+
+async fn chunk(db: &Db, sha256: &str, seq: i64) -> Result<Option<Vec<u8>>> {
+    let mut pooled = db.acquire().await?;
+    let mut conn = pooled.conn();
+    Ok(on_conn!(&mut conn, c => sqlx::query_scalar(
+        "SELECT k.data FROM ig_blobs b JOIN ig_blob_chunks k ON k.upload_id = b.upload_id \
+         WHERE b.sha256 = $1 AND k.seq = $2")
+        .bind(sha256).bind(seq).fetch_optional(c).await)?)
+}
+
+/// A blocking reader over a stored file, for parsers that want
+/// `std::io::Read`. It must run on a blocking thread (`spawn_blocking`):
+/// it fetches one chunk at a time from the database through the runtime.
+pub struct BlobReader {
+    db: Db,
+    runtime: Handle,
+    sha256: String,
+    next_seq: i64,
+    buf: Vec<u8>,
+    pos: usize,
+    done: bool,
+}
+
+impl BlobReader {
+    pub fn new(db: Db, runtime: Handle, sha256: &str) -> BlobReader {
+        BlobReader {
+            db,
+            runtime,
+            sha256: sha256.to_string(),
+            next_seq: 0,
+            buf: Vec::new(),
+            pos: 0,
+            done: false,
+        }
+    }
+}
+
+impl Read for BlobReader {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos == self.buf.len() {
+            if self.done {
+                return Ok(0);
+            }
+            let got = self
+                .runtime
+                .block_on(chunk(&self.db, &self.sha256, self.next_seq))
+                .map_err(std::io::Error::other)?;
+            match got {
+                Some(data) => {
+                    self.buf = data;
+                    self.pos = 0;
+                    self.next_seq += 1;
+                }
+                None => self.done = true,
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}

@@ -1,0 +1,343 @@
+//! Jobs, their events, and the work leases that let any process (or, on
+//! PostgreSQL, any replica) pick up a job whose worker has gone.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value as Json;
+use sqlx::Row;
+
+use super::{Conn, Dialect, Result, StoreError, json_col};
+use crate::ingest::Format;
+use crate::ledger::{Counts, FileInfo, Job, Mode, Move, OnError, State};
+use crate::on_conn;
+
+const COLUMNS: &str = "id, module, target_table, mode, on_error, options, simulated, \
+    file_name, file_format, file_bytes, file_sha256, submitter, state, version, counts, \
+    warnings, problem, gate, decisions, created_at, updated_at";
+
+/// One entry of a job's ledger.
+#[derive(Debug, Clone)]
+pub struct EventRecord {
+    pub n: i64,
+    pub at: DateTime<Utc>,
+    pub event: String,
+    pub from_state: Option<String>,
+    pub to_state: String,
+    pub actor: Option<String>,
+    pub comment: Option<String>,
+    pub detail: Option<Json>,
+}
+
+fn corrupt(what: &str, value: &str) -> StoreError {
+    StoreError::Corrupt(format!("{what} {value:?}"))
+}
+
+fn job<R: Row>(row: &R) -> Result<Job>
+where
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> bool: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> DateTime<Utc>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> &'r str: sqlx::ColumnIndex<R>,
+{
+    let text = |name: &str| -> Result<String> { Ok(row.try_get::<String, _>(name)?) };
+    let opt_text =
+        |name: &str| -> Result<Option<String>> { Ok(row.try_get::<Option<String>, _>(name)?) };
+    let mode = text("mode")?;
+    let on_error = text("on_error")?;
+    let state = text("state")?;
+    let format = text("file_format")?;
+    Ok(Job {
+        id: text("id")?,
+        module: text("module")?,
+        table: text("target_table")?,
+        mode: Mode::parse(&mode).ok_or_else(|| corrupt("mode", &mode))?,
+        on_error: OnError::parse(&on_error).ok_or_else(|| corrupt("on_error", &on_error))?,
+        options: json_col(&text("options")?, "options")?,
+        simulated: row.try_get("simulated")?,
+        file: FileInfo {
+            name: opt_text("file_name")?,
+            format: serde_json::from_value(Json::String(format.clone()))
+                .map_err(|_| corrupt("format", &format))?,
+            bytes: row.try_get("file_bytes")?,
+            sha256: text("file_sha256")?,
+        },
+        submitter: text("submitter")?,
+        state: State::parse(&state).ok_or_else(|| corrupt("state", &state))?,
+        version: row.try_get("version")?,
+        counts: json_col(&text("counts")?, "counts")?,
+        warnings: json_col(&text("warnings")?, "warnings")?,
+        problem: opt_text("problem")?
+            .map(|p| json_col(&p, "problem"))
+            .transpose()?,
+        gate: opt_text("gate")?
+            .map(|g| json_col(&g, "gate"))
+            .transpose()?,
+        decisions: json_col(&text("decisions")?, "decisions")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
+}
+
+fn format_str(f: Format) -> &'static str {
+    f.as_str()
+}
+
+/// Records a new job and its first event (the upload).
+pub async fn insert(conn: &mut Conn<'_>, job: &Job) -> Result<()> {
+    let sql = format!(
+        "INSERT INTO ig_jobs ({COLUMNS}) VALUES \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
+    );
+    on_conn!(conn, c => sqlx::query(&sql)
+        .bind(&job.id).bind(&job.module).bind(&job.table).bind(job.mode.as_str())
+        .bind(job.on_error.as_str()).bind(to_json(&job.options)).bind(job.simulated)
+        .bind(&job.file.name).bind(format_str(job.file.format)).bind(job.file.bytes)
+        .bind(&job.file.sha256).bind(&job.submitter).bind(job.state.as_str()).bind(job.version)
+        .bind(to_json(&job.counts)).bind(to_json(&job.warnings))
+        .bind(job.problem.as_ref().map(to_json)).bind(job.gate.as_ref().map(to_json))
+        .bind(to_json(&job.decisions)).bind(job.created_at).bind(job.updated_at)
+        .execute(c).await.map(|r| r.rows_affected()))?;
+    add_event(
+        conn,
+        &job.id,
+        job.created_at,
+        "upload",
+        None,
+        job.state,
+        Some(&job.submitter),
+        None,
+        None,
+    )
+    .await
+}
+
+pub async fn get(conn: &mut Conn<'_>, id: &str) -> Result<Option<Job>> {
+    let sql = format!("SELECT {COLUMNS} FROM ig_jobs WHERE id = $1");
+    on_conn!(conn, c => match sqlx::query(&sql).bind(id).fetch_optional(c).await? {
+        Some(row) => Ok(Some(job(&row)?)),
+        None => Ok(None),
+    })
+}
+
+/// Filters for listing jobs.
+#[derive(Debug, Default, Clone)]
+pub struct Filter {
+    /// Only these modules (a key's scope); `None` is every module.
+    pub modules: Option<Vec<String>>,
+    pub module: Option<String>,
+    pub state: Option<State>,
+    pub submitter: Option<String>,
+    /// Jobs older than this id (ids sort by time).
+    pub before: Option<String>,
+    pub limit: i64,
+}
+
+/// Jobs, newest first.
+pub async fn list(conn: &mut Conn<'_>, f: &Filter) -> Result<Vec<Job>> {
+    let mut sql = format!("SELECT {COLUMNS} FROM ig_jobs WHERE 1 = 1");
+    let mut args: Vec<String> = Vec::new();
+    let mut arg = |sql: &mut String, clause: &str, value: String| {
+        args.push(value);
+        sql.push_str(&clause.replace('?', &format!("${}", args.len())));
+    };
+    if let Some(m) = &f.module {
+        arg(&mut sql, " AND module = ?", m.clone());
+    }
+    if let Some(s) = f.state {
+        arg(&mut sql, " AND state = ?", s.as_str().to_string());
+    }
+    if let Some(s) = &f.submitter {
+        arg(&mut sql, " AND submitter = ?", s.clone());
+    }
+    if let Some(b) = &f.before {
+        arg(&mut sql, " AND id < ?", b.clone());
+    }
+    if let Some(mods) = &f.modules {
+        if mods.is_empty() {
+            return Ok(vec![]);
+        }
+        let mut marks = Vec::new();
+        for m in mods {
+            args.push(m.clone());
+            marks.push(format!("${}", args.len()));
+        }
+        sql.push_str(&format!(" AND module IN ({})", marks.join(", ")));
+    }
+    sql.push_str(&format!(
+        " ORDER BY id DESC LIMIT {}",
+        f.limit.clamp(1, 1000)
+    ));
+    on_conn!(conn, c => {
+        let mut q = sqlx::query(&sql);
+        for a in &args {
+            q = q.bind(a);
+        }
+        q.fetch_all(c).await?.iter().map(job).collect()
+    })
+}
+
+/// Who or what makes a move, and why.
+pub struct MoveBy<'a> {
+    pub event: Move,
+    /// The key that made it; `None` for the service.
+    pub actor: Option<&'a str>,
+    pub comment: Option<&'a str>,
+    pub detail: Option<Json>,
+    /// For the service: the worker that must still hold the job's lease.
+    pub lease_owner: Option<&'a str>,
+}
+
+/// Writes `after` over `before` if nobody moved the job meanwhile (same
+/// state and version, and the lease still held when one is named), and
+/// records the event. Returns false, writing nothing, when the job moved.
+pub async fn transition(
+    conn: &mut Conn<'_>,
+    before: &Job,
+    after: &Job,
+    by: MoveBy<'_>,
+) -> Result<bool> {
+    let lease_clause = if by.lease_owner.is_some() {
+        " AND lease_owner = $11"
+    } else {
+        ""
+    };
+    let sql = format!(
+        "UPDATE ig_jobs SET state = $1, version = version + 1, counts = $2, warnings = $3, \
+         problem = $4, gate = $5, decisions = $6, updated_at = $7 \
+         WHERE id = $8 AND state = $9 AND version = $10{lease_clause}"
+    );
+    let done = on_conn!(conn, c => {
+        let mut q = sqlx::query(&sql)
+            .bind(after.state.as_str()).bind(to_json(&after.counts)).bind(to_json(&after.warnings))
+            .bind(after.problem.as_ref().map(to_json)).bind(after.gate.as_ref().map(to_json))
+            .bind(to_json(&after.decisions)).bind(after.updated_at)
+            .bind(&before.id).bind(before.state.as_str()).bind(before.version);
+        if let Some(owner) = by.lease_owner {
+            q = q.bind(owner);
+        }
+        q.execute(c).await?.rows_affected()
+    });
+    if done == 0 {
+        return Ok(false);
+    }
+    add_event(
+        conn,
+        &before.id,
+        after.updated_at,
+        by.event.as_str(),
+        Some(before.state),
+        after.state,
+        by.actor,
+        by.comment,
+        by.detail,
+    )
+    .await?;
+    Ok(true)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn add_event(
+    conn: &mut Conn<'_>,
+    job_id: &str,
+    at: DateTime<Utc>,
+    event: &str,
+    from: Option<State>,
+    to: State,
+    actor: Option<&str>,
+    comment: Option<&str>,
+    detail: Option<Json>,
+) -> Result<()> {
+    on_conn!(conn, c => sqlx::query(
+        "INSERT INTO ig_job_events (job_id, n, at, event, from_state, to_state, actor, comment, detail) \
+         VALUES ($1, (SELECT COALESCE(MAX(n), 0) + 1 FROM ig_job_events WHERE job_id = $1), \
+                 $2, $3, $4, $5, $6, $7, $8)")
+        .bind(job_id).bind(at).bind(event).bind(from.map(State::as_str)).bind(to.as_str())
+        .bind(actor).bind(comment).bind(detail.as_ref().map(to_json))
+        .execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
+}
+
+/// Every event of a job, oldest first.
+pub async fn events(conn: &mut Conn<'_>, job_id: &str) -> Result<Vec<EventRecord>> {
+    on_conn!(conn, c => {
+        let rows = sqlx::query(
+            "SELECT n, at, event, from_state, to_state, actor, comment, detail \
+             FROM ig_job_events WHERE job_id = $1 ORDER BY n")
+            .bind(job_id).fetch_all(c).await?;
+        rows.iter().map(|r| {
+            let detail: Option<String> = r.try_get("detail")?;
+            Ok(EventRecord {
+                n: r.try_get("n")?,
+                at: r.try_get("at")?,
+                event: r.try_get("event")?,
+                from_state: r.try_get("from_state")?,
+                to_state: r.try_get("to_state")?,
+                actor: r.try_get("actor")?,
+                comment: r.try_get("comment")?,
+                detail: detail.map(|d| json_col(&d, "detail")).transpose()?,
+            })
+        }).collect()
+    })
+}
+
+/// Updates the running counts of a job being validated (progress), without
+/// a new version: counts alone are not something an approver decides on.
+pub async fn set_counts(conn: &mut Conn<'_>, id: &str, counts: &Counts) -> Result<()> {
+    on_conn!(conn, c => sqlx::query("UPDATE ig_jobs SET counts = $2 WHERE id = $1")
+        .bind(id).bind(to_json(counts)).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
+}
+
+/// Claims one job that needs the service's work and whose lease is free or
+/// lapsed. On PostgreSQL, `SKIP LOCKED` lets replicas claim side by side.
+pub async fn claim(
+    conn: &mut Conn<'_>,
+    owner: &str,
+    now_ms: i64,
+    lease_ms: i64,
+) -> Result<Option<(String, State)>> {
+    let lock = match conn.dialect() {
+        Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+        Dialect::Sqlite => "",
+    };
+    let sql = format!(
+        "UPDATE ig_jobs SET lease_owner = $1, lease_until = $2 WHERE id = (\
+           SELECT id FROM ig_jobs \
+           WHERE state IN ('validating', 'committing', 'rolling_back') \
+             AND (lease_until IS NULL OR lease_until < $3) \
+           ORDER BY id LIMIT 1{lock}) \
+         AND (lease_until IS NULL OR lease_until < $3) \
+         RETURNING id, state"
+    );
+    let got: Option<(String, String)> = on_conn!(conn, c => sqlx::query_as(&sql)
+        .bind(owner).bind(now_ms + lease_ms).bind(now_ms).fetch_optional(c).await)?;
+    Ok(got.and_then(|(id, s)| State::parse(&s).map(|s| (id, s))))
+}
+
+/// Extends a held lease; false when the lease was lost to another worker.
+pub async fn heartbeat(conn: &mut Conn<'_>, id: &str, owner: &str, until_ms: i64) -> Result<bool> {
+    let done = on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_jobs SET lease_until = $3 WHERE id = $1 AND lease_owner = $2")
+        .bind(id).bind(owner).bind(until_ms).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(done > 0)
+}
+
+/// Gives a lease back so the job is picked up at once (by this or another
+/// process).
+pub async fn release(conn: &mut Conn<'_>, id: &str, owner: &str) -> Result<()> {
+    on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_jobs SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2")
+        .bind(id).bind(owner).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
+}
+
+/// Jobs waiting at the gate since before `cutoff` (for expiry).
+pub async fn awaiting_since(conn: &mut Conn<'_>, cutoff: DateTime<Utc>) -> Result<Vec<String>> {
+    Ok(on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT id FROM ig_jobs WHERE state = 'awaiting_approval' AND updated_at < $1 ORDER BY id LIMIT 100")
+        .bind(cutoff).fetch_all(c).await)?)
+}

@@ -1,0 +1,225 @@
+//! Storage: one interface over two databases, the embedded SQLite default
+//! and PostgreSQL.
+//!
+//! Queries are written once, with `$1`-style parameters that both drivers
+//! accept, and run on whichever connection type is behind a [`Conn`]: the
+//! [`on_conn!`] macro expands a body for each driver, so the SQL and the row
+//! mapping exist once while each driver keeps its native types. Where the
+//! two databases differ (DDL, value types, locking) the code says so.
+//!
+//! The store knows nothing about HTTP; the HTTP layer knows nothing about SQL.
+
+pub mod blobs;
+pub mod jobs;
+pub mod keys;
+pub mod rows;
+pub mod schema;
+pub mod tables;
+pub mod values;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{PgConnection, PgPool, Postgres, Sqlite, SqliteConnection, SqlitePool};
+
+use crate::catalog::Catalog;
+
+/// Which SQL dialect a connection speaks (for the few statements that differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+/// A database error from the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database: {0}")]
+    Sql(#[from] sqlx::Error),
+    #[error("database URL {0:?} is neither sqlite:// nor postgres://")]
+    Url(String),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// A pool of connections to one of the two databases.
+#[derive(Clone, Debug)]
+pub enum Db {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// One connection, borrowed from a pool or from a transaction.
+pub enum Conn<'c> {
+    Sqlite(&'c mut SqliteConnection),
+    Postgres(&'c mut PgConnection),
+}
+
+/// A transaction: everything done through [`Tx::conn`] is kept or dropped
+/// as a whole.
+pub enum Tx {
+    Sqlite(sqlx::Transaction<'static, Sqlite>),
+    Postgres(sqlx::Transaction<'static, Postgres>),
+}
+
+/// A connection held from the pool outside any transaction.
+pub enum Pooled {
+    Sqlite(PoolConnection<Sqlite>),
+    Postgres(PoolConnection<Postgres>),
+}
+
+/// Runs `$body` with `$c` bound to the driver's own `&mut Connection`.
+#[macro_export]
+macro_rules! on_conn {
+    ($conn:expr, $c:ident => $body:expr) => {
+        match $conn {
+            $crate::store::Conn::Sqlite(inner) => {
+                let $c: &mut sqlx::SqliteConnection = &mut **inner;
+                $body
+            }
+            $crate::store::Conn::Postgres(inner) => {
+                let $c: &mut sqlx::PgConnection = &mut **inner;
+                $body
+            }
+        }
+    };
+}
+
+impl Db {
+    /// Connects to `sqlite://path` (created if absent) or `postgres://…`.
+    pub async fn connect(url: &str) -> Result<Db> {
+        if url.starts_with("sqlite:") {
+            let options = SqliteConnectOptions::from_str(url)?
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .busy_timeout(Duration::from_secs(60))
+                .foreign_keys(true);
+            let pool = SqlitePoolOptions::new()
+                .max_connections(8)
+                .connect_with(options)
+                .await?;
+            Ok(Db::Sqlite(pool))
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            let options = PgConnectOptions::from_str(url)?.options([("timezone", "UTC")]);
+            let pool = PgPoolOptions::new()
+                .max_connections(16)
+                .connect_with(options)
+                .await?;
+            Ok(Db::Postgres(pool))
+        } else {
+            Err(StoreError::Url(url.to_string()))
+        }
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            Db::Sqlite(_) => Dialect::Sqlite,
+            Db::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    /// Creates or migrates the ledger tables and the module tables.
+    pub async fn migrate(&self, catalog: &Catalog) -> Result<()> {
+        schema::migrate(self, catalog).await
+    }
+
+    /// A connection outside any transaction (each statement commits alone).
+    pub async fn acquire(&self) -> Result<Pooled> {
+        Ok(match self {
+            Db::Sqlite(p) => Pooled::Sqlite(p.acquire().await?),
+            Db::Postgres(p) => Pooled::Postgres(p.acquire().await?),
+        })
+    }
+
+    /// Starts a transaction. On SQLite it takes the write lock at once
+    /// (`BEGIN IMMEDIATE`), so a transaction that reads and then writes
+    /// cannot fail half-way on a lock upgrade.
+    pub async fn begin(&self) -> Result<Tx> {
+        Ok(match self {
+            Db::Sqlite(p) => Tx::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?),
+            Db::Postgres(p) => Tx::Postgres(p.begin().await?),
+        })
+    }
+
+    /// Whether the database answers (for `/readyz`).
+    pub async fn ping(&self) -> bool {
+        let Ok(mut c) = self.acquire().await else {
+            return false;
+        };
+        on_conn!(&mut c.conn(), c => sqlx::query("SELECT 1").execute(c).await.is_ok())
+    }
+
+    /// Closes every connection (at shutdown).
+    pub async fn close(&self) {
+        match self {
+            Db::Sqlite(p) => p.close().await,
+            Db::Postgres(p) => p.close().await,
+        }
+    }
+}
+
+impl Tx {
+    pub fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Tx::Sqlite(t) => Conn::Sqlite(t),
+            Tx::Postgres(t) => Conn::Postgres(t),
+        }
+    }
+
+    pub async fn commit(self) -> Result<()> {
+        match self {
+            Tx::Sqlite(t) => t.commit().await?,
+            Tx::Postgres(t) => t.commit().await?,
+        }
+        Ok(())
+    }
+
+    pub async fn rollback(self) -> Result<()> {
+        match self {
+            Tx::Sqlite(t) => t.rollback().await?,
+            Tx::Postgres(t) => t.rollback().await?,
+        }
+        Ok(())
+    }
+}
+
+impl Pooled {
+    pub fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Pooled::Sqlite(c) => Conn::Sqlite(c),
+            Pooled::Postgres(c) => Conn::Postgres(c),
+        }
+    }
+}
+
+impl Conn<'_> {
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            Conn::Sqlite(_) => Dialect::Sqlite,
+            Conn::Postgres(_) => Dialect::Postgres,
+        }
+    }
+}
+
+/// Quotes an identifier for SQL. Identifiers come only from the checked
+/// catalog; quoting them anyway means no name can ever be read as SQL.
+pub fn ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The current time, to the millisecond (what the ledger keeps).
+pub fn now() -> chrono::DateTime<chrono::Utc> {
+    let t = chrono::Utc::now();
+    chrono::DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)
+}
+
+/// Parses stored JSON text, naming the column when it is not JSON.
+pub(crate) fn json_col<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}

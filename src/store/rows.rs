@@ -1,0 +1,344 @@
+//! The rows of a job as validation left them (the preview), their errors,
+//! and the change log a commit writes for its rollback.
+
+use sqlx::Row;
+
+use super::{Conn, Result, json_col};
+use crate::ledger::Counts;
+use crate::on_conn;
+use crate::validate::RowError;
+
+/// Rows per multi-row statement: well under both databases' parameter limits.
+pub const BATCH: usize = 500;
+
+/// One validated row, staged for the preview and the commit.
+#[derive(Debug, Clone)]
+pub struct StagedRow {
+    /// Position in the file's data rows, from 0.
+    pub seq: i64,
+    pub row_no: i64,
+    /// `insert`, `update`, `unchanged` or `error`.
+    pub action: &'static str,
+    /// The natural key as canonical JSON, when every key cell is valid.
+    pub nkey: Option<String>,
+    /// The row's values, JSON object text.
+    pub vals: String,
+    /// For updates: the target's current values of the provided columns.
+    pub before: Option<String>,
+    pub errors: Vec<RowError>,
+}
+
+/// A staged row read back.
+#[derive(Debug, Clone)]
+pub struct StoredRow {
+    pub seq: i64,
+    pub row_no: i64,
+    pub action: String,
+    pub nkey: Option<String>,
+    pub vals: serde_json::Map<String, serde_json::Value>,
+    pub before: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Forgets what an earlier, interrupted run of the job staged.
+pub async fn clear(conn: &mut Conn<'_>, job_id: &str) -> Result<()> {
+    for table in ["ig_job_rows", "ig_job_errors", "ig_job_changes"] {
+        let sql = format!("DELETE FROM {table} WHERE job_id = $1");
+        on_conn!(conn, c => sqlx::query(&sql).bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;
+    }
+    Ok(())
+}
+
+fn placeholders(rows: usize, cols: usize) -> String {
+    (0..rows)
+        .map(|r| {
+            let marks: Vec<String> = (1..=cols).map(|c| format!("${}", r * cols + c)).collect();
+            format!("({})", marks.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Stores a batch of rows and their errors.
+pub async fn insert_batch(conn: &mut Conn<'_>, job_id: &str, rows: &[StagedRow]) -> Result<()> {
+    for part in rows.chunks(BATCH) {
+        let sql = format!(
+            "INSERT INTO ig_job_rows (job_id, seq, row_no, action, nkey, vals, before) VALUES {}",
+            placeholders(part.len(), 7)
+        );
+        on_conn!(conn, c => {
+            let mut q = sqlx::query(&sql);
+            for r in part {
+                q = q.bind(job_id).bind(r.seq).bind(r.row_no).bind(r.action).bind(&r.nkey)
+                    .bind(&r.vals).bind(&r.before);
+            }
+            q.execute(c).await?.rows_affected()
+        });
+    }
+    let errors: Vec<(i64, i64, &RowError)> = rows
+        .iter()
+        .flat_map(|r| {
+            r.errors
+                .iter()
+                .enumerate()
+                .map(move |(n, e)| (r.seq, n as i64, e))
+        })
+        .collect();
+    insert_errors(conn, job_id, &errors).await
+}
+
+/// Stores row errors: (row seq, index within the row, error).
+pub async fn insert_errors(
+    conn: &mut Conn<'_>,
+    job_id: &str,
+    errors: &[(i64, i64, &RowError)],
+) -> Result<()> {
+    for part in errors.chunks(BATCH) {
+        let sql = format!(
+            "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message) VALUES {}",
+            placeholders(part.len(), 8)
+        );
+        on_conn!(conn, c => {
+            let mut q = sqlx::query(&sql);
+            for (seq, n, e) in part {
+                q = q.bind(job_id).bind(*seq).bind(*n).bind(e.row as i64).bind(&e.column)
+                    .bind(&e.value).bind(&e.code).bind(&e.message);
+            }
+            q.execute(c).await?.rows_affected()
+        });
+    }
+    Ok(())
+}
+
+/// A later row whose natural key an earlier row of the file already has.
+pub struct Duplicate {
+    pub seq: i64,
+    pub row_no: i64,
+    pub nkey: String,
+    pub first_row: i64,
+}
+
+/// Rows that repeat an earlier row's natural key (the first one stays).
+/// Done in the database so memory does not grow with the file.
+pub async fn duplicates(conn: &mut Conn<'_>, job_id: &str) -> Result<Vec<Duplicate>> {
+    on_conn!(conn, c => {
+        let rows = sqlx::query(
+            "SELECT r.seq, r.row_no, r.nkey, f.first_row FROM ig_job_rows r \
+             JOIN (SELECT nkey, MIN(seq) AS first_seq, MIN(row_no) AS first_row FROM ig_job_rows \
+                   WHERE job_id = $1 AND nkey IS NOT NULL GROUP BY nkey HAVING COUNT(*) > 1) f \
+               ON r.nkey = f.nkey \
+             WHERE r.job_id = $1 AND r.seq > f.first_seq ORDER BY r.seq")
+            .bind(job_id).fetch_all(c).await?;
+        rows.iter().map(|r| Ok(Duplicate {
+            seq: r.try_get("seq")?,
+            row_no: r.try_get("row_no")?,
+            nkey: r.try_get("nkey")?,
+            first_row: r.try_get("first_row")?,
+        })).collect()
+    })
+}
+
+/// Turns a staged row into an error row and records why.
+pub async fn mark_error(
+    conn: &mut Conn<'_>,
+    job_id: &str,
+    seq: i64,
+    error: &RowError,
+) -> Result<()> {
+    let n: i64 = on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT COUNT(*) FROM ig_job_errors WHERE job_id = $1 AND seq = $2")
+        .bind(job_id).bind(seq).fetch_one(c).await)?;
+    on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_job_rows SET action = 'error', before = NULL WHERE job_id = $1 AND seq = $2")
+        .bind(job_id).bind(seq).execute(c).await.map(|r| r.rows_affected()))?;
+    insert_errors(conn, job_id, &[(seq, n, error)]).await
+}
+
+/// Counts of a job's staged rows by action.
+pub async fn counts(conn: &mut Conn<'_>, job_id: &str) -> Result<Counts> {
+    let by_action: Vec<(String, i64)> = on_conn!(conn, c => sqlx::query_as(
+        "SELECT action, COUNT(*) FROM ig_job_rows WHERE job_id = $1 GROUP BY action")
+        .bind(job_id).fetch_all(c).await)?;
+    let mut counts = Counts::default();
+    for (action, n) in by_action {
+        counts.rows += n;
+        match action.as_str() {
+            "insert" => counts.insert = n,
+            "update" => counts.update = n,
+            "unchanged" => counts.unchanged = n,
+            _ => counts.errors = n,
+        }
+    }
+    counts.valid = counts.rows - counts.errors;
+    Ok(counts)
+}
+
+fn stored<R: Row>(r: &R) -> Result<StoredRow>
+where
+    for<'a> String: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    for<'a> i64: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
+{
+    let vals: String = r.try_get("vals")?;
+    let before: Option<String> = r.try_get("before")?;
+    Ok(StoredRow {
+        seq: r.try_get("seq")?,
+        row_no: r.try_get("row_no")?,
+        action: r.try_get("action")?,
+        nkey: r.try_get("nkey")?,
+        vals: json_col(&vals, "vals")?,
+        before: before.map(|b| json_col(&b, "before")).transpose()?,
+    })
+}
+
+/// A page of the preview, optionally only one action, in file order.
+pub async fn page(
+    conn: &mut Conn<'_>,
+    job_id: &str,
+    action: Option<&str>,
+    offset: i64,
+    limit: i64,
+) -> Result<(i64, Vec<StoredRow>)> {
+    let (filter, at) = match action {
+        Some(_) => (" AND action = $2", 3),
+        None => ("", 2),
+    };
+    let count_sql = format!("SELECT COUNT(*) FROM ig_job_rows WHERE job_id = $1{filter}");
+    let page_sql = format!(
+        "SELECT seq, row_no, action, nkey, vals, before FROM ig_job_rows \
+         WHERE job_id = $1{filter} ORDER BY seq LIMIT ${at} OFFSET ${}",
+        at + 1
+    );
+    on_conn!(conn, c => {
+        let mut count = sqlx::query_scalar(&count_sql).bind(job_id);
+        let mut select = sqlx::query(&page_sql).bind(job_id);
+        if let Some(a) = action {
+            count = count.bind(a);
+            select = select.bind(a);
+        }
+        let total: i64 = count.fetch_one(&mut *c).await?;
+        let rows = select.bind(limit).bind(offset).fetch_all(&mut *c).await?;
+        let rows = rows.iter().map(stored).collect::<Result<Vec<_>>>()?;
+        Ok((total, rows))
+    })
+}
+
+/// Errors of the rows with these sequence numbers.
+pub async fn errors_of(
+    conn: &mut Conn<'_>,
+    job_id: &str,
+    from_seq: i64,
+    to_seq: i64,
+) -> Result<Vec<(i64, RowError)>> {
+    on_conn!(conn, c => {
+        let rows = sqlx::query(
+            "SELECT seq, row_no, col, value, code, message FROM ig_job_errors \
+             WHERE job_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq, n")
+            .bind(job_id).bind(from_seq).bind(to_seq).fetch_all(c).await?;
+        rows.iter().map(|r| Ok((r.try_get("seq")?, row_error(r)?))).collect()
+    })
+}
+
+fn row_error<R: Row>(r: &R) -> Result<RowError>
+where
+    for<'a> String: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    for<'a> i64: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
+{
+    Ok(RowError {
+        row: r.try_get::<i64, _>("row_no")? as u64,
+        column: r.try_get("col")?,
+        value: r.try_get("value")?,
+        code: r.try_get("code")?,
+        message: r.try_get("message")?,
+    })
+}
+
+/// A page of a job's errors, in file order.
+pub async fn errors(
+    conn: &mut Conn<'_>,
+    job_id: &str,
+    offset: i64,
+    limit: i64,
+) -> Result<(i64, Vec<RowError>)> {
+    on_conn!(conn, c => {
+        let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM ig_job_errors WHERE job_id = $1")
+            .bind(job_id).fetch_one(&mut *c).await?;
+        let rows = sqlx::query(
+            "SELECT row_no, col, value, code, message FROM ig_job_errors WHERE job_id = $1 \
+             ORDER BY seq, n LIMIT $2 OFFSET $3")
+            .bind(job_id).bind(limit).bind(offset).fetch_all(&mut *c).await?;
+        let list = rows.iter().map(row_error).collect::<Result<Vec<_>>>()?;
+        Ok((total, list))
+    })
+}
+
+/// The next rows to commit after `after_seq` (errors are left out).
+pub async fn to_commit(
+    conn: &mut Conn<'_>,
+    job_id: &str,
+    after_seq: i64,
+    limit: i64,
+) -> Result<Vec<StoredRow>> {
+    on_conn!(conn, c => {
+        let rows = sqlx::query(
+            "SELECT seq, row_no, action, nkey, vals, before FROM ig_job_rows \
+             WHERE job_id = $1 AND seq > $2 AND action <> 'error' ORDER BY seq LIMIT $3")
+            .bind(job_id).bind(after_seq).bind(limit).fetch_all(c).await?;
+        rows.iter().map(stored).collect()
+    })
+}
+
+/// One change a commit made, kept so a rollback can undo exactly it.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub seq: i64,
+    pub row_no: i64,
+    /// `insert` or `update`.
+    pub op: String,
+    pub nkey: String,
+    /// The whole target row before (updates only), JSON object.
+    pub before: Option<String>,
+    /// The whole target row after, JSON object.
+    pub after: String,
+}
+
+pub async fn insert_changes(conn: &mut Conn<'_>, job_id: &str, changes: &[Change]) -> Result<()> {
+    for part in changes.chunks(BATCH) {
+        let sql = format!(
+            "INSERT INTO ig_job_changes (job_id, seq, row_no, op, nkey, before, after) VALUES {}",
+            placeholders(part.len(), 7)
+        );
+        on_conn!(conn, c => {
+            let mut q = sqlx::query(&sql);
+            for ch in part {
+                q = q.bind(job_id).bind(ch.seq).bind(ch.row_no).bind(&ch.op).bind(&ch.nkey)
+                    .bind(&ch.before).bind(&ch.after);
+            }
+            q.execute(c).await?.rows_affected()
+        });
+    }
+    Ok(())
+}
+
+/// The next changes of a commit after `after_seq`.
+pub async fn changes(
+    conn: &mut Conn<'_>,
+    job_id: &str,
+    after_seq: i64,
+    limit: i64,
+) -> Result<Vec<Change>> {
+    on_conn!(conn, c => {
+        let rows = sqlx::query(
+            "SELECT seq, row_no, op, nkey, before, after FROM ig_job_changes \
+             WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")
+            .bind(job_id).bind(after_seq).bind(limit).fetch_all(c).await?;
+        rows.iter().map(|r| Ok(Change {
+            seq: r.try_get("seq")?,
+            row_no: r.try_get("row_no")?,
+            op: r.try_get("op")?,
+            nkey: r.try_get("nkey")?,
+            before: r.try_get("before")?,
+            after: r.try_get("after")?,
+        })).collect()
+    })
+}

@@ -1,0 +1,233 @@
+//! Tables: the ledger's own (`ig_*`) and one per catalog module.
+//!
+//! Ledger migrations are numbered steps applied once each, recorded in
+//! `ig_schema`. Module tables follow the catalog: created when missing, and a
+//! column added to the catalog later is added to the table (never dropped).
+
+use crate::catalog::{Catalog, ColumnType, Module};
+use crate::on_conn;
+
+use super::{Db, Dialect, Result, ident};
+
+/// The ledger's migrations, in order. `{ts}` is a timestamp column type and
+/// `{blob}` a byte column type, filled in per dialect.
+const MIGRATIONS: &[&str] = &[
+    // 1: keys, stored files, jobs, their rows, errors, change log and events.
+    r#"
+CREATE TABLE ig_keys (
+    id          TEXT PRIMARY KEY,
+    lookup      TEXT NOT NULL UNIQUE,
+    hash        TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    role        TEXT NOT NULL,
+    modules     TEXT NOT NULL,
+    created_at  {ts} NOT NULL,
+    expires_at  {ts},
+    revoked_at  {ts}
+);
+CREATE TABLE ig_blobs (
+    sha256      TEXT PRIMARY KEY,
+    upload_id   TEXT NOT NULL,
+    bytes       BIGINT NOT NULL,
+    created_at  {ts} NOT NULL
+);
+CREATE TABLE ig_blob_chunks (
+    upload_id   TEXT NOT NULL,
+    seq         BIGINT NOT NULL,
+    data        {blob} NOT NULL,
+    created_at  {ts} NOT NULL,
+    PRIMARY KEY (upload_id, seq)
+);
+CREATE TABLE ig_jobs (
+    id              TEXT PRIMARY KEY,
+    module          TEXT NOT NULL,
+    target_table    TEXT NOT NULL,
+    mode            TEXT NOT NULL,
+    on_error        TEXT NOT NULL,
+    options         TEXT NOT NULL,
+    simulated       BOOLEAN NOT NULL,
+    file_name       TEXT,
+    file_format     TEXT NOT NULL,
+    file_bytes      BIGINT NOT NULL,
+    file_sha256     TEXT NOT NULL,
+    submitter       TEXT NOT NULL,
+    state           TEXT NOT NULL,
+    version         BIGINT NOT NULL,
+    counts          TEXT NOT NULL,
+    warnings        TEXT NOT NULL,
+    problem         TEXT,
+    gate            TEXT,
+    decisions       TEXT NOT NULL,
+    created_at      {ts} NOT NULL,
+    updated_at      {ts} NOT NULL,
+    lease_owner     TEXT,
+    lease_until     BIGINT
+);
+CREATE INDEX ig_jobs_state ON ig_jobs (state);
+CREATE INDEX ig_jobs_module ON ig_jobs (module, id);
+CREATE INDEX ig_jobs_submitter ON ig_jobs (submitter, id);
+CREATE TABLE ig_job_rows (
+    job_id      TEXT NOT NULL,
+    seq         BIGINT NOT NULL,
+    row_no      BIGINT NOT NULL,
+    action      TEXT NOT NULL,
+    nkey        TEXT,
+    vals        TEXT NOT NULL,
+    before      TEXT,
+    PRIMARY KEY (job_id, seq)
+);
+CREATE INDEX ig_job_rows_action ON ig_job_rows (job_id, action, seq);
+CREATE INDEX ig_job_rows_nkey ON ig_job_rows (job_id, nkey);
+CREATE TABLE ig_job_errors (
+    job_id      TEXT NOT NULL,
+    seq         BIGINT NOT NULL,
+    n           BIGINT NOT NULL,
+    row_no      BIGINT NOT NULL,
+    col         TEXT,
+    value       TEXT,
+    code        TEXT NOT NULL,
+    message     TEXT NOT NULL,
+    PRIMARY KEY (job_id, seq, n)
+);
+CREATE TABLE ig_job_changes (
+    job_id      TEXT NOT NULL,
+    seq         BIGINT NOT NULL,
+    row_no      BIGINT NOT NULL,
+    op          TEXT NOT NULL,
+    nkey        TEXT NOT NULL,
+    before      TEXT,
+    after       TEXT NOT NULL,
+    PRIMARY KEY (job_id, seq)
+);
+CREATE TABLE ig_job_events (
+    job_id      TEXT NOT NULL,
+    n           BIGINT NOT NULL,
+    at          {ts} NOT NULL,
+    event       TEXT NOT NULL,
+    from_state  TEXT,
+    to_state    TEXT NOT NULL,
+    actor       TEXT,
+    comment     TEXT,
+    detail      TEXT,
+    PRIMARY KEY (job_id, n)
+);
+"#,
+];
+
+fn fill(sql: &str, dialect: Dialect) -> String {
+    let (ts, blob) = match dialect {
+        // SQLite has no timestamp type; RFC 3339 text in UTC sorts correctly.
+        Dialect::Sqlite => ("TEXT", "BLOB"),
+        Dialect::Postgres => ("TIMESTAMPTZ", "BYTEA"),
+    };
+    sql.replace("{ts}", ts).replace("{blob}", blob)
+}
+
+/// The SQL type of a module column in each dialect. SQLite keeps `numeric`
+/// as canonical decimal text: its own NUMERIC affinity would turn `0.1` into
+/// a float and lose digits.
+fn sql_type(ty: ColumnType, dialect: Dialect) -> &'static str {
+    match (dialect, ty) {
+        (Dialect::Sqlite, ColumnType::Integer | ColumnType::Bigint) => "INTEGER",
+        (Dialect::Sqlite, ColumnType::Boolean) => "BOOLEAN",
+        (Dialect::Sqlite, _) => "TEXT",
+        (Dialect::Postgres, ColumnType::Text) => "TEXT",
+        (Dialect::Postgres, ColumnType::Integer) => "INTEGER",
+        (Dialect::Postgres, ColumnType::Bigint) => "BIGINT",
+        (Dialect::Postgres, ColumnType::Numeric) => "NUMERIC",
+        (Dialect::Postgres, ColumnType::Date) => "DATE",
+        (Dialect::Postgres, ColumnType::Timestamptz) => "TIMESTAMPTZ",
+        (Dialect::Postgres, ColumnType::Boolean) => "BOOLEAN",
+    }
+}
+
+/// `CREATE TABLE` for a module: an `id` key plus the catalog's columns.
+pub fn create_table_sql(module: &Module, dialect: Dialect) -> String {
+    let id = match dialect {
+        Dialect::Sqlite => "\"id\" INTEGER PRIMARY KEY AUTOINCREMENT",
+        Dialect::Postgres => "\"id\" BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY",
+    };
+    let mut cols = vec![id.to_string()];
+    for c in &module.columns {
+        let not_null = if c.required { " NOT NULL" } else { "" };
+        cols.push(format!(
+            "{} {}{}",
+            ident(&c.name),
+            sql_type(c.ty, dialect),
+            not_null
+        ));
+    }
+    format!(
+        "CREATE TABLE IF NOT EXISTS {} (\n    {}\n)",
+        ident(&module.table),
+        cols.join(",\n    ")
+    )
+}
+
+fn natural_key_index_sql(module: &Module) -> String {
+    let cols: Vec<String> = module.natural_key.iter().map(|c| ident(c)).collect();
+    format!(
+        "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} ({})",
+        ident(&format!("{}_natural_key", module.table)),
+        ident(&module.table),
+        cols.join(", ")
+    )
+}
+
+pub(super) async fn migrate(db: &Db, catalog: &Catalog) -> Result<()> {
+    let dialect = db.dialect();
+    let mut tx = db.begin().await?;
+    {
+        let mut conn = tx.conn();
+        if dialect == Dialect::Postgres {
+            // Replicas starting together take turns; the lock ends with the transaction.
+            on_conn!(&mut conn, c => sqlx::query("SELECT pg_advisory_xact_lock(7310573)").execute(c).await.map(|r| r.rows_affected()))?;
+        }
+        on_conn!(&mut conn, c => sqlx::query("CREATE TABLE IF NOT EXISTS ig_schema (version BIGINT NOT NULL)").execute(c).await.map(|r| r.rows_affected()))?;
+        let done: Option<i64> = on_conn!(&mut conn, c => sqlx::query_scalar("SELECT MAX(version) FROM ig_schema").fetch_one(c).await)?;
+        let done = done.unwrap_or(0) as usize;
+        for (i, step) in MIGRATIONS.iter().enumerate().skip(done) {
+            for statement in fill(step, dialect)
+                .split(';')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+            {
+                on_conn!(&mut conn, c => sqlx::query(statement).execute(c).await.map(|r| r.rows_affected()))?;
+            }
+            on_conn!(&mut conn, c => sqlx::query("INSERT INTO ig_schema (version) VALUES ($1)").bind(i as i64 + 1).execute(c).await.map(|r| r.rows_affected()))?;
+        }
+        for module in catalog.modules() {
+            let create = create_table_sql(module, dialect);
+            on_conn!(&mut conn, c => sqlx::query(&create).execute(c).await.map(|r| r.rows_affected()))?;
+            add_missing_columns(&mut conn, module).await?;
+            let index = natural_key_index_sql(module);
+            on_conn!(&mut conn, c => sqlx::query(&index).execute(c).await.map(|r| r.rows_affected()))?;
+        }
+    }
+    tx.commit().await
+}
+
+/// Columns a newer catalog added to an existing table, added nullable.
+async fn add_missing_columns(conn: &mut super::Conn<'_>, module: &Module) -> Result<()> {
+    let dialect = conn.dialect();
+    let existing: Vec<String> = match dialect {
+        Dialect::Sqlite => {
+            on_conn!(conn, c => sqlx::query_scalar("SELECT name FROM pragma_table_info($1)").bind(&module.table).fetch_all(c).await)?
+        }
+        Dialect::Postgres => on_conn!(conn, c => sqlx::query_scalar(
+            "SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1")
+            .bind(&module.table).fetch_all(c).await)?,
+    };
+    for col in &module.columns {
+        if !existing.iter().any(|e| e == &col.name) {
+            let sql = format!(
+                "ALTER TABLE {} ADD COLUMN {} {}",
+                ident(&module.table),
+                ident(&col.name),
+                sql_type(col.ty, dialect)
+            );
+            on_conn!(conn, c => sqlx::query(&sql).execute(c).await.map(|r| r.rows_affected()))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,224 @@
+//! The module tables: finding rows by natural key, and the writes of a
+//! commit and a rollback. Every identifier comes from the checked catalog
+//! and is quoted; every value is a bound parameter.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value as Json};
+
+use super::values::{BindValue, DecodeValue};
+use super::{Conn, Dialect, Result, ident};
+use crate::catalog::Module;
+use crate::on_conn;
+use crate::validate::Value;
+
+/// A row of a module table: its id and every catalog column.
+#[derive(Debug, Clone)]
+pub struct TableRow {
+    pub id: i64,
+    pub values: Vec<Option<Value>>,
+}
+
+impl TableRow {
+    /// The whole row as a JSON object (for the change log).
+    pub fn to_json(&self, module: &Module) -> Map<String, Json> {
+        module
+            .columns
+            .iter()
+            .zip(&self.values)
+            .map(|(c, v)| {
+                (
+                    c.name.clone(),
+                    v.as_ref().map(Value::to_json).unwrap_or(Json::Null),
+                )
+            })
+            .collect()
+    }
+}
+
+/// The canonical text of a natural key, as validation computes it.
+pub fn key_text(module: &Module, values: &[Option<Value>]) -> String {
+    let parts: Vec<Json> = module
+        .key_columns
+        .iter()
+        .map(|&i| values[i].as_ref().map(Value::to_json).unwrap_or(Json::Null))
+        .collect();
+    Json::Array(parts).to_string()
+}
+
+/// Reads a natural key back from its canonical text.
+pub fn key_values(module: &Module, nkey: &str) -> Option<Vec<Value>> {
+    let parts: Vec<Json> = serde_json::from_str(nkey).ok()?;
+    if parts.len() != module.key_columns.len() {
+        return None;
+    }
+    module
+        .key_columns
+        .iter()
+        .zip(&parts)
+        .map(|(&i, j)| Value::from_json(module.columns[i].ty, j).flatten())
+        .collect()
+}
+
+fn select_columns(module: &Module) -> String {
+    let mut cols = vec![ident("id")];
+    cols.extend(module.columns.iter().map(|c| ident(&c.name)));
+    cols.join(", ")
+}
+
+/// The rows holding these natural keys, by key text. With `lock`, rows are
+/// locked for the rest of the transaction on PostgreSQL (SQLite's
+/// transaction already holds the write lock).
+pub async fn by_keys(
+    conn: &mut Conn<'_>,
+    module: &Module,
+    keys: &[Vec<Value>],
+    lock: bool,
+) -> Result<HashMap<String, TableRow>> {
+    let mut found = HashMap::new();
+    if keys.is_empty() {
+        return Ok(found);
+    }
+    let width = module.key_columns.len();
+    let key_cols: Vec<String> = module.natural_key.iter().map(|c| ident(c)).collect();
+    for part in keys.chunks(super::rows::BATCH) {
+        let tuples: Vec<String> = (0..part.len())
+            .map(|r| {
+                let marks: Vec<String> =
+                    (1..=width).map(|c| format!("${}", r * width + c)).collect();
+                format!("({})", marks.join(", "))
+            })
+            .collect();
+        let condition = if width == 1 {
+            format!("{} IN ({})", key_cols[0], tuples.join(", "))
+        } else {
+            format!(
+                "({}) IN (VALUES {})",
+                key_cols.join(", "),
+                tuples.join(", ")
+            )
+        };
+        let lock_clause = if lock && conn.dialect() == Dialect::Postgres {
+            " FOR UPDATE"
+        } else {
+            ""
+        };
+        let sql = format!(
+            "SELECT {} FROM {} WHERE {condition}{lock_clause}",
+            select_columns(module),
+            ident(&module.table)
+        );
+        on_conn!(conn, c => {
+            let mut q = sqlx::query(&sql);
+            for key in part {
+                for (v, &i) in key.iter().zip(&module.key_columns) {
+                    q = q.bind_value(Some(v), module.columns[i].ty);
+                }
+            }
+            for row in q.fetch_all(c).await? {
+                let id: i64 = sqlx::Row::try_get(&row, 0)?;
+                let values: Vec<Option<Value>> = module.columns.iter().enumerate()
+                    .map(|(i, col)| row.value(i + 1, col.ty)).collect();
+                found.insert(key_text(module, &values), TableRow { id, values });
+            }
+        });
+    }
+    Ok(found)
+}
+
+/// Inserts whole rows (every catalog column, in catalog order).
+pub async fn insert(
+    conn: &mut Conn<'_>,
+    module: &Module,
+    rows: &[Vec<Option<Value>>],
+) -> Result<()> {
+    let width = module.columns.len();
+    let names: Vec<String> = module.columns.iter().map(|c| ident(&c.name)).collect();
+    // Keep each statement under SQLite's and PostgreSQL's parameter limits.
+    let per_statement = (30_000 / width).clamp(1, super::rows::BATCH);
+    for part in rows.chunks(per_statement) {
+        let tuples: Vec<String> = (0..part.len())
+            .map(|r| {
+                let marks: Vec<String> =
+                    (1..=width).map(|c| format!("${}", r * width + c)).collect();
+                format!("({})", marks.join(", "))
+            })
+            .collect();
+        let sql = format!(
+            "INSERT INTO {} ({}) VALUES {}",
+            ident(&module.table),
+            names.join(", "),
+            tuples.join(", ")
+        );
+        on_conn!(conn, c => {
+            let mut q = sqlx::query(&sql);
+            for row in part {
+                for (v, col) in row.iter().zip(&module.columns) {
+                    q = q.bind_value(v.as_ref(), col.ty);
+                }
+            }
+            q.execute(c).await?.rows_affected()
+        });
+    }
+    Ok(())
+}
+
+/// Sets every catalog column of the row with this id.
+pub async fn overwrite(
+    conn: &mut Conn<'_>,
+    module: &Module,
+    id: i64,
+    values: &[Option<Value>],
+) -> Result<()> {
+    let sets: Vec<String> = module
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("{} = ${}", ident(&c.name), i + 1))
+        .collect();
+    let sql = format!(
+        "UPDATE {} SET {} WHERE {} = ${}",
+        ident(&module.table),
+        sets.join(", "),
+        ident("id"),
+        module.columns.len() + 1
+    );
+    on_conn!(conn, c => {
+        let mut q = sqlx::query(&sql);
+        for (v, col) in values.iter().zip(&module.columns) {
+            q = q.bind_value(v.as_ref(), col.ty);
+        }
+        q.bind(id).execute(c).await?.rows_affected()
+    });
+    Ok(())
+}
+
+/// Deletes the row with this id.
+pub async fn delete(conn: &mut Conn<'_>, module: &Module, id: i64) -> Result<()> {
+    let sql = format!(
+        "DELETE FROM {} WHERE {} = $1",
+        ident(&module.table),
+        ident("id")
+    );
+    on_conn!(conn, c => sqlx::query(&sql).bind(id).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
+}
+
+/// Reads a whole row back from the change log's JSON object.
+pub fn row_from_json(module: &Module, obj: &Map<String, Json>) -> Vec<Option<Value>> {
+    module
+        .columns
+        .iter()
+        .map(|c| {
+            obj.get(&c.name)
+                .and_then(|j| Value::from_json(c.ty, j))
+                .flatten()
+        })
+        .collect()
+}
+
+/// Counts a module table's rows (for tests and the console).
+pub async fn count(conn: &mut Conn<'_>, module: &Module) -> Result<i64> {
+    let sql = format!("SELECT COUNT(*) FROM {}", ident(&module.table));
+    Ok(on_conn!(conn, c => sqlx::query_scalar(&sql).fetch_one(c).await)?)
+}

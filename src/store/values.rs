@@ -1,0 +1,135 @@
+//! Module values in and out of each database: PostgreSQL gets its native
+//! types; SQLite gets integers, 0/1 booleans and canonical text for
+//! `numeric`, `date` and `timestamptz` (see `schema::sql_type`).
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use rust_decimal::Decimal;
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::query::Query;
+use sqlx::sqlite::{SqliteArguments, SqliteRow};
+use sqlx::{Postgres, Row, Sqlite};
+
+use crate::catalog::ColumnType;
+use crate::validate::Value;
+
+/// Binds a module value as its database type.
+pub trait BindValue: Sized {
+    fn bind_value(self, value: Option<&Value>, ty: ColumnType) -> Self;
+}
+
+impl<'q> BindValue for Query<'q, Sqlite, SqliteArguments<'q>> {
+    fn bind_value(self, value: Option<&Value>, ty: ColumnType) -> Self {
+        match value {
+            None => match ty {
+                ColumnType::Integer | ColumnType::Bigint => self.bind(None::<i64>),
+                ColumnType::Boolean => self.bind(None::<bool>),
+                _ => self.bind(None::<String>),
+            },
+            Some(Value::Int(i)) => self.bind(*i),
+            Some(Value::Bool(b)) => self.bind(*b),
+            Some(other) => self.bind(other.to_text()),
+        }
+    }
+}
+
+impl<'q> BindValue for Query<'q, Postgres, PgArguments> {
+    fn bind_value(self, value: Option<&Value>, ty: ColumnType) -> Self {
+        match (value, ty) {
+            (None, ColumnType::Text) => self.bind(None::<String>),
+            (None, ColumnType::Integer) => self.bind(None::<i32>),
+            (None, ColumnType::Bigint) => self.bind(None::<i64>),
+            (None, ColumnType::Numeric) => self.bind(None::<Decimal>),
+            (None, ColumnType::Date) => self.bind(None::<NaiveDate>),
+            (None, ColumnType::Timestamptz) => self.bind(None::<DateTime<Utc>>),
+            (None, ColumnType::Boolean) => self.bind(None::<bool>),
+            // The range was checked when the cell was parsed.
+            (Some(Value::Int(i)), ColumnType::Integer) => self.bind(*i as i32),
+            (Some(Value::Int(i)), _) => self.bind(*i),
+            (Some(Value::Text(s)), _) => self.bind(s.clone()),
+            (Some(Value::Decimal(d)), _) => self.bind(*d),
+            (Some(Value::Bool(b)), _) => self.bind(*b),
+            (Some(Value::Date(d)), _) => self.bind(*d),
+            (Some(Value::Timestamp(t)), _) => self.bind(*t),
+        }
+    }
+}
+
+/// Reads a module value back from a result row. Values written by other
+/// tools that do not parse as the column's type come back as text, so they
+/// compare unequal instead of failing the job.
+pub trait DecodeValue {
+    fn value(&self, index: usize, ty: ColumnType) -> Option<Value>;
+}
+
+impl DecodeValue for SqliteRow {
+    fn value(&self, index: usize, ty: ColumnType) -> Option<Value> {
+        if let Ok(Some(i)) = self.try_get::<Option<i64>, _>(index) {
+            return Some(match ty {
+                ColumnType::Boolean => Value::Bool(i != 0),
+                ColumnType::Numeric => Value::Decimal(Decimal::from(i)),
+                ColumnType::Text => Value::Text(i.to_string()),
+                _ => Value::Int(i),
+            });
+        }
+        if let Ok(Some(f)) = self.try_get::<Option<f64>, _>(index) {
+            return Some(parse_text(&f.to_string(), ty));
+        }
+        let text: Option<String> = self.try_get(index).ok().flatten();
+        text.map(|t| parse_text(&t, ty))
+    }
+}
+
+fn parse_text(t: &str, ty: ColumnType) -> Value {
+    let parsed = match ty {
+        ColumnType::Numeric => t.parse::<Decimal>().ok().map(Value::Decimal),
+        ColumnType::Date => NaiveDate::parse_from_str(t, "%Y-%m-%d")
+            .ok()
+            .map(Value::Date),
+        ColumnType::Timestamptz => DateTime::parse_from_rfc3339(t)
+            .map(|d| d.with_timezone(&Utc))
+            .ok()
+            .or_else(|| {
+                NaiveDateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S%.f")
+                    .ok()
+                    .map(|n| n.and_utc())
+            })
+            .map(Value::Timestamp),
+        ColumnType::Integer | ColumnType::Bigint => t.parse().ok().map(Value::Int),
+        ColumnType::Boolean => match t {
+            "1" | "true" => Some(Value::Bool(true)),
+            "0" | "false" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        ColumnType::Text => None,
+    };
+    parsed.unwrap_or_else(|| Value::Text(t.to_string()))
+}
+
+impl DecodeValue for PgRow {
+    fn value(&self, index: usize, ty: ColumnType) -> Option<Value> {
+        let got = match ty {
+            ColumnType::Text => self
+                .try_get::<Option<String>, _>(index)
+                .map(|v| v.map(Value::Text)),
+            ColumnType::Integer => self
+                .try_get::<Option<i32>, _>(index)
+                .map(|v| v.map(|i| Value::Int(i as i64))),
+            ColumnType::Bigint => self
+                .try_get::<Option<i64>, _>(index)
+                .map(|v| v.map(Value::Int)),
+            ColumnType::Numeric => self
+                .try_get::<Option<Decimal>, _>(index)
+                .map(|v| v.map(Value::Decimal)),
+            ColumnType::Date => self
+                .try_get::<Option<NaiveDate>, _>(index)
+                .map(|v| v.map(Value::Date)),
+            ColumnType::Timestamptz => self
+                .try_get::<Option<DateTime<Utc>>, _>(index)
+                .map(|v| v.map(Value::Timestamp)),
+            ColumnType::Boolean => self
+                .try_get::<Option<bool>, _>(index)
+                .map(|v| v.map(Value::Bool)),
+        };
+        got.ok().flatten()
+    }
+}

@@ -1,0 +1,213 @@
+//! Validation: a file's header and cells → typed rows of a module, with the
+//! row errors a person needs to fix them (row, column, value, code, message).
+//!
+//! This module is pure: it knows nothing of the database. Checks that need
+//! the target table (`exists`, `not_found`) and the whole file
+//! (`duplicate_in_file`) are made by the validation stage in [`run`].
+
+pub mod run;
+pub mod value;
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value as Json};
+
+use crate::catalog::Module;
+use crate::ingest::{FileError, RawRow};
+pub use value::{CellError, Rules, Value};
+
+/// How the file's columns map onto the module's columns.
+#[derive(Debug, Clone)]
+pub struct HeaderMap {
+    /// For each provided catalog column (catalog order): its position in the file.
+    pub provided: Vec<(usize, usize)>,
+    /// Headers that name no column of the module.
+    pub unknown: Vec<String>,
+}
+
+/// Header names are matched without regard to case or surrounding spaces,
+/// and spaces and hyphens count as underscores.
+pub fn normalize_header(h: &str) -> String {
+    h.trim()
+        .chars()
+        .map(|c| match c {
+            ' ' | '-' => '_',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect()
+}
+
+/// Matches a file's header against a module's columns and aliases.
+pub fn match_header(module: &Module, header: &[String]) -> Result<HeaderMap, FileError> {
+    let mut names: HashMap<String, usize> = HashMap::new();
+    for (i, c) in module.columns.iter().enumerate() {
+        names.insert(normalize_header(&c.name), i);
+        for a in &c.aliases {
+            names.insert(normalize_header(a), i);
+        }
+    }
+    let mut position: Vec<Option<usize>> = vec![None; module.columns.len()];
+    let mut unknown = Vec::new();
+    for (file_idx, h) in header.iter().enumerate() {
+        let norm = normalize_header(h);
+        if norm.is_empty() {
+            continue;
+        }
+        match names.get(&norm) {
+            Some(&col) if position[col].is_some() => {
+                return Err(FileError::new(
+                    "duplicate_columns",
+                    format!(
+                        "row 1: columns {} and {} both name {}",
+                        position[col].map(|p| p + 1).unwrap_or(0),
+                        file_idx + 1,
+                        module.columns[col].name
+                    ),
+                ));
+            }
+            Some(&col) => position[col] = Some(file_idx),
+            None => unknown.push(h.trim().to_string()),
+        }
+    }
+    let missing: Vec<&str> = module
+        .columns
+        .iter()
+        .zip(&position)
+        .filter(|(c, p)| c.required && p.is_none())
+        .map(|(c, _)| c.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(FileError::new(
+            "missing_columns",
+            format!("row 1: required columns missing: {}", missing.join(", ")),
+        ));
+    }
+    let provided = position
+        .iter()
+        .enumerate()
+        .filter_map(|(col, p)| p.map(|p| (col, p)))
+        .collect();
+    Ok(HeaderMap { provided, unknown })
+}
+
+/// One row error, as the errors report shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RowError {
+    pub row: u64,
+    pub column: Option<String>,
+    pub value: Option<String>,
+    pub code: String,
+    pub message: String,
+}
+
+/// One row after type checking.
+#[derive(Debug, Clone)]
+pub struct CheckedRow {
+    pub row: u64,
+    /// Values of the provided columns, in [`HeaderMap::provided`] order
+    /// (`None` is null; also `None` where the cell had an error).
+    pub values: Vec<Option<Value>>,
+    pub errors: Vec<RowError>,
+    /// The raw text of cells that failed, so the preview shows what was there.
+    pub raw: Vec<(usize, String)>,
+}
+
+impl CheckedRow {
+    /// The natural key as canonical JSON text, when every key cell is valid.
+    pub fn natural_key(&self, module: &Module, header: &HeaderMap) -> Option<String> {
+        let mut key = Vec::with_capacity(module.key_columns.len());
+        for &kc in &module.key_columns {
+            let i = header.provided.iter().position(|&(c, _)| c == kc)?;
+            key.push(self.values[i].as_ref()?.to_json());
+        }
+        Some(Json::Array(key).to_string())
+    }
+
+    /// The row's values as a JSON object keyed by column name; failed cells
+    /// carry their raw text.
+    pub fn values_json(&self, module: &Module, header: &HeaderMap) -> Map<String, Json> {
+        let mut map = Map::new();
+        for (i, &(col, _)) in header.provided.iter().enumerate() {
+            let v = match &self.values[i] {
+                Some(v) => v.to_json(),
+                None => match self.raw.iter().find(|(r, _)| *r == i) {
+                    Some((_, text)) => Json::String(text.clone()),
+                    None => Json::Null,
+                },
+            };
+            map.insert(module.columns[col].name.clone(), v);
+        }
+        map
+    }
+}
+
+/// Type-checks one row of the file.
+pub fn check_row(module: &Module, header: &HeaderMap, rules: &Rules, raw: &RawRow) -> CheckedRow {
+    let mut values = Vec::with_capacity(header.provided.len());
+    let mut errors = Vec::new();
+    let mut failed = Vec::new();
+    let empty = crate::ingest::Cell::Empty;
+    for (i, &(col, pos)) in header.provided.iter().enumerate() {
+        let column = &module.columns[col];
+        let cell = raw.cells.get(pos).unwrap_or(&empty);
+        match value::parse(cell, column, rules) {
+            Ok(v) => values.push(v),
+            Err(CellError { code, message }) => {
+                let text = value::cell_text(cell);
+                errors.push(RowError {
+                    row: raw.row,
+                    column: Some(column.name.clone()),
+                    value: Some(text.clone()),
+                    code: code.to_string(),
+                    message: format!("row {}, column {}: {message}", raw.row, column.name),
+                });
+                failed.push((i, text));
+                values.push(None);
+            }
+        }
+    }
+    CheckedRow {
+        row: raw.row,
+        values,
+        errors,
+        raw: failed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+
+    #[test]
+    fn headers_match_loosely_and_by_alias() {
+        let catalog = Catalog::builtin();
+        let m = catalog.get("customers").unwrap();
+        let header: Vec<String> = [" Customer Name ", "WA-Number", "nonsense", "City"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let map = match_header(m, &header).unwrap();
+        assert_eq!(map.provided, vec![(0, 0), (1, 1), (2, 3)]);
+        assert_eq!(map.unknown, vec!["nonsense"]);
+        let alias: Vec<String> = vec!["Nama".into(), "whatsapp".into()];
+        assert_eq!(
+            match_header(m, &alias).unwrap().provided,
+            vec![(0, 0), (1, 1)]
+        );
+    }
+
+    #[test]
+    fn missing_required_columns_are_listed() {
+        let catalog = Catalog::builtin();
+        let m = catalog.get("orders").unwrap();
+        let err = match_header(m, &["order_no".to_string(), "sku".to_string()]).unwrap_err();
+        assert_eq!(err.code, "missing_columns");
+        assert!(
+            err.message
+                .contains("customer_id, qty, amount_idr, order_date"),
+            "{}",
+            err.message
+        );
+    }
+}

@@ -1,0 +1,356 @@
+//! The validation stage of a job: read the stored file, check every row,
+//! compare with the target table, and stage the preview.
+//!
+//! Parsing and type checking run on a blocking thread and hand batches of
+//! rows to the async side through a small bounded channel, so memory holds
+//! a few batches whatever the file's size. Duplicate natural keys are found
+//! in the database at the end for the same reason.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value as Json, json};
+use tokio::sync::mpsc;
+
+use super::{CheckedRow, HeaderMap, RowError, Rules, Value, check_row, match_header};
+use crate::catalog::Module;
+use crate::ingest::{self, FileError};
+use crate::ledger::{Counts, Job, Mode};
+use crate::store::blobs::BlobReader;
+use crate::store::rows::{self, BATCH, StagedRow};
+use crate::store::tables::{self, TableRow, key_values};
+use crate::store::{self, Db};
+
+/// How a validation ended.
+pub enum Outcome {
+    /// The file could not be read as rows of the module.
+    FileFailure(FileError),
+    /// Every row was checked; the counts and warnings of the preview.
+    Checked { counts: Counts, warnings: Vec<Json> },
+}
+
+enum Msg {
+    Header(HeaderMap),
+    Rows(Vec<CheckedRow>),
+}
+
+/// Limits and rules the stage applies.
+pub struct Setup {
+    pub zone: chrono_tz::Tz,
+    pub max_rows: u64,
+    pub max_columns: usize,
+    pub max_cell_bytes: usize,
+}
+
+/// Validates a job's file and stages its rows. Running it again starts over.
+pub async fn validate(
+    db: &Db,
+    module: &Module,
+    job: &Job,
+    setup: &Setup,
+) -> anyhow::Result<Outcome> {
+    rows::clear(&mut db.acquire().await?.conn(), &job.id).await?;
+    let (tx, mut rx) = mpsc::channel::<Result<Msg, FileError>>(4);
+    let reader = {
+        let db = db.clone();
+        let module = module.clone();
+        let job = job.clone();
+        let options = ingest::Options {
+            delimiter: job.options.delimiter,
+            max_cell_bytes: setup.max_cell_bytes,
+            max_columns: setup.max_columns,
+        };
+        let (zone, max_rows) = (setup.zone, setup.max_rows);
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            let blob = BlobReader::new(db, runtime, &job.file.sha256);
+            let result = read_file(&module, &job, blob, &options, zone, max_rows, &tx);
+            if let Err(e) = result {
+                let _ = tx.blocking_send(Err(e));
+            }
+        })
+    };
+
+    let mut header = None;
+    let mut seq = 0i64;
+    let mut counts = Counts::default();
+    let mut last_progress = Instant::now();
+    let mut failure = None;
+    while let Some(msg) = rx.recv().await {
+        match msg {
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+            Ok(Msg::Header(h)) => header = Some(h),
+            Ok(Msg::Rows(batch)) => {
+                let Some(h) = header.as_ref() else { continue };
+                let staged = stage(db, module, job.mode, h, batch, &mut seq).await?;
+                tally(&mut counts, &staged);
+                rows::insert_batch(&mut db.acquire().await?.conn(), &job.id, &staged).await?;
+                if last_progress.elapsed() > Duration::from_millis(500) {
+                    store::jobs::set_counts(&mut db.acquire().await?.conn(), &job.id, &counts)
+                        .await?;
+                    last_progress = Instant::now();
+                }
+            }
+        }
+    }
+    drop(rx);
+    reader.await?;
+    if let Some(e) = failure {
+        return Ok(Outcome::FileFailure(e));
+    }
+    let Some(header) = header else {
+        return Ok(Outcome::FileFailure(FileError::new(
+            "unreadable",
+            "the file has no header row",
+        )));
+    };
+    mark_duplicates(db, module, &job.id).await?;
+    let counts = rows::counts(&mut db.acquire().await?.conn(), &job.id).await?;
+    if counts.rows == 0 {
+        return Ok(Outcome::FileFailure(FileError::new(
+            "no_rows",
+            "the file has a header but no data rows",
+        )));
+    }
+    let mut warnings = Vec::new();
+    if !header.unknown.is_empty() {
+        warnings.push(json!({
+            "code": "unknown_columns",
+            "columns": header.unknown,
+            "message": format!("columns not in {} were ignored: {}", module.key, header.unknown.join(", ")),
+        }));
+    }
+    Ok(Outcome::Checked { counts, warnings })
+}
+
+/// The blocking half: parse, match the header, check rows, send batches.
+fn read_file(
+    module: &Module,
+    job: &Job,
+    blob: BlobReader,
+    options: &ingest::Options,
+    zone: chrono_tz::Tz,
+    max_rows: u64,
+    tx: &mpsc::Sender<Result<Msg, FileError>>,
+) -> Result<(), FileError> {
+    let source = ingest::open(job.file.format, Box::new(blob), options)?;
+    let header = match_header(module, &source.header)?;
+    if job.options.reject_unknown_columns && !header.unknown.is_empty() {
+        return Err(FileError::new(
+            "unknown_columns",
+            format!(
+                "row 1: columns not in {}: {}",
+                module.key,
+                header.unknown.join(", ")
+            ),
+        ));
+    }
+    let rules = Rules {
+        date_formats: &module.date_formats,
+        zone,
+        max_cell_bytes: options.max_cell_bytes,
+    };
+    if tx.blocking_send(Ok(Msg::Header(header.clone()))).is_err() {
+        return Ok(());
+    }
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut n = 0u64;
+    for raw in source.rows {
+        let raw = raw?;
+        n += 1;
+        if n > max_rows {
+            return Err(FileError::new(
+                "too_many_rows",
+                format!("the file has more than {max_rows} data rows"),
+            ));
+        }
+        let mut checked = check_row(module, &header, &rules, &raw);
+        if let Some(extra) = raw
+            .cells
+            .get(source.header.len()..)
+            .filter(|x| x.iter().any(|c| *c != ingest::Cell::Empty))
+        {
+            checked.errors.push(RowError {
+                row: raw.row,
+                column: None,
+                value: None,
+                code: "format".into(),
+                message: format!(
+                    "row {}: {} cells more than the header's {} columns",
+                    raw.row,
+                    extra.len(),
+                    source.header.len()
+                ),
+            });
+        }
+        batch.push(checked);
+        if batch.len() == BATCH
+            && tx
+                .blocking_send(Ok(Msg::Rows(std::mem::take(&mut batch))))
+                .is_err()
+        {
+            return Ok(());
+        }
+    }
+    if !batch.is_empty() {
+        let _ = tx.blocking_send(Ok(Msg::Rows(batch)));
+    }
+    Ok(())
+}
+
+/// Decides each row's action against the table and makes it a staged row.
+async fn stage(
+    db: &Db,
+    module: &Module,
+    mode: Mode,
+    header: &HeaderMap,
+    batch: Vec<CheckedRow>,
+    seq: &mut i64,
+) -> anyhow::Result<Vec<StagedRow>> {
+    let keys: Vec<Option<String>> = batch
+        .iter()
+        .map(|r| r.natural_key(module, header))
+        .collect();
+    let lookup: Vec<Vec<Value>> = keys
+        .iter()
+        .zip(&batch)
+        .filter(|(k, r)| k.is_some() && r.errors.is_empty())
+        .filter_map(|(k, _)| key_values(module, k.as_deref()?))
+        .collect();
+    let current = tables::by_keys(&mut db.acquire().await?.conn(), module, &lookup, false).await?;
+    let mut staged = Vec::with_capacity(batch.len());
+    for (mut row, nkey) in batch.into_iter().zip(keys) {
+        let existing = nkey.as_ref().and_then(|k| current.get(k));
+        let mut before = None;
+        let action = if !row.errors.is_empty() {
+            "error"
+        } else {
+            match (mode, existing) {
+                (Mode::Insert, Some(_)) => {
+                    row.errors
+                        .push(key_error(module, &row, "exists", "is already in", mode));
+                    "error"
+                }
+                (Mode::Update, None) => {
+                    row.errors
+                        .push(key_error(module, &row, "not_found", "is not in", mode));
+                    "error"
+                }
+                (_, None) => "insert",
+                (_, Some(cur)) => {
+                    let (changed, old) = compare(module, header, &row, cur);
+                    if changed {
+                        before = Some(Json::Object(old).to_string());
+                        "update"
+                    } else {
+                        "unchanged"
+                    }
+                }
+            }
+        };
+        staged.push(StagedRow {
+            seq: *seq,
+            row_no: row.row as i64,
+            action,
+            vals: Json::Object(row.values_json(module, header)).to_string(),
+            nkey,
+            before,
+            errors: row.errors,
+        });
+        *seq += 1;
+    }
+    Ok(staged)
+}
+
+fn key_error(module: &Module, row: &CheckedRow, code: &str, verb: &str, mode: Mode) -> RowError {
+    let key: Vec<String> = module.natural_key.clone();
+    RowError {
+        row: row.row,
+        column: Some(key.join(",")),
+        value: None,
+        code: code.to_string(),
+        message: format!(
+            "row {}: the key ({}) {verb} {} (mode={})",
+            row.row,
+            key.join(", "),
+            module.table,
+            mode.as_str()
+        ),
+    }
+}
+
+/// Whether a row changes the target row, and the target's current values
+/// of the row's columns.
+fn compare(
+    module: &Module,
+    header: &HeaderMap,
+    row: &CheckedRow,
+    cur: &TableRow,
+) -> (bool, Map<String, Json>) {
+    let mut changed = false;
+    let mut old = Map::new();
+    for (i, &(col, _)) in header.provided.iter().enumerate() {
+        let now = &cur.values[col];
+        if !Value::same(now, &row.values[i]) {
+            changed = true;
+        }
+        old.insert(
+            module.columns[col].name.clone(),
+            now.as_ref().map(Value::to_json).unwrap_or(Json::Null),
+        );
+    }
+    (changed, old)
+}
+
+fn tally(counts: &mut Counts, staged: &[StagedRow]) {
+    for r in staged {
+        counts.rows += 1;
+        match r.action {
+            "insert" => counts.insert += 1,
+            "update" => counts.update += 1,
+            "unchanged" => counts.unchanged += 1,
+            _ => counts.errors += 1,
+        }
+    }
+    counts.valid = counts.rows - counts.errors;
+}
+
+/// Marks every row that repeats an earlier row's natural key.
+async fn mark_duplicates(db: &Db, module: &Module, job_id: &str) -> anyhow::Result<()> {
+    let mut tx = db.begin().await?;
+    let dups = rows::duplicates(&mut tx.conn(), job_id).await?;
+    for d in dups {
+        let error = RowError {
+            row: d.row_no as u64,
+            column: Some(module.natural_key.join(",")),
+            value: Some(key_display(&d.nkey)),
+            code: "duplicate_in_file".into(),
+            message: format!(
+                "row {}: the key ({}) repeats row {}",
+                d.row_no,
+                module.natural_key.join(", "),
+                d.first_row
+            ),
+        };
+        rows::mark_error(&mut tx.conn(), job_id, d.seq, &error).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// `["A","B"]` → `A, B` for a person.
+fn key_display(nkey: &str) -> String {
+    match serde_json::from_str::<Vec<Json>>(nkey) {
+        Ok(parts) => parts
+            .iter()
+            .map(|p| match p {
+                Json::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        Err(_) => nkey.to_string(),
+    }
+}

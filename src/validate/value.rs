@@ -1,0 +1,491 @@
+//! Typed values and the type rules of API.md section 5: one cell of a file
+//! becomes one [`Value`] of its column's type, or a row error with a code.
+
+use std::str::FromStr;
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, SecondsFormat, TimeZone, Utc};
+use chrono_tz::Tz;
+use rust_decimal::Decimal;
+use serde_json::Value as Json;
+
+use crate::catalog::{Column, ColumnType};
+use crate::ingest::Cell;
+
+/// A typed, non-null value of a column. Null is `None` around it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Value {
+    Text(String),
+    /// `integer` and `bigint` (the range is checked when parsing).
+    Int(i64),
+    /// `numeric`: exact, never a float.
+    Decimal(Decimal),
+    Bool(bool),
+    Date(NaiveDate),
+    /// `timestamptz`, kept in UTC.
+    Timestamp(DateTime<Utc>),
+}
+
+/// Why a cell is not a value of its column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellError {
+    /// `required`, `type`, `out_of_range`, `format`, `not_allowed`, `too_long`.
+    pub code: &'static str,
+    pub message: String,
+}
+
+fn err(code: &'static str, message: String) -> CellError {
+    CellError { code, message }
+}
+
+/// What parsing needs beyond the column: the module's date formats, the
+/// zone for timestamps without an offset, the cell size limit.
+pub struct Rules<'a> {
+    pub date_formats: &'a [String],
+    pub zone: Tz,
+    pub max_cell_bytes: usize,
+}
+
+impl Value {
+    /// The value as JSON, the way the API shows it: numbers as numbers,
+    /// `numeric` as a decimal string, dates `YYYY-MM-DD`, timestamps RFC 3339 UTC.
+    pub fn to_json(&self) -> Json {
+        match self {
+            Value::Text(s) => Json::String(s.clone()),
+            Value::Int(i) => Json::from(*i),
+            Value::Decimal(d) => Json::String(d.to_string()),
+            Value::Bool(b) => Json::Bool(*b),
+            Value::Date(d) => Json::String(d.format("%Y-%m-%d").to_string()),
+            Value::Timestamp(t) => Json::String(t.to_rfc3339_opts(SecondsFormat::AutoSi, true)),
+        }
+    }
+
+    /// Reads back a value written by [`Value::to_json`] for a column type.
+    pub fn from_json(ty: ColumnType, json: &Json) -> Option<Option<Value>> {
+        if json.is_null() {
+            return Some(None);
+        }
+        let v = match (ty, json) {
+            (ColumnType::Text, Json::String(s)) => Value::Text(s.clone()),
+            (ColumnType::Integer | ColumnType::Bigint, Json::Number(n)) => Value::Int(n.as_i64()?),
+            (ColumnType::Numeric, Json::String(s)) => Value::Decimal(Decimal::from_str(s).ok()?),
+            (ColumnType::Boolean, Json::Bool(b)) => Value::Bool(*b),
+            (ColumnType::Date, Json::String(s)) => {
+                Value::Date(NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?)
+            }
+            (ColumnType::Timestamptz, Json::String(s)) => {
+                Value::Timestamp(DateTime::parse_from_rfc3339(s).ok()?.with_timezone(&Utc))
+            }
+            _ => return None,
+        };
+        Some(Some(v))
+    }
+
+    /// The value as text for a database column stored as text (SQLite
+    /// keeps `numeric`, `date` and `timestamptz` as canonical text).
+    pub fn to_text(&self) -> String {
+        match self {
+            Value::Text(s) => s.clone(),
+            Value::Int(i) => i.to_string(),
+            Value::Decimal(d) => d.to_string(),
+            Value::Bool(b) => b.to_string(),
+            Value::Date(d) => d.format("%Y-%m-%d").to_string(),
+            Value::Timestamp(t) => t.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+        }
+    }
+
+    /// Whether two values are the same datum: `12.50` and `12.5` are equal
+    /// numerics, so re-importing a table does not show every row as changed.
+    pub fn same(a: &Option<Value>, b: &Option<Value>) -> bool {
+        match (a, b) {
+            (Some(Value::Decimal(x)), Some(Value::Decimal(y))) => x.normalize() == y.normalize(),
+            _ => a == b,
+        }
+    }
+}
+
+/// Parses one cell for its column. `Ok(None)` is an empty cell (null).
+pub fn parse(cell: &Cell, column: &Column, rules: &Rules) -> Result<Option<Value>, CellError> {
+    let value = match cell {
+        Cell::Empty => None,
+        Cell::Text(s) if s.trim().is_empty() => None,
+        Cell::Text(s) => {
+            if s.len() > rules.max_cell_bytes && rules.max_cell_bytes > 0 {
+                return Err(err(
+                    "too_long",
+                    format!(
+                        "the cell has {} bytes; at most {} are accepted",
+                        s.len(),
+                        rules.max_cell_bytes
+                    ),
+                ));
+            }
+            Some(parse_text(s, column, rules)?)
+        }
+        other => Some(parse_typed(other, column, rules)?),
+    };
+    if value.is_none() && column.required {
+        return Err(err("required", format!("{} is required", column.name)));
+    }
+    if let Some(Value::Text(s)) = &value {
+        return check_text(s, column).map(|v| Some(Value::Text(v)));
+    }
+    Ok(value)
+}
+
+/// Applies a text column's length limit and allowed values.
+fn check_text(s: &str, column: &Column) -> Result<String, CellError> {
+    if let Some(max) = column.max_length {
+        let n = s.chars().count();
+        if n > max {
+            return Err(err(
+                "too_long",
+                format!("{n} characters; at most {max} are accepted"),
+            ));
+        }
+    }
+    if let Some(allowed) = &column.allowed {
+        return match allowed.iter().find(|a| a.eq_ignore_ascii_case(s.trim())) {
+            Some(a) => Ok(a.clone()),
+            None => Err(err(
+                "not_allowed",
+                format!("{:?} is not one of: {}", s, allowed.join(", ")),
+            )),
+        };
+    }
+    Ok(s.to_string())
+}
+
+fn parse_text(raw: &str, column: &Column, rules: &Rules) -> Result<Value, CellError> {
+    let s = raw.trim();
+    match column.ty {
+        // Text is kept exactly as written, spaces included.
+        ColumnType::Text => Ok(Value::Text(raw.to_string())),
+        ColumnType::Integer => parse_int(s, i32::MIN as i64, i32::MAX as i64, "integer"),
+        ColumnType::Bigint => parse_int(s, i64::MIN, i64::MAX, "bigint"),
+        ColumnType::Numeric => parse_decimal(s),
+        ColumnType::Boolean => parse_bool(s),
+        ColumnType::Date => parse_date(s, rules).map(Value::Date),
+        ColumnType::Timestamptz => parse_timestamp(s, rules).map(Value::Timestamp),
+    }
+}
+
+/// Integers: an optional sign and digits. A whole number written with a
+/// zero fraction (`12.0`, as spreadsheets export) is accepted as that number.
+fn parse_int(s: &str, min: i64, max: i64, name: &str) -> Result<Value, CellError> {
+    let digits = s.strip_prefix('+').unwrap_or(s);
+    let whole = match digits.split_once('.') {
+        Some((w, frac)) if !frac.is_empty() && frac.bytes().all(|b| b == b'0') => w,
+        _ => digits,
+    };
+    let body = whole.strip_prefix('-').unwrap_or(whole);
+    if body.is_empty() || !body.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(err("type", format!("{s:?} is not a whole number ({name})")));
+    }
+    match whole.parse::<i128>() {
+        Ok(n) if n >= min as i128 && n <= max as i128 => Ok(Value::Int(n as i64)),
+        _ => Err(err(
+            "out_of_range",
+            format!("{s} is outside the {name} range {min}..={max}"),
+        )),
+    }
+}
+
+fn parse_decimal(s: &str) -> Result<Value, CellError> {
+    let body = s.strip_prefix('+').unwrap_or(s);
+    let plain = body.strip_prefix('-').unwrap_or(body);
+    let well_formed = !plain.is_empty()
+        && plain.bytes().filter(|&b| b == b'.').count() <= 1
+        && plain.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && plain.bytes().any(|b| b.is_ascii_digit());
+    if !well_formed {
+        return Err(err("type", format!("{s:?} is not a decimal number")));
+    }
+    Decimal::from_str_exact(body)
+        .map(Value::Decimal)
+        .map_err(|_| {
+            err(
+                "out_of_range",
+                format!("{s} has more digits than a numeric holds (28)"),
+            )
+        })
+}
+
+fn parse_bool(s: &str) -> Result<Value, CellError> {
+    match s.to_ascii_lowercase().as_str() {
+        "true" | "yes" | "1" | "y" | "ya" => Ok(Value::Bool(true)),
+        "false" | "no" | "0" | "n" | "tidak" => Ok(Value::Bool(false)),
+        _ => Err(err(
+            "type",
+            format!("{s:?} is not a boolean (true/false, yes/no, 1/0, y/n, ya/tidak)"),
+        )),
+    }
+}
+
+fn parse_date(s: &str, rules: &Rules) -> Result<NaiveDate, CellError> {
+    std::iter::once("%Y-%m-%d")
+        .chain(rules.date_formats.iter().map(String::as_str))
+        .find_map(|f| NaiveDate::parse_from_str(s, f).ok())
+        .ok_or_else(|| {
+            err(
+                "format",
+                format!(
+                    "{s:?} is not a date (YYYY-MM-DD{})",
+                    rules
+                        .date_formats
+                        .iter()
+                        .map(|f| format!(", {}", human_format(f)))
+                        .collect::<String>()
+                ),
+            )
+        })
+}
+
+/// `%d/%m/%Y` → `DD/MM/YYYY`, for messages a person reads.
+fn human_format(f: &str) -> String {
+    f.replace("%d", "DD")
+        .replace("%m", "MM")
+        .replace("%Y", "YYYY")
+        .replace("%y", "YY")
+}
+
+/// RFC 3339 with an offset, or a local date and time taken in the
+/// configured zone (a real tz database, so any zone's rules apply).
+fn parse_timestamp(s: &str, rules: &Rules) -> Result<DateTime<Utc>, CellError> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    local_datetime(s, rules)
+        .and_then(|local| rules.zone.from_local_datetime(&local).earliest())
+        .map(|t| t.with_timezone(&Utc))
+        .ok_or_else(|| {
+            err(
+                "format",
+                format!(
+                    "{s:?} is not a timestamp (RFC 3339, or YYYY-MM-DD HH:MM[:SS] in {})",
+                    rules.zone
+                ),
+            )
+        })
+}
+
+fn local_datetime(s: &str, rules: &Rules) -> Option<NaiveDateTime> {
+    let (date, time) = s.split_once([' ', 'T'])?;
+    let date = parse_date(date.trim(), rules).ok()?;
+    let time = ["%H:%M:%S%.f", "%H:%M"]
+        .iter()
+        .find_map(|f| NaiveTime::parse_from_str(time.trim(), f).ok())?;
+    Some(date.and_time(time))
+}
+
+/// Cells that already carry a type (spreadsheets, JSON).
+fn parse_typed(cell: &Cell, column: &Column, rules: &Rules) -> Result<Value, CellError> {
+    let mismatch = |what: &str| err("type", format!("{what} is not a {}", column.ty.as_str()));
+    match (column.ty, cell) {
+        (ColumnType::Text, Cell::Int(i)) => Ok(Value::Text(i.to_string())),
+        (ColumnType::Text, Cell::Number(n)) => Ok(Value::Text(n.clone())),
+        (ColumnType::Text, Cell::Float(f)) => Ok(Value::Text(f.to_string())),
+        (ColumnType::Text, Cell::Bool(b)) => Ok(Value::Text(b.to_string())),
+        (ColumnType::Text, Cell::Date(d)) => Ok(Value::Text(d.format("%Y-%m-%d").to_string())),
+        (_, Cell::Int(i)) => parse_text(&i.to_string(), column, rules),
+        (_, Cell::Number(n)) => parse_text(n, column, rules),
+        (ColumnType::Integer | ColumnType::Bigint | ColumnType::Numeric, Cell::Float(f)) => {
+            // `{}` prints the shortest text that reads back as the same f64.
+            parse_text(&f.to_string(), column, rules)
+        }
+        (ColumnType::Boolean, Cell::Bool(b)) => Ok(Value::Bool(*b)),
+        (ColumnType::Date, Cell::Date(d)) => Ok(Value::Date(*d)),
+        (ColumnType::Date, Cell::DateTime(dt)) if dt.time() == NaiveTime::MIN => {
+            Ok(Value::Date(dt.date()))
+        }
+        (ColumnType::Timestamptz, Cell::Date(d)) => local_to_utc(d.and_time(NaiveTime::MIN), rules),
+        (ColumnType::Timestamptz, Cell::DateTime(dt)) => local_to_utc(*dt, rules),
+        (_, Cell::Text(s)) => parse_text(s, column, rules),
+        (_, Cell::Bool(b)) => Err(mismatch(&b.to_string())),
+        (_, Cell::Float(f)) => Err(mismatch(&f.to_string())),
+        (_, Cell::Date(d)) => Err(mismatch(&d.to_string())),
+        (_, Cell::DateTime(d)) => Err(mismatch(&d.to_string())),
+        (_, Cell::Empty) => Err(mismatch("an empty cell")),
+    }
+}
+
+fn local_to_utc(dt: NaiveDateTime, rules: &Rules) -> Result<Value, CellError> {
+    rules
+        .zone
+        .from_local_datetime(&dt)
+        .earliest()
+        .map(|t| Value::Timestamp(t.with_timezone(&Utc)))
+        .ok_or_else(|| err("format", format!("{dt} does not exist in {}", rules.zone)))
+}
+
+/// The text of a cell for an error report (long cells shortened).
+pub fn cell_text(cell: &Cell) -> String {
+    let s = match cell {
+        Cell::Empty => String::new(),
+        Cell::Text(s) | Cell::Number(s) => s.clone(),
+        Cell::Int(i) => i.to_string(),
+        Cell::Float(f) => f.to_string(),
+        Cell::Bool(b) => b.to_string(),
+        Cell::Date(d) => d.to_string(),
+        Cell::DateTime(d) => d.to_string(),
+    };
+    shorten(s, 200)
+}
+
+fn shorten(mut s: String, max_chars: usize) -> String {
+    if let Some((i, _)) = s.char_indices().nth(max_chars) {
+        s.truncate(i);
+        s.push('…');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn col(ty: ColumnType) -> Column {
+        Column {
+            name: "c".into(),
+            ty,
+            required: false,
+            allowed: None,
+            aliases: vec![],
+            max_length: None,
+        }
+    }
+
+    fn p(ty: ColumnType, s: &str) -> Result<Option<Value>, CellError> {
+        let formats = vec!["%d/%m/%Y".to_string()];
+        let rules = Rules {
+            date_formats: &formats,
+            zone: chrono_tz::Asia::Jakarta,
+            max_cell_bytes: 65536,
+        };
+        parse(&Cell::Text(s.into()), &col(ty), &rules)
+    }
+
+    fn code(r: Result<Option<Value>, CellError>) -> &'static str {
+        r.unwrap_err().code
+    }
+
+    #[test]
+    fn integers_are_32_bit_and_bigints_64_bit() {
+        assert_eq!(
+            p(ColumnType::Integer, "2147483647").unwrap(),
+            Some(Value::Int(2147483647))
+        );
+        assert_eq!(code(p(ColumnType::Integer, "2147483648")), "out_of_range");
+        assert_eq!(
+            p(ColumnType::Bigint, "-9223372036854775808").unwrap(),
+            Some(Value::Int(i64::MIN))
+        );
+        assert_eq!(
+            code(p(ColumnType::Bigint, "9223372036854775808")),
+            "out_of_range"
+        );
+        assert_eq!(code(p(ColumnType::Integer, "12a")), "type");
+        assert_eq!(code(p(ColumnType::Integer, "1.5")), "type");
+        assert_eq!(
+            p(ColumnType::Integer, " 12.0 ").unwrap(),
+            Some(Value::Int(12))
+        );
+    }
+
+    #[test]
+    fn numerics_are_exact() {
+        let v = p(ColumnType::Numeric, "12345678901234567.123456789")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            v.to_json(),
+            Json::String("12345678901234567.123456789".into())
+        );
+        assert_eq!(code(p(ColumnType::Numeric, "1,5")), "type");
+        assert_eq!(code(p(ColumnType::Numeric, "1e5")), "type");
+        assert!(Value::same(
+            &p(ColumnType::Numeric, "12.50").unwrap(),
+            &p(ColumnType::Numeric, "12.5").unwrap()
+        ));
+    }
+
+    #[test]
+    fn booleans_accept_indonesian() {
+        assert_eq!(
+            p(ColumnType::Boolean, "Ya").unwrap(),
+            Some(Value::Bool(true))
+        );
+        assert_eq!(
+            p(ColumnType::Boolean, "TIDAK").unwrap(),
+            Some(Value::Bool(false))
+        );
+        assert_eq!(code(p(ColumnType::Boolean, "maybe")), "type");
+    }
+
+    #[test]
+    fn dates_accept_iso_and_day_first() {
+        let d = NaiveDate::from_ymd_opt(2024, 3, 31).unwrap();
+        assert_eq!(
+            p(ColumnType::Date, "2024-03-31").unwrap(),
+            Some(Value::Date(d))
+        );
+        assert_eq!(
+            p(ColumnType::Date, "31/03/2024").unwrap(),
+            Some(Value::Date(d))
+        );
+        assert_eq!(code(p(ColumnType::Date, "2024-02-30")), "format");
+        assert_eq!(code(p(ColumnType::Date, "03/31/2024")), "format");
+    }
+
+    #[test]
+    fn local_timestamps_are_taken_in_jakarta() {
+        let v = p(ColumnType::Timestamptz, "2024-03-31 07:00")
+            .unwrap()
+            .unwrap();
+        assert_eq!(v.to_json(), Json::String("2024-03-31T00:00:00Z".into()));
+        let v = p(ColumnType::Timestamptz, "2024-03-31T09:00:00+02:00")
+            .unwrap()
+            .unwrap();
+        assert_eq!(v.to_json(), Json::String("2024-03-31T07:00:00Z".into()));
+        assert_eq!(code(p(ColumnType::Timestamptz, "yesterday")), "format");
+    }
+
+    #[test]
+    fn empty_required_cells_are_errors() {
+        let mut c = col(ColumnType::Text);
+        c.required = true;
+        let rules = Rules {
+            date_formats: &[],
+            zone: chrono_tz::UTC,
+            max_cell_bytes: 10,
+        };
+        assert_eq!(
+            parse(&Cell::Text("  ".into()), &c, &rules)
+                .unwrap_err()
+                .code,
+            "required"
+        );
+        assert_eq!(
+            parse(&Cell::Text("12345678901".into()), &c, &rules)
+                .unwrap_err()
+                .code,
+            "too_long"
+        );
+    }
+
+    #[test]
+    fn json_round_trips() {
+        for (ty, s) in [
+            (ColumnType::Numeric, "-0.0100"),
+            (ColumnType::Timestamptz, "2024-01-02 03:04:05.25"),
+            (ColumnType::Date, "2024-01-02"),
+            (ColumnType::Bigint, "-5"),
+            (ColumnType::Boolean, "y"),
+        ] {
+            let v = p(ty, s).unwrap();
+            assert_eq!(
+                Value::from_json(ty, &v.as_ref().unwrap().to_json()),
+                Some(v)
+            );
+        }
+    }
+}

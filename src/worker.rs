@@ -1,0 +1,330 @@
+//! Workers: the service's side of the pipeline. A worker claims a job that
+//! is `validating`, `committing` or `rolling_back` with a lease in the
+//! database, keeps the lease alive with a heartbeat while it works, and
+//! makes the job's next move only while it still holds the lease. A job
+//! whose worker died (or whose process restarted) is claimed again once the
+//! lease lapses, so no job stays in a work state after its worker is gone.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tracing::{error, info, warn};
+
+use crate::app::App;
+use crate::ledger::{Decision, Job, Move, State};
+use crate::store::jobs::{self, MoveBy};
+use crate::store::now;
+use crate::validate::run::{self, Outcome, Setup};
+
+/// Starts the process's workers and its expiry sweep.
+pub fn spawn(app: Arc<App>) -> Vec<tokio::task::JoinHandle<()>> {
+    let owner = format!("w-{}", ulid::Ulid::generate());
+    let mut handles: Vec<_> = (0..app.settings.workers)
+        .map(|i| {
+            let app = app.clone();
+            let owner = format!("{owner}-{i}");
+            tokio::spawn(async move { work_loop(app, owner).await })
+        })
+        .collect();
+    handles.push(tokio::spawn(expiry_loop(app)));
+    handles
+}
+
+async fn work_loop(app: Arc<App>, owner: String) {
+    let mut stop = app.shutdown.subscribe();
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        match claim(&app, &owner).await {
+            Ok(Some((id, state))) => {
+                if let Err(e) = run(&app, &owner, &id, state).await {
+                    error!(job = %id, error = %e, "job work failed; it will be retried");
+                    // Back off before the job is claimed again.
+                    let _ = retry_later(&app, &id, &owner).await;
+                }
+                continue;
+            }
+            Ok(None) => {}
+            Err(e) => warn!(error = %e, "cannot claim work"),
+        }
+        tokio::select! {
+            _ = app.work.notified() => {},
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {},
+            _ = stop.changed() => {},
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+async fn claim(app: &App, owner: &str) -> anyhow::Result<Option<(String, State)>> {
+    let mut c = app.db.acquire().await?;
+    Ok(jobs::claim(&mut c.conn(), owner, now_ms(), app.settings.lease_ms).await?)
+}
+
+async fn retry_later(app: &App, id: &str, owner: &str) -> anyhow::Result<()> {
+    let mut c = app.db.acquire().await?;
+    jobs::heartbeat(&mut c.conn(), id, owner, now_ms() + 5_000).await?;
+    Ok(())
+}
+
+/// Does a claimed job's work with a heartbeat alongside.
+async fn run(app: &Arc<App>, owner: &str, id: &str, state: State) -> anyhow::Result<()> {
+    let beat = {
+        let app = app.clone();
+        let (id, owner) = (id.to_string(), owner.to_string());
+        tokio::spawn(async move {
+            let every = Duration::from_millis((app.settings.lease_ms / 3).max(100) as u64);
+            loop {
+                tokio::time::sleep(every).await;
+                let until = now_ms() + app.settings.lease_ms;
+                match app.db.acquire().await {
+                    Ok(mut c) => {
+                        if let Ok(false) = jobs::heartbeat(&mut c.conn(), &id, &owner, until).await
+                        {
+                            return;
+                        }
+                    }
+                    Err(e) => warn!(job = %id, error = %e, "heartbeat failed"),
+                }
+            }
+        })
+    };
+    let result = async {
+        let mut c = app.db.acquire().await?;
+        let job = jobs::get(&mut c.conn(), id).await?;
+        drop(c);
+        let Some(job) = job else { return Ok(()) };
+        if job.state != state {
+            return Ok(());
+        }
+        match state {
+            State::Validating => validate(app, owner, &job).await,
+            State::Committing => commit(app, owner, &job).await,
+            State::RollingBack => rollback(app, owner, &job).await,
+            _ => Ok(()),
+        }
+    }
+    .await;
+    beat.abort();
+    let mut c = app.db.acquire().await?;
+    if result.is_ok() {
+        jobs::release(&mut c.conn(), id, owner).await?;
+    }
+    result
+}
+
+fn module_of<'a>(app: &'a App, job: &Job) -> anyhow::Result<&'a crate::catalog::Module> {
+    app.catalog
+        .get(&job.module)
+        .map(|m| m.as_ref())
+        .ok_or_else(|| anyhow::anyhow!("module {} is not in the catalog", job.module))
+}
+
+fn problem(code: &str, title: &str, detail: String) -> serde_json::Value {
+    json!({"code": code, "title": title, "detail": detail})
+}
+
+async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
+    let module = module_of(app, job)?;
+    let setup = Setup {
+        zone: app.settings.zone,
+        max_rows: app.settings.limits.rows,
+        max_columns: app.settings.limits.columns,
+        max_cell_bytes: app.settings.limits.cell_bytes,
+    };
+    let started = std::time::Instant::now();
+    let outcome = run::validate(&app.db, module, job, &setup).await?;
+    let mut after = job.clone();
+    after.updated_at = now();
+    let event = match outcome {
+        Outcome::FileFailure(e) => {
+            after.problem = Some(problem(e.code, "The file cannot be imported", e.message));
+            Move::FileFailure
+        }
+        Outcome::Checked { counts, warnings } => {
+            after.warnings = warnings;
+            let errors = counts.errors;
+            after.counts = counts;
+            if errors > 0 && job.on_error == crate::ledger::OnError::Fail {
+                after.problem = Some(problem(
+                    "row_errors",
+                    "Rows have errors",
+                    format!("{errors} rows have errors; fix them or upload with on_error=skip"),
+                ));
+                Move::RowErrors
+            } else {
+                after.gate = Some(crate::ledger::Gate {
+                    action: "commit".into(),
+                    requested_at: after.updated_at,
+                    requested_by: job.submitter.clone(),
+                });
+                Move::Checked
+            }
+        }
+    };
+    after.state = crate::ledger::next(job.state, event).unwrap_or(job.state);
+    let mut c = app.db.begin().await?;
+    let by = MoveBy {
+        event,
+        actor: None,
+        comment: None,
+        detail: None,
+        lease_owner: Some(owner),
+    };
+    if jobs::transition(&mut c.conn(), job, &after, by).await? {
+        c.commit().await?;
+        info!(job = %job.id, state = after.state.as_str(), rows = after.counts.rows,
+              ms = started.elapsed().as_millis() as u64, "validated");
+    } else {
+        c.rollback().await?;
+    }
+    Ok(())
+}
+
+async fn commit(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
+    let module = module_of(app, job)?;
+    let started = std::time::Instant::now();
+    let mut tx = app.db.begin().await?;
+    let written = crate::commit::commit(&mut tx, module, job, job.simulated).await;
+    let mut after = job.clone();
+    after.updated_at = now();
+    let event = match written {
+        Ok(Ok(())) => {
+            after.problem = None;
+            Move::Written
+        }
+        Ok(Err(refused)) => {
+            tx.rollback().await?;
+            tx = app.db.begin().await?;
+            after.problem = Some(json!({
+                "code": "stale_preview",
+                "title": "The table changed since the preview",
+                "detail": format!("{} previewed rows changed in {} since the preview; nothing was written. Upload the file again to see a fresh preview.", refused.total, module.table),
+                "rows": refused.rows,
+            }));
+            Move::CommitFailed
+        }
+        Err(e) => {
+            tx.rollback().await?;
+            tx = app.db.begin().await?;
+            after.problem = Some(problem(
+                "database_error",
+                "The commit failed",
+                format!("nothing was written: {e}"),
+            ));
+            Move::CommitFailed
+        }
+    };
+    after.state = crate::ledger::next(job.state, event).unwrap_or(job.state);
+    let by = MoveBy {
+        event,
+        actor: None,
+        comment: None,
+        detail: None,
+        lease_owner: Some(owner),
+    };
+    if jobs::transition(&mut tx.conn(), job, &after, by).await? {
+        tx.commit().await?;
+        info!(job = %job.id, state = after.state.as_str(), ms = started.elapsed().as_millis() as u64, "commit finished");
+    } else {
+        // The lease was lost: another worker owns the job now.
+        tx.rollback().await?;
+    }
+    Ok(())
+}
+
+async fn rollback(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
+    let module = module_of(app, job)?;
+    let mut tx = app.db.begin().await?;
+    let undone = crate::commit::rollback(&mut tx, module, job, job.simulated).await?;
+    let mut after = job.clone();
+    after.updated_at = now();
+    let event = match undone {
+        Ok(()) => {
+            after.problem = None;
+            Move::Undone
+        }
+        Err(refused) => {
+            tx.rollback().await?;
+            tx = app.db.begin().await?;
+            after.problem = Some(json!({
+                "code": "rollback_conflict",
+                "title": "Rows changed since the commit",
+                "detail": format!("{} rows of {} changed since the commit; nothing was undone.", refused.total, module.table),
+                "rows": refused.rows,
+            }));
+            Move::RollbackConflict
+        }
+    };
+    after.state = crate::ledger::next(job.state, event).unwrap_or(job.state);
+    let by = MoveBy {
+        event,
+        actor: None,
+        comment: None,
+        detail: None,
+        lease_owner: Some(owner),
+    };
+    if jobs::transition(&mut tx.conn(), job, &after, by).await? {
+        tx.commit().await?;
+    } else {
+        tx.rollback().await?;
+    }
+    Ok(())
+}
+
+/// Moves jobs that waited at the gate longer than the approval limit to
+/// `expired`.
+async fn expiry_loop(app: Arc<App>) {
+    let mut stop = app.shutdown.subscribe();
+    loop {
+        if let Err(e) = expire(&app).await {
+            warn!(error = %e, "expiry sweep failed");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(30)) => {},
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+async fn expire(app: &App) -> anyhow::Result<()> {
+    let cutoff = now() - chrono::Duration::seconds(app.settings.limits.approval_secs);
+    let ids = {
+        let mut c = app.db.acquire().await?;
+        jobs::awaiting_since(&mut c.conn(), cutoff).await?
+    };
+    for id in ids {
+        let mut tx = app.db.begin().await?;
+        let Some(job) = jobs::get(&mut tx.conn(), &id).await? else {
+            continue;
+        };
+        let mut after = job.clone();
+        after.state = State::Expired;
+        after.updated_at = now();
+        after.decisions.push(Decision {
+            action: "commit".into(),
+            decision: "expired".into(),
+            by: None,
+            at: after.updated_at,
+            comment: None,
+        });
+        let by = MoveBy {
+            event: Move::Expire,
+            actor: None,
+            comment: None,
+            detail: None,
+            lease_owner: None,
+        };
+        if jobs::transition(&mut tx.conn(), &job, &after, by).await? {
+            tx.commit().await?;
+        } else {
+            tx.rollback().await?;
+        }
+    }
+    Ok(())
+}
