@@ -45,6 +45,8 @@ pub struct Settings {
     pub workers: usize,
     /// How long a worker's claim on a job lasts without a heartbeat.
     pub lease_ms: i64,
+    /// How often jobs waiting at the gate are checked for expiry.
+    pub expiry_sweep_ms: u64,
     pub limits: Limits,
 }
 
@@ -59,6 +61,7 @@ impl Default for Settings {
             zone: chrono_tz::Asia::Jakarta,
             workers: 2,
             lease_ms: 30_000,
+            expiry_sweep_ms: 30_000,
             limits: Limits::default(),
         }
     }

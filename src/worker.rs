@@ -286,7 +286,7 @@ async fn expiry_loop(app: Arc<App>) {
             warn!(error = %e, "expiry sweep failed");
         }
         tokio::select! {
-            _ = tokio::time::sleep(Duration::from_secs(30)) => {},
+            _ = tokio::time::sleep(Duration::from_millis(app.settings.expiry_sweep_ms)) => {},
             _ = stop.changed() => return,
         }
     }

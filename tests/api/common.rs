@@ -1,0 +1,251 @@
+//! Test helpers: start the real service on a free port with a fresh
+//! database, and talk to it over HTTP like any client.
+//!
+//! The backend is SQLite (a new file per test) unless
+//! `IMPORTGATE_TEST_POSTGRES` names a PostgreSQL server
+//! (`postgres://postgres@127.0.0.1:5432`): then each test gets a fresh
+//! database on it. The same tests run on both (see `.ci/run`).
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use importgate::app::App;
+use importgate::config::Settings;
+use importgate::store::Db;
+use reqwest::{Client, Response, StatusCode};
+use serde_json::{Value, json};
+
+pub struct TestApp {
+    pub base: String,
+    pub client: Client,
+    pub admin: String,
+    pub app: Arc<App>,
+    pub database: String,
+    _dir: tempfile::TempDir,
+}
+
+/// The service with default settings.
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// The service with settings changed by `tweak`.
+pub async fn spawn_app_with(tweak: impl FnOnce(&mut Settings)) -> TestApp {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let database = match std::env::var("IMPORTGATE_TEST_POSTGRES") {
+        Ok(server) if !server.is_empty() => fresh_postgres(&server).await,
+        _ => format!("sqlite://{}", dir.path().join("test.db").display()),
+    };
+    let mut settings = Settings {
+        database: database.clone(),
+        lease_ms: 5_000,
+        ..Settings::default()
+    };
+    tweak(&mut settings);
+    let app = App::open(settings).await.expect("service starts");
+    let admin = app
+        .first_admin_key()
+        .await
+        .expect("admin key")
+        .expect("fresh database");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(app.clone().serve(listener));
+    TestApp {
+        base,
+        client: Client::new(),
+        admin,
+        app,
+        database,
+        _dir: dir,
+    }
+}
+
+async fn fresh_postgres(server: &str) -> String {
+    let server = server.trim_end_matches('/');
+    let name = format!("igt_{}", ulid::Ulid::generate().to_string().to_lowercase());
+    let admin = Db::connect(&format!("{server}/postgres"))
+        .await
+        .expect("postgres reachable");
+    let Db::Postgres(pool) = &admin else {
+        unreachable!()
+    };
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(pool)
+        .await
+        .expect("create database");
+    admin.close().await;
+    format!("{server}/{name}")
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// Creates a key through the API; returns (secret, key id).
+    pub async fn key(&self, name: &str, role: &str, modules: &[&str]) -> (String, String) {
+        let resp = self
+            .client
+            .post(self.url("/api/keys"))
+            .header("X-API-Key", &self.admin)
+            .json(&json!({"name": name, "role": role, "modules": modules}))
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(resp.status(), StatusCode::CREATED);
+        let body: Value = resp.json().await.expect("json");
+        (
+            body["key"].as_str().expect("key").to_string(),
+            body["id"].as_str().expect("id").to_string(),
+        )
+    }
+
+    pub async fn submitter(&self) -> String {
+        self.key("Budi Santoso", "submitter", &["*"]).await.0
+    }
+
+    pub async fn approver(&self) -> String {
+        self.key("Siti Rahayu", "approver", &["*"]).await.0
+    }
+
+    /// Uploads CSV text; returns the raw response.
+    pub async fn upload_raw(
+        &self,
+        key: &str,
+        module: &str,
+        query: &str,
+        content_type: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> Response {
+        self.client
+            .post(self.url(&format!("/api/import/{module}{query}")))
+            .header("X-API-Key", key)
+            .header("Content-Type", content_type)
+            .header("Prefer", "wait=30")
+            .body(body)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// Uploads CSV and waits for validation to end; returns the job.
+    pub async fn upload(&self, key: &str, module: &str, query: &str, csv: &str) -> Value {
+        let resp = self
+            .upload_raw(key, module, query, "text/csv", csv.to_string())
+            .await;
+        assert_eq!(
+            resp.status(),
+            StatusCode::ACCEPTED,
+            "upload answered {}",
+            resp.status()
+        );
+        let job: Value = resp.json().await.expect("json");
+        self.wait_done(key, job["id"].as_str().expect("id")).await
+    }
+
+    pub async fn get(&self, key: &str, path: &str) -> Response {
+        self.client
+            .get(self.url(path))
+            .header("X-API-Key", key)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    pub async fn get_json(&self, key: &str, path: &str) -> Value {
+        let resp = self.get(key, path).await;
+        assert_eq!(resp.status(), StatusCode::OK, "GET {path}");
+        resp.json().await.expect("json")
+    }
+
+    pub async fn job(&self, key: &str, id: &str) -> Value {
+        self.get_json(key, &format!("/api/jobs/{id}")).await
+    }
+
+    /// Polls until the job is out of the states the service works in.
+    pub async fn wait_done(&self, key: &str, id: &str) -> Value {
+        for _ in 0..600 {
+            let job = self.job(key, id).await;
+            let state = job["state"].as_str().unwrap_or("");
+            if !matches!(state, "validating" | "committing" | "rolling_back") {
+                return job;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("job {id} did not finish");
+    }
+
+    /// A gate move (`approve`, `reject`, `cancel`, `rollback`).
+    pub async fn act(&self, key: &str, id: &str, action: &str, comment: Option<&str>) -> Response {
+        let mut req = self
+            .client
+            .post(self.url(&format!("/api/jobs/{id}/{action}")))
+            .header("X-API-Key", key)
+            .header("Prefer", "wait=30");
+        if let Some(c) = comment {
+            req = req.json(&json!({"comment": c}));
+        }
+        req.send().await.expect("request")
+    }
+
+    /// A gate move that must be accepted; waits for the work it starts.
+    pub async fn act_ok(&self, key: &str, id: &str, action: &str) -> Value {
+        let resp = self.act(key, id, action, None).await;
+        let status = resp.status();
+        let body: Value = resp.json().await.expect("json");
+        assert_eq!(status, StatusCode::ACCEPTED, "{action}: {body}");
+        self.wait_done(key, id).await
+    }
+
+    /// Runs SQL on the service's database (to look at or change a table
+    /// behind the service's back); every column is read as text.
+    pub async fn sql(&self, sql: &str) -> Vec<Vec<Option<String>>> {
+        use sqlx::{Column, Row};
+        let mut pooled = self.app.db.acquire().await.expect("conn");
+        let mut conn = pooled.conn();
+        importgate::on_conn!(&mut conn, c => {
+            let rows = sqlx::query(sql).fetch_all(c).await.expect(sql);
+            rows.iter().map(|r| (0..r.columns().len()).map(|i| r.try_get::<Option<String>, _>(i).expect("text column")).collect()).collect()
+        })
+    }
+
+    /// The number of rows in a table.
+    pub async fn count(&self, table: &str) -> i64 {
+        let rows = self
+            .sql(&format!("SELECT CAST(COUNT(*) AS TEXT) FROM {table}"))
+            .await;
+        rows[0][0].as_deref().unwrap_or("0").parse().expect("count")
+    }
+}
+
+/// Reads a problem answer and checks its status and code.
+pub async fn problem(resp: Response, status: StatusCode, code: &str) -> Value {
+    assert_eq!(resp.status(), status, "status");
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    assert_eq!(ct, "application/problem+json");
+    let body: Value = resp.json().await.expect("json");
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(body["status"], status.as_u16());
+    assert!(
+        body["instance"]
+            .as_str()
+            .is_some_and(|i| i.starts_with('/')),
+        "{body}"
+    );
+    body
+}
+
+pub const CUSTOMERS: &str = "customer_name,wa_number,city,grade,consumable_cycle_days\n\
+Andi Wijaya,0811000001,Jakarta,A,30\n\
+Budi Hartono,0811000002,Bandung,B,\n\
+Citra Lestari,0811000003,Surabaya,,14\n";

@@ -1,0 +1,279 @@
+//! Every HTTP error of API.md section 8 is a problem with its code.
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::common::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_without_a_live_key_are_unauthorized() {
+    let app = spawn_app().await;
+    let none = app.client.get(app.url("/api/jobs")).send().await.unwrap();
+    problem(none, StatusCode::UNAUTHORIZED, "unauthorized").await;
+    problem(
+        app.get("igk_nonsense", "/api/jobs").await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    )
+    .await;
+    let forged = format!("igk_{}", "A".repeat(44));
+    problem(
+        app.get(&forged, "/api/jobs").await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    )
+    .await;
+    // Right lookup part, wrong secret.
+    let (key, id) = app.key("Budi Santoso", "submitter", &["*"]).await;
+    let wrong = format!(
+        "{}{}",
+        &key[..key.len() - 1],
+        if key.ends_with('A') { 'B' } else { 'A' }
+    );
+    problem(
+        app.get(&wrong, "/api/jobs").await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    )
+    .await;
+    // Revoked.
+    assert_eq!(app.get(&key, "/api/jobs").await.status(), StatusCode::OK);
+    let revoke = app
+        .client
+        .delete(app.url(&format!("/api/keys/{id}")))
+        .header("X-API-Key", &app.admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoke.status(), StatusCode::OK);
+    problem(
+        app.get(&key, "/api/jobs").await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    )
+    .await;
+    // Expired.
+    let resp = app
+        .client
+        .post(app.url("/api/keys"))
+        .header("X-API-Key", &app.admin)
+        .json(&json!({"name": "Temp Worker", "role": "submitter", "expires_at": "2020-01-01T00:00:00Z"}))
+        .send()
+        .await
+        .unwrap();
+    let expired = resp.json::<serde_json::Value>().await.unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    problem(
+        app.get(&expired, "/api/jobs").await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_outside_their_scope_or_role_are_forbidden() {
+    let app = spawn_app().await;
+    let (orders_only, _) = app.key("Rina Marlina", "submitter", &["orders"]).await;
+    let resp = app
+        .upload_raw(&orders_only, "customers", "", "text/csv", CUSTOMERS)
+        .await;
+    problem(resp, StatusCode::FORBIDDEN, "forbidden").await;
+    assert_eq!(app.count("uc_scrm_customers").await, 0);
+    // A job of another module is not visible to the scoped key.
+    let sub = app.submitter().await;
+    let job = app.upload(&sub, "customers", "", CUSTOMERS).await;
+    let id = job["id"].as_str().unwrap();
+    problem(
+        app.get(&orders_only, &format!("/api/jobs/{id}")).await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    let list = app.get_json(&orders_only, "/api/jobs").await;
+    assert_eq!(list["jobs"].as_array().unwrap().len(), 0);
+    // Key management is for admins.
+    let resp = app
+        .client
+        .post(app.url("/api/keys"))
+        .header("X-API-Key", &sub)
+        .json(&json!({"name": "Me Again", "role": "admin"}))
+        .send()
+        .await
+        .unwrap();
+    problem(resp, StatusCode::FORBIDDEN, "forbidden").await;
+    problem(
+        app.get(&sub, "/api/keys").await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_modules_and_jobs_are_not_found() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let body = problem(
+        app.upload_raw(&sub, "clients", "", "text/csv", CUSTOMERS)
+            .await,
+        StatusCode::NOT_FOUND,
+        "unknown_module",
+    )
+    .await;
+    assert_eq!(body["valid_modules"].as_array().unwrap().len(), 26);
+    assert!(body["detail"].as_str().unwrap().contains("customers"));
+    problem(
+        app.get(&sub, "/api/modules/clients").await,
+        StatusCode::NOT_FOUND,
+        "unknown_module",
+    )
+    .await;
+    problem(
+        app.get(&sub, "/api/jobs/job_nope").await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+    problem(
+        app.act(&sub, "job_nope", "cancel", None).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_over_the_limit_are_refused_before_any_job() {
+    let app = spawn_app_with(|s| s.limits.body_bytes = 1000).await;
+    let sub = app.submitter().await;
+    let big = format!("customer_name,wa_number\n{}", "Andi,0811\n".repeat(200));
+    let body = problem(
+        app.upload_raw(&sub, "customers", "", "text/csv", big.clone())
+            .await,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too_large",
+    )
+    .await;
+    assert_eq!(body["limit"], 1000);
+    // Without Content-Length (a streamed body), the limit holds while reading.
+    let stream = futures::stream::iter(
+        big.into_bytes()
+            .chunks(100)
+            .map(|c| Ok::<_, std::io::Error>(c.to_vec()))
+            .collect::<Vec<_>>(),
+    );
+    let resp = app
+        .upload_raw(
+            &sub,
+            "customers",
+            "",
+            "text/csv",
+            reqwest::Body::wrap_stream(stream),
+        )
+        .await;
+    problem(resp, StatusCode::PAYLOAD_TOO_LARGE, "too_large").await;
+    let list = app.get_json(&sub, "/api/jobs").await;
+    assert_eq!(list["jobs"].as_array().unwrap().len(), 0);
+    assert_eq!(
+        app.count("ig_blob_chunks").await,
+        0,
+        "partial uploads are discarded"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsupported_types_empty_bodies_and_bad_parameters_are_refused() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let body = problem(
+        app.upload_raw(&sub, "customers", "", "image/png", CUSTOMERS)
+            .await,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+    )
+    .await;
+    assert!(body["detail"].as_str().unwrap().contains("image/png"));
+    problem(
+        app.upload_raw(&sub, "customers", "", "text/csv", "").await,
+        StatusCode::BAD_REQUEST,
+        "empty_body",
+    )
+    .await;
+    let body = problem(
+        app.upload_raw(&sub, "customers", "?mode=merge", "text/csv", CUSTOMERS)
+            .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_parameter",
+    )
+    .await;
+    assert_eq!(body["parameter"], "mode");
+    problem(
+        app.upload_raw(&sub, "customers", "?on_error=ignore", "text/csv", CUSTOMERS)
+            .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_parameter",
+    )
+    .await;
+    problem(
+        app.upload_raw(&sub, "customers", "?delimiter=ab", "text/csv", CUSTOMERS)
+            .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_parameter",
+    )
+    .await;
+    problem(
+        app.get(&sub, "/api/jobs?state=done").await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_parameter",
+    )
+    .await;
+    problem(
+        app.get(&sub, "/api/jobs?limit=-1").await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_parameter",
+    )
+    .await;
+    let list = app.get_json(&sub, "/api/jobs").await;
+    assert_eq!(
+        list["jobs"].as_array().unwrap().len(),
+        0,
+        "no job was created"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn framework_errors_are_problems_too() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let resp = app
+        .client
+        .put(app.url("/api/jobs"))
+        .header("X-API-Key", &sub)
+        .send()
+        .await
+        .unwrap();
+    problem(resp, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed").await;
+    let resp = app.get(&sub, "/api/nothing-here").await;
+    problem(resp, StatusCode::NOT_FOUND, "not_found").await;
+    let resp = app
+        .client
+        .post(app.url("/api/keys"))
+        .header("X-API-Key", &app.admin)
+        .body("{\"name\": 1}")
+        .send()
+        .await
+        .unwrap();
+    problem(resp, StatusCode::BAD_REQUEST, "bad_request").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_readiness_answer() {
+    let app = spawn_app().await;
+    let h = app.client.get(app.url("/healthz")).send().await.unwrap();
+    assert_eq!(h.status(), StatusCode::OK);
+    let r = app.client.get(app.url("/readyz")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+}

@@ -1,0 +1,11 @@
+//! Integration tests: the real service on a free port, a real database,
+//! and HTTP. One binary, so the crate is linked once.
+
+mod common;
+
+mod cli;
+mod errors;
+mod gate;
+mod modules;
+mod pipeline;
+mod validation;
