@@ -205,7 +205,7 @@ impl TestApp {
     /// Runs SQL on the service's database (to look at or change a table
     /// behind the service's back); every column is read as text.
     pub async fn sql(&self, sql: &str) -> Vec<Vec<Option<String>>> {
-        use sqlx::{Column, Row};
+        use sqlx::Row;
         let mut pooled = self.app.db.acquire().await.expect("conn");
         let mut conn = pooled.conn();
         importgate::on_conn!(&mut conn, c => {
