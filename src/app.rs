@@ -45,6 +45,7 @@ impl App {
     /// its secret (to be shown once).
     pub async fn first_admin_key(&self) -> anyhow::Result<Option<String>> {
         let mut tx = self.db.begin().await?;
+        store::lock(&mut tx.conn(), store::Lock::FirstKey).await?;
         if store::keys::count(&mut tx.conn()).await? > 0 {
             tx.rollback().await?;
             return Ok(None);

@@ -52,6 +52,10 @@ struct ServeArgs {
     /// Jobs worked on at once by this process [default: 2]
     #[arg(long, env = "IMPORTGATE_WORKERS")]
     workers: Option<usize>,
+    /// Seconds a worker's claim on a job lasts without a heartbeat; another
+    /// process takes the job over after that [default: 30]
+    #[arg(long, env = "IMPORTGATE_LEASE_SECONDS")]
+    lease_seconds: Option<i64>,
     /// Log lines as JSON (for log collectors) instead of text.
     #[arg(long, env = "IMPORTGATE_LOG_JSON")]
     log_json: bool,
@@ -140,6 +144,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     if let Some(w) = args.workers {
         s.workers = w.max(1);
+    }
+    if let Some(l) = args.lease_seconds {
+        s.lease_ms = l.max(1) * 1000;
     }
     let listen = s.listen;
     let app = App::open(s).await?;

@@ -19,7 +19,9 @@ use crate::validate::run::{self, Outcome, Setup};
 
 /// Starts the process's workers and its expiry sweep.
 pub fn spawn(app: Arc<App>) -> Vec<tokio::task::JoinHandle<()>> {
-    let owner = format!("w-{}", ulid::Ulid::generate());
+    // The process id in the owner tells an operator (and the replica test)
+    // which process holds a job.
+    let owner = format!("w-{}-{}", std::process::id(), ulid::Ulid::generate());
     let mut handles: Vec<_> = (0..app.settings.workers)
         .map(|i| {
             let app = app.clone();
@@ -72,29 +74,12 @@ async fn retry_later(app: &App, id: &str, owner: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Does a claimed job's work with a heartbeat alongside.
+/// Does a claimed job's work with a heartbeat alongside. When the
+/// heartbeat finds the lease taken by another worker (this one stalled past
+/// its lease), the work is dropped at once: the other worker owns the job.
 async fn run(app: &Arc<App>, owner: &str, id: &str, state: State) -> anyhow::Result<()> {
-    let beat = {
-        let app = app.clone();
-        let (id, owner) = (id.to_string(), owner.to_string());
-        tokio::spawn(async move {
-            let every = Duration::from_millis((app.settings.lease_ms / 3).max(100) as u64);
-            loop {
-                tokio::time::sleep(every).await;
-                let until = now_ms() + app.settings.lease_ms;
-                match app.db.acquire().await {
-                    Ok(mut c) => {
-                        if let Ok(false) = jobs::heartbeat(&mut c.conn(), &id, &owner, until).await
-                        {
-                            return;
-                        }
-                    }
-                    Err(e) => warn!(job = %id, error = %e, "heartbeat failed"),
-                }
-            }
-        })
-    };
-    let result = async {
+    let heartbeat = heartbeat(app.clone(), id.to_string(), owner.to_string());
+    let work = async {
         let mut c = app.db.acquire().await?;
         let job = jobs::get(&mut c.conn(), id).await?;
         drop(c);
@@ -108,14 +93,37 @@ async fn run(app: &Arc<App>, owner: &str, id: &str, state: State) -> anyhow::Res
             State::RollingBack => rollback(app, owner, &job).await,
             _ => Ok(()),
         }
-    }
-    .await;
-    beat.abort();
+    };
+    let result = tokio::select! {
+        r = work => r,
+        () = heartbeat => {
+            warn!(job = %id, "lease lost to another worker; dropping this run");
+            return Ok(());
+        }
+    };
     let mut c = app.db.acquire().await?;
     if result.is_ok() {
         jobs::release(&mut c.conn(), id, owner).await?;
     }
     result
+}
+
+/// Extends the lease every third of its length; returns only when the
+/// lease is gone.
+async fn heartbeat(app: Arc<App>, id: String, owner: String) {
+    let every = Duration::from_millis((app.settings.lease_ms / 3).max(100) as u64);
+    loop {
+        tokio::time::sleep(every).await;
+        let until = now_ms() + app.settings.lease_ms;
+        match app.db.acquire().await {
+            Ok(mut c) => match jobs::heartbeat(&mut c.conn(), &id, &owner, until).await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => warn!(job = %id, error = %e, "heartbeat failed"),
+            },
+            Err(e) => warn!(job = %id, error = %e, "heartbeat failed"),
+        }
+    }
 }
 
 fn module_of<'a>(app: &'a App, job: &Job) -> anyhow::Result<&'a crate::catalog::Module> {

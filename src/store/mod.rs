@@ -207,6 +207,27 @@ impl Conn<'_> {
     }
 }
 
+/// Transaction-long locks that serialise work across processes.
+#[derive(Debug, Clone, Copy)]
+pub enum Lock {
+    /// Migrations at start-up.
+    Migrate = 7_310_573,
+    /// Making the first admin key on an empty database.
+    FirstKey = 7_310_574,
+}
+
+/// Takes a lock until the transaction ends. SQLite needs none: a
+/// `BEGIN IMMEDIATE` transaction already excludes every other writer.
+pub async fn lock(conn: &mut Conn<'_>, lock: Lock) -> Result<()> {
+    if let Conn::Postgres(c) = conn {
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(lock as i64)
+            .execute(&mut **c)
+            .await?;
+    }
+    Ok(())
+}
+
 /// Quotes an identifier for SQL. Identifiers come only from the checked
 /// catalog; quoting them anyway means no name can ever be read as SQL.
 pub fn ident(name: &str) -> String {

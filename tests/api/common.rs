@@ -34,10 +34,7 @@ pub async fn spawn_app() -> TestApp {
 /// The service with settings changed by `tweak`.
 pub async fn spawn_app_with(tweak: impl FnOnce(&mut Settings)) -> TestApp {
     let dir = tempfile::tempdir().expect("temp dir");
-    let database = match std::env::var("IMPORTGATE_TEST_POSTGRES") {
-        Ok(server) if !server.is_empty() => fresh_postgres(&server).await,
-        _ => format!("sqlite://{}", dir.path().join("test.db").display()),
-    };
+    let database = fresh_database(dir.path()).await;
     let mut settings = Settings {
         database: database.clone(),
         lease_ms: 5_000,
@@ -62,6 +59,15 @@ pub async fn spawn_app_with(tweak: impl FnOnce(&mut Settings)) -> TestApp {
         app,
         database,
         _dir: dir,
+    }
+}
+
+/// A new, empty database of the backend under test: a SQLite file in `dir`,
+/// or a new database on the PostgreSQL server of `IMPORTGATE_TEST_POSTGRES`.
+pub async fn fresh_database(dir: &std::path::Path) -> String {
+    match std::env::var("IMPORTGATE_TEST_POSTGRES") {
+        Ok(server) if !server.is_empty() => fresh_postgres(&server).await,
+        _ => format!("sqlite://{}", dir.join("test.db").display()),
     }
 }
 

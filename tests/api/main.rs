@@ -8,4 +8,5 @@ mod errors;
 mod gate;
 mod modules;
 mod pipeline;
+mod replicas;
 mod validation;

@@ -1,0 +1,380 @@
+//! Several `importgate serve` processes sharing one database, as replicas
+//! behind a load balancer: any replica serves any request, a replica killed
+//! in the middle of a job leaves it to the others, and two approvals at the
+//! same instant on two replicas commit once. Runs on the backend under test
+//! (PostgreSQL in the CI's second half; SQLite files work across processes
+//! too, which is the restart-recovery case).
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use importgate::on_conn;
+use importgate::store::Db;
+use reqwest::{Client, StatusCode};
+use serde_json::Value;
+
+use crate::common::fresh_database;
+
+const BIN: &str = env!("CARGO_BIN_EXE_importgate");
+
+struct Replica {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Replica {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts a replica and waits until it answers; returns it and whatever it
+/// printed on stdout (the first admin key, on an empty database).
+async fn start(db: &str, log: &std::path::Path) -> (Replica, String) {
+    let port = free_port();
+    let out = log.with_extension("out");
+    let child = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--database",
+            db,
+            "--lease-seconds",
+            "2",
+        ])
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(log).unwrap())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let replica = Replica {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+    };
+    let client = Client::new();
+    for _ in 0..200 {
+        if client
+            .get(format!("{}/readyz", replica.base))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            let printed = std::fs::read_to_string(&out).unwrap_or_default();
+            return (replica, printed);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "replica did not start: {}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
+}
+
+async fn create_key(client: &Client, base: &str, admin: &str, name: &str, role: &str) -> String {
+    let resp = client
+        .post(format!("{base}/api/keys"))
+        .header("X-API-Key", admin)
+        .json(&serde_json::json!({"name": name, "role": role}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    resp.json::<Value>().await.unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// (state, lease owner) of a job, read straight from the database.
+async fn lease(db: &Db, id: &str) -> (String, Option<String>) {
+    let mut pooled = db.acquire().await.unwrap();
+    let mut conn = pooled.conn();
+    on_conn!(&mut conn, c => sqlx::query_as("SELECT state, lease_owner FROM ig_jobs WHERE id = $1")
+        .bind(id).fetch_one(c).await.unwrap())
+}
+
+async fn count(db: &Db, sql: &str, id: Option<&str>) -> i64 {
+    let mut pooled = db.acquire().await.unwrap();
+    let mut conn = pooled.conn();
+    on_conn!(&mut conn, c => {
+        let mut q = sqlx::query_scalar(sql);
+        if let Some(id) = id {
+            q = q.bind(id);
+        }
+        q.fetch_one(c).await.unwrap()
+    })
+}
+
+/// The replica whose process holds the job's lease (owners are `w-<pid>-…`).
+fn holder(replicas: &[Replica], owner: &str) -> Option<usize> {
+    let pid: u32 = owner.split('-').nth(1)?.parse().ok()?;
+    replicas.iter().position(|r| r.pid() == pid)
+}
+
+/// Waits until some replica holds the job in `state`; returns its index.
+async fn wait_for_holder(db: &Db, replicas: &[Replica], id: &str, state: &str) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if let (s, Some(owner)) = lease(db, id).await {
+            if s == state {
+                if let Some(i) = holder(replicas, &owner) {
+                    return i;
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no replica took job {id} in state {state}");
+}
+
+async fn wait_state(client: &Client, base: &str, key: &str, id: &str, want: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let job: Value = client
+            .get(format!("{base}/api/jobs/{id}"))
+            .header("X-API-Key", key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if job["state"] == want {
+            return job;
+        }
+        assert!(Instant::now() < deadline, "job stuck: {job}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn orders_csv(rows: usize) -> String {
+    let mut csv = String::with_capacity(rows * 80);
+    csv.push_str("order_no,customer_id,sku,qty,amount_idr,order_date,status,payment_method\n");
+    for i in 0..rows {
+        csv.push_str(&format!(
+            "SO-{i:07},C-{:05},SKU-{:03},{},{},2024-03-{:02},paid,transfer\n",
+            i % 5000,
+            i % 300,
+            1 + i % 9,
+            15000 * (1 + i % 40),
+            1 + i % 28
+        ));
+    }
+    csv
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_finish_the_jobs_of_a_replica_killed_mid_validation_and_mid_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database(dir.path()).await;
+    let (first, printed) = start(&url, &dir.path().join("r0.log")).await;
+    let admin = printed
+        .lines()
+        .find(|l| l.starts_with("igk_"))
+        .expect("first admin key")
+        .to_string();
+    let (second, _) = start(&url, &dir.path().join("r1.log")).await;
+    let (third, _) = start(&url, &dir.path().join("r2.log")).await;
+    let mut replicas = vec![first, second, third];
+    let db = Db::connect(&url).await.unwrap();
+    let client = Client::new();
+    let base = replicas[0].base.clone();
+    let sub = create_key(&client, &base, &admin, "Budi Santoso", "submitter").await;
+    let apr = create_key(&client, &base, &admin, "Siti Rahayu", "approver").await;
+
+    const ROWS: usize = 60_000;
+    let resp = client
+        .post(format!("{}/api/import/orders", replicas[1].base))
+        .header("X-API-Key", &sub)
+        .header("Content-Type", "text/csv")
+        .body(orders_csv(ROWS))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    let id = resp.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Kill the replica validating the file, once it is part-way through.
+    let v = wait_for_holder(&db, &replicas, &id, "validating").await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while count(
+        &db,
+        "SELECT COUNT(*) FROM ig_job_rows WHERE job_id = $1",
+        Some(&id),
+    )
+    .await
+        == 0
+    {
+        assert!(Instant::now() < deadline, "validation never started");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let killed = replicas.remove(v);
+    drop(killed);
+    assert_eq!(
+        lease(&db, &id).await.0,
+        "validating",
+        "killed mid-validation"
+    );
+    let survivor = replicas[0].base.clone();
+    let job = wait_state(&client, &survivor, &sub, &id, "awaiting_approval").await;
+    assert_eq!(job["counts"]["rows"], ROWS as i64);
+    assert_eq!(job["counts"]["insert"], ROWS as i64);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM ig_job_rows WHERE job_id = $1",
+            Some(&id)
+        )
+        .await,
+        ROWS as i64
+    );
+
+    // Approve, then kill the replica committing it.
+    let resp = client
+        .post(format!("{survivor}/api/jobs/{id}/approve"))
+        .header("X-API-Key", &apr)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    let c = wait_for_holder(&db, &replicas, &id, "committing").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let killed = replicas.remove(c);
+    drop(killed);
+    let (state, _) = lease(&db, &id).await;
+    assert_eq!(state, "committing", "killed mid-commit");
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM uc_sales_orders", None).await,
+        0,
+        "a killed commit leaves no rows"
+    );
+    let last = replicas[0].base.clone();
+    let job = wait_state(&client, &last, &sub, &id, "committed").await;
+    assert!(job["problem"].is_null(), "{job}");
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM uc_sales_orders", None).await,
+        ROWS as i64
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM ig_job_changes WHERE job_id = $1",
+            Some(&id)
+        )
+        .await,
+        ROWS as i64
+    );
+    let events: Value = client
+        .get(format!("{last}/api/jobs/{id}/events"))
+        .header("X-API-Key", &sub)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["upload", "checked", "approve", "written"],
+        "each move once"
+    );
+    db.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_approvals_on_two_replicas_at_once_commit_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database(dir.path()).await;
+    let (a, printed) = start(&url, &dir.path().join("a.log")).await;
+    let admin = printed
+        .lines()
+        .find(|l| l.starts_with("igk_"))
+        .expect("first admin key")
+        .to_string();
+    let (b, _) = start(&url, &dir.path().join("b.log")).await;
+    let client = Client::new();
+    let sub = create_key(&client, &a.base, &admin, "Budi Santoso", "submitter").await;
+    let apr1 = create_key(&client, &a.base, &admin, "Siti Rahayu", "approver").await;
+    let apr2 = create_key(&client, &b.base, &admin, "Eko Prasetyo", "approver").await;
+    let db = Db::connect(&url).await.unwrap();
+    for round in 0..5 {
+        let resp = client
+            .post(format!("{}/api/import/orders?mode=upsert", a.base))
+            .header("X-API-Key", &sub)
+            .header("Content-Type", "text/csv")
+            .header("Prefer", "wait=30")
+            .body(orders_csv(200 + round))
+            .send()
+            .await
+            .unwrap();
+        let id = resp.json::<Value>().await.unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let approve = |base: String, key: String| {
+            let client = client.clone();
+            let id = id.clone();
+            async move {
+                client
+                    .post(format!("{base}/api/jobs/{id}/approve"))
+                    .header("X-API-Key", key)
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+            }
+        };
+        let (ra, rb) = tokio::join!(
+            approve(a.base.clone(), apr1.clone()),
+            approve(b.base.clone(), apr2.clone())
+        );
+        let mut statuses = [ra, rb];
+        statuses.sort();
+        assert_eq!(
+            statuses,
+            [StatusCode::ACCEPTED, StatusCode::CONFLICT],
+            "round {round}"
+        );
+        let job = wait_state(&client, &b.base, &sub, &id, "committed").await;
+        assert_eq!(job["decisions"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            count(&db, "SELECT COUNT(*) FROM uc_sales_orders", None).await,
+            200 + round as i64
+        );
+        assert_eq!(
+            count(
+                &db,
+                "SELECT COUNT(*) FROM ig_job_events WHERE job_id = $1 AND event = 'written'",
+                Some(&id)
+            )
+            .await,
+            1
+        );
+    }
+    db.close().await;
+}
