@@ -86,6 +86,15 @@ async fn start(db: &str, log: &std::path::Path) -> (Replica, String) {
     );
 }
 
+/// The key the first replica on an empty database printed.
+fn first_admin_key(printed: &str) -> String {
+    printed
+        .lines()
+        .find(|l| l.starts_with("igk_"))
+        .expect("first admin key")
+        .to_string()
+}
+
 async fn create_key(client: &Client, base: &str, admin: &str, name: &str, role: &str) -> String {
     let resp = client
         .post(format!("{base}/api/keys"))
@@ -131,12 +140,11 @@ fn holder(replicas: &[Replica], owner: &str) -> Option<usize> {
 async fn wait_for_holder(db: &Db, replicas: &[Replica], id: &str, state: &str) -> usize {
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
-        if let (s, Some(owner)) = lease(db, id).await {
-            if s == state {
-                if let Some(i) = holder(replicas, &owner) {
-                    return i;
-                }
-            }
+        if let (s, Some(owner)) = lease(db, id).await
+            && s == state
+            && let Some(i) = holder(replicas, &owner)
+        {
+            return i;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -184,11 +192,7 @@ async fn replicas_finish_the_jobs_of_a_replica_killed_mid_validation_and_mid_com
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database(dir.path()).await;
     let (first, printed) = start(&url, &dir.path().join("r0.log")).await;
-    let admin = printed
-        .lines()
-        .find(|l| l.starts_with("igk_"))
-        .expect("first admin key")
-        .to_string();
+    let admin = first_admin_key(&printed);
     let (second, _) = start(&url, &dir.path().join("r1.log")).await;
     let (third, _) = start(&url, &dir.path().join("r2.log")).await;
     let mut replicas = vec![first, second, third];
@@ -311,11 +315,7 @@ async fn two_approvals_on_two_replicas_at_once_commit_once() {
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database(dir.path()).await;
     let (a, printed) = start(&url, &dir.path().join("a.log")).await;
-    let admin = printed
-        .lines()
-        .find(|l| l.starts_with("igk_"))
-        .expect("first admin key")
-        .to_string();
+    let admin = first_admin_key(&printed);
     let (b, _) = start(&url, &dir.path().join("b.log")).await;
     let client = Client::new();
     let sub = create_key(&client, &a.base, &admin, "Budi Santoso", "submitter").await;
