@@ -13,6 +13,7 @@ use serde_json::{Map, Value as Json, json};
 use crate::catalog::Module;
 use crate::ledger::Job;
 use crate::store::rows::{self, BATCH, Change, StoredRow};
+use crate::store::staged;
 use crate::store::tables::{self, TableRow, key_values, row_from_json};
 use crate::store::{Conn, Tx};
 use crate::validate::Value;
@@ -45,6 +46,15 @@ impl Conflicts {
         }
     }
 
+    /// Adds rows found by a set-based check.
+    fn add_found(&mut self, found: staged::Found, reason: &str) {
+        for (row, nkey) in &found.first {
+            self.add(*row, nkey, reason);
+        }
+        // The set-based check counted every row, listed or not.
+        self.total += (found.total as usize).saturating_sub(found.first.len());
+    }
+
     fn into_result(self) -> Result<(), Refused> {
         if self.total == 0 {
             Ok(())
@@ -66,10 +76,32 @@ pub async fn commit(
     job: &Job,
     simulated: bool,
 ) -> anyhow::Result<Result<(), Refused>> {
+    let provided = rows::provided_columns(&mut tx.conn(), module, &job.id).await?;
     let mut conflicts = Conflicts::default();
+    let taken = staged::taken_keys(&mut tx.conn(), module, &job.id, LISTED as i64).await?;
+    conflicts.add_found(taken, "the key was added to the table since the preview");
+    check_updates(tx, module, job, &mut conflicts).await?;
+    if conflicts.total > 0 {
+        return Ok(conflicts.into_result());
+    }
+    if !simulated {
+        staged::update(&mut tx.conn(), module, &job.id, &provided).await?;
+        staged::insert(&mut tx.conn(), module, &job.id, &provided).await?;
+    }
+    Ok(Ok(()))
+}
+
+/// Re-checks the rows previewed as updates or unchanged against the table
+/// (locked), and records the before- and after-image of each update.
+async fn check_updates(
+    tx: &mut Tx,
+    module: &Module,
+    job: &Job,
+    conflicts: &mut Conflicts,
+) -> anyhow::Result<()> {
     let mut after = -1i64;
     loop {
-        let batch = rows::to_commit(&mut tx.conn(), &job.id, after, BATCH as i64).await?;
+        let batch = rows::to_check(&mut tx.conn(), &job.id, after, BATCH as i64).await?;
         let Some(last) = batch.last() else { break };
         after = last.seq;
         let current = current_rows(
@@ -78,55 +110,31 @@ pub async fn commit(
             batch.iter().filter_map(|r| r.nkey.as_deref()),
         )
         .await?;
-        let mut inserts = Vec::new();
         let mut changes = Vec::with_capacity(batch.len());
-        let mut updates = Vec::new();
         for row in &batch {
             let nkey = row.nkey.as_deref().unwrap_or("[]");
-            let cur = current.get(nkey);
-            match (row.action.as_str(), cur) {
-                ("insert", Some(_)) => conflicts.add(
-                    row.row_no,
-                    nkey,
-                    "the key was added to the table since the preview",
-                ),
-                ("insert", None) => {
-                    let full = overlay(module, None, &row.vals);
-                    changes.push(change(row, "insert", None, module, &full));
-                    inserts.push(full);
-                }
-                (_, None) => {
-                    conflicts.add(row.row_no, nkey, "the row was deleted since the preview")
-                }
-                (action, Some(cur)) => {
-                    let seen = if action == "update" {
-                        row.before.as_ref()
-                    } else {
-                        Some(&row.vals)
-                    };
-                    if !matches_now(module, cur, seen) {
-                        conflicts.add(row.row_no, nkey, "the row changed since the preview");
-                    } else if action == "update" {
-                        let full = overlay(module, Some(cur), &row.vals);
-                        changes.push(change(row, "update", Some(cur), module, &full));
-                        updates.push((cur.id, full));
-                    }
-                }
+            let Some(cur) = current.get(nkey) else {
+                conflicts.add(row.row_no, nkey, "the row was deleted since the preview");
+                continue;
+            };
+            let updating = row.action == "update";
+            let seen = if updating {
+                row.before.as_ref()
+            } else {
+                Some(&row.vals)
+            };
+            if !matches_now(module, cur, seen) {
+                conflicts.add(row.row_no, nkey, "the row changed since the preview");
+            } else if updating && conflicts.total == 0 {
+                let full = overlay(module, Some(cur), &row.vals);
+                changes.push(change(row, cur, module, &full));
             }
         }
-        if conflicts.total > 0 {
-            // Keep checking so the refusal counts every stale row, but write nothing more.
-            continue;
+        if conflicts.total == 0 {
+            rows::insert_changes(&mut tx.conn(), &job.id, &changes).await?;
         }
-        if !simulated {
-            tables::insert(&mut tx.conn(), module, &inserts).await?;
-            for (id, full) in &updates {
-                tables::overwrite(&mut tx.conn(), module, *id, full).await?;
-            }
-        }
-        rows::insert_changes(&mut tx.conn(), &job.id, &changes).await?;
     }
-    Ok(conflicts.into_result())
+    Ok(())
 }
 
 /// Undoes a committed job inside `tx`: deletes what it inserted, restores
@@ -138,16 +146,20 @@ pub async fn rollback(
     job: &Job,
     simulated: bool,
 ) -> anyhow::Result<Result<(), Refused>> {
+    if simulated {
+        // Nothing was written, so there is nothing to find or undo.
+        return Ok(Ok(()));
+    }
+    let provided = rows::provided_columns(&mut tx.conn(), module, &job.id).await?;
     let mut conflicts = Conflicts::default();
+    let changed =
+        staged::changed_inserts(&mut tx.conn(), module, &job.id, &provided, LISTED as i64).await?;
+    conflicts.add_found(changed, "the row was changed or deleted since the commit");
     let mut after = -1i64;
     loop {
         let batch = rows::changes(&mut tx.conn(), &job.id, after, BATCH as i64).await?;
         let Some(last) = batch.last() else { break };
         after = last.seq;
-        if simulated {
-            // Nothing was written, so there is nothing to find or undo.
-            continue;
-        }
         let current = current_rows(
             &mut tx.conn(),
             module,
@@ -156,34 +168,21 @@ pub async fn rollback(
         .await?;
         for ch in &batch {
             let after_row: Map<String, Json> = serde_json::from_str(&ch.after)?;
-            let expected = row_from_json(module, &after_row);
-            let Some(cur) = current.get(&ch.nkey) else {
-                conflicts.add(ch.row_no, &ch.nkey, "the row was deleted since the commit");
-                continue;
-            };
-            if !same_row(&cur.values, &expected) {
-                conflicts.add(ch.row_no, &ch.nkey, "the row changed since the commit");
-                continue;
-            }
-            if conflicts.total > 0 {
-                continue;
-            }
-            match (ch.op.as_str(), &ch.before) {
-                ("update", Some(before)) => {
-                    let before: Map<String, Json> = serde_json::from_str(before)?;
-                    tables::overwrite(
-                        &mut tx.conn(),
-                        module,
-                        cur.id,
-                        &row_from_json(module, &before),
-                    )
-                    .await?;
+            match current.get(&ch.nkey) {
+                None => conflicts.add(ch.row_no, &ch.nkey, "the row was deleted since the commit"),
+                Some(cur) if !same_row(&cur.values, &row_from_json(module, &after_row)) => {
+                    conflicts.add(ch.row_no, &ch.nkey, "the row changed since the commit")
                 }
-                _ => tables::delete(&mut tx.conn(), module, cur.id).await?,
+                Some(_) => {}
             }
         }
     }
-    Ok(conflicts.into_result())
+    if conflicts.total > 0 {
+        return Ok(conflicts.into_result());
+    }
+    staged::delete_inserted(&mut tx.conn(), module, &job.id).await?;
+    staged::restore_updated(&mut tx.conn(), module, &job.id).await?;
+    Ok(Ok(()))
 }
 
 /// The table's rows for these natural keys, locked for the transaction.
@@ -231,23 +230,18 @@ fn same_row(a: &[Option<Value>], b: &[Option<Value>]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Value::same(x, y))
 }
 
-fn change(
-    row: &StoredRow,
-    op: &str,
-    before: Option<&TableRow>,
-    module: &Module,
-    after: &[Option<Value>],
-) -> Change {
+/// The change-log entry of an update: the whole row before and after.
+fn change(row: &StoredRow, before: &TableRow, module: &Module, after: &[Option<Value>]) -> Change {
     let after_row = TableRow {
-        id: before.map(|b| b.id).unwrap_or(0),
+        id: before.id,
         values: after.to_vec(),
     };
     Change {
         seq: row.seq,
         row_no: row.row_no,
-        op: op.to_string(),
+        op: "update".to_string(),
         nkey: row.nkey.clone().unwrap_or_default(),
-        before: before.map(|b| Json::Object(b.to_json(module)).to_string()),
+        before: Some(Json::Object(before.to_json(module)).to_string()),
         after: Json::Object(after_row.to_json(module)).to_string(),
     }
 }

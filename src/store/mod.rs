@@ -14,6 +14,7 @@ pub mod jobs;
 pub mod keys;
 pub mod rows;
 pub mod schema;
+pub mod staged;
 pub mod tables;
 pub mod values;
 

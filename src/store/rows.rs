@@ -272,8 +272,9 @@ pub async fn errors(
     })
 }
 
-/// The next rows to commit after `after_seq` (errors are left out).
-pub async fn to_commit(
+/// The next rows previewed as updates or unchanged after `after_seq` (the
+/// rows a commit re-checks one by one).
+pub async fn to_check(
     conn: &mut Conn<'_>,
     job_id: &str,
     after_seq: i64,
@@ -282,10 +283,31 @@ pub async fn to_commit(
     on_conn!(conn, c => {
         let rows = sqlx::query(
             "SELECT seq, row_no, action, nkey, vals, before FROM ig_job_rows \
-             WHERE job_id = $1 AND seq > $2 AND action <> 'error' ORDER BY seq LIMIT $3")
+             WHERE job_id = $1 AND seq > $2 AND action IN ('update', 'unchanged') \
+             ORDER BY seq LIMIT $3")
             .bind(job_id).bind(after_seq).bind(limit).fetch_all(c).await?;
         rows.iter().map(stored).collect()
     })
+}
+
+/// The catalog columns the job's file gave (the keys of a staged row).
+pub async fn provided_columns(
+    conn: &mut Conn<'_>,
+    module: &crate::catalog::Module,
+    job_id: &str,
+) -> Result<Vec<usize>> {
+    let vals: Option<String> = on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT vals FROM ig_job_rows WHERE job_id = $1 ORDER BY seq LIMIT 1")
+        .bind(job_id).fetch_optional(c).await)?;
+    let Some(vals) = vals else { return Ok(vec![]) };
+    let obj: serde_json::Map<String, serde_json::Value> = json_col(&vals, "vals")?;
+    Ok(module
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| obj.contains_key(&c.name))
+        .map(|(i, _)| i)
+        .collect())
 }
 
 /// One change a commit made, kept so a rollback can undo exactly it.
