@@ -30,32 +30,68 @@ fn pg_type(ty: ColumnType) -> &'static str {
     }
 }
 
-/// The SQL expression for field `name` of the JSON text in column `src`,
-/// as the column's type. The JSON was written by `Value::to_json`, so
-/// SQLite gets exactly the representation `store::values` binds (numbers
-/// as integers, `true` as 1, decimals, dates and timestamps as text).
-fn field(dialect: Dialect, src: &str, name: &str, ty: ColumnType) -> String {
-    match dialect {
-        Dialect::Postgres => format!("(({src})::jsonb ->> {})::{}", literal(name), pg_type(ty)),
-        Dialect::Sqlite => format!("json_extract({src}, {})", literal(&format!("$.{name}"))),
-    }
+/// Staged JSON rows as a source of typed columns. PostgreSQL parses each
+/// row's JSON once (`jsonb_to_record` in a lateral join) instead of once
+/// per field; SQLite's `json_extract` caches the parsed text itself. The
+/// JSON was written by `Value::to_json`, so SQLite gets exactly the
+/// representation `store::values` binds (integers, `true` as 1, decimals,
+/// dates and timestamps as text).
+struct Source<'a> {
+    dialect: Dialect,
+    module: &'a Module,
+    /// The JSON text column, e.g. `r.vals`.
+    json: &'a str,
 }
 
-/// `t.k1 = <r.vals.k1> AND …`: a staged row meets its target row.
-fn key_match(dialect: Dialect, module: &Module, target: &str, src: &str) -> String {
-    module
-        .key_columns
-        .iter()
-        .map(|&i| {
-            let c = &module.columns[i];
-            format!(
-                "{target}.{} = {}",
-                ident(&c.name),
-                field(dialect, src, &c.name, c.ty)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(" AND ")
+impl Source<'_> {
+    /// What to join after the table holding `json` (nothing on SQLite).
+    fn lateral(&self) -> String {
+        match self.dialect {
+            Dialect::Sqlite => String::new(),
+            Dialect::Postgres => {
+                let cols: Vec<String> = self
+                    .module
+                    .columns
+                    .iter()
+                    .map(|c| format!("{} {}", ident(&c.name), pg_type(c.ty)))
+                    .collect();
+                format!(
+                    " CROSS JOIN LATERAL jsonb_to_record(({})::jsonb) AS v({})",
+                    self.json,
+                    cols.join(", ")
+                )
+            }
+        }
+    }
+
+    /// The value of catalog column `i`, typed.
+    fn field(&self, i: usize) -> String {
+        let name = &self.module.columns[i].name;
+        match self.dialect {
+            Dialect::Postgres => format!("v.{}", ident(name)),
+            Dialect::Sqlite => format!(
+                "json_extract({}, {})",
+                self.json,
+                literal(&format!("$.{name}"))
+            ),
+        }
+    }
+
+    /// `t.k1 = <k1> AND …`: a staged row meets its target row.
+    fn key_match(&self, target: &str) -> String {
+        self.module
+            .key_columns
+            .iter()
+            .map(|&i| {
+                format!(
+                    "{target}.{} = {}",
+                    ident(&self.module.columns[i].name),
+                    self.field(i)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" AND ")
+    }
 }
 
 /// Null-safe equality in each dialect.
@@ -100,11 +136,16 @@ pub async fn taken_keys(
     job_id: &str,
     listed: i64,
 ) -> Result<Found> {
-    let d = conn.dialect();
+    let src = Source {
+        dialect: conn.dialect(),
+        module,
+        json: "r.vals",
+    };
     let t = ident(&module.table);
     let sql = format!(
-        "FROM ig_job_rows r JOIN {t} ON {} WHERE r.job_id = $1 AND r.action = 'insert'",
-        key_match(d, module, &t, "r.vals")
+        "FROM ig_job_rows r{} JOIN {t} ON {} WHERE r.job_id = $1 AND r.action = 'insert'",
+        src.lateral(),
+        src.key_match(&t)
     );
     find(conn, &sql, job_id, listed).await
 }
@@ -117,21 +158,23 @@ pub async fn insert(
     job_id: &str,
     provided: &[usize],
 ) -> Result<u64> {
-    let d = conn.dialect();
+    let src = Source {
+        dialect: conn.dialect(),
+        module,
+        json: "r.vals",
+    };
     let names: Vec<String> = provided
         .iter()
         .map(|&i| ident(&module.columns[i].name))
         .collect();
-    let fields: Vec<String> = provided
-        .iter()
-        .map(|&i| field(d, "r.vals", &module.columns[i].name, module.columns[i].ty))
-        .collect();
+    let fields: Vec<String> = provided.iter().map(|&i| src.field(i)).collect();
     let sql = format!(
-        "INSERT INTO {} ({}) SELECT {} FROM ig_job_rows r \
+        "INSERT INTO {} ({}) SELECT {} FROM ig_job_rows r{} \
          WHERE r.job_id = $1 AND r.action = 'insert' ORDER BY r.seq",
         ident(&module.table),
         names.join(", "),
-        fields.join(", ")
+        fields.join(", "),
+        src.lateral()
     );
     Ok(
         on_conn!(conn, c => sqlx::query(&sql).bind(job_id).execute(c).await.map(|r| r.rows_affected()))?,
@@ -145,24 +188,26 @@ pub async fn update(
     job_id: &str,
     provided: &[usize],
 ) -> Result<u64> {
-    let d = conn.dialect();
+    let src = Source {
+        dialect: conn.dialect(),
+        module,
+        json: "r.vals",
+    };
     let t = ident(&module.table);
     let sets: Vec<String> = provided
         .iter()
         .filter(|i| !module.key_columns.contains(i))
-        .map(|&i| {
-            let c = &module.columns[i];
-            format!("{} = {}", ident(&c.name), field(d, "r.vals", &c.name, c.ty))
-        })
+        .map(|&i| format!("{} = {}", ident(&module.columns[i].name), src.field(i)))
         .collect();
     if sets.is_empty() {
         return Ok(0);
     }
     let sql = format!(
-        "UPDATE {t} SET {} FROM ig_job_rows r \
+        "UPDATE {t} SET {} FROM ig_job_rows r{} \
          WHERE r.job_id = $1 AND r.action = 'update' AND {}",
         sets.join(", "),
-        key_match(d, module, &t, "r.vals")
+        src.lateral(),
+        src.key_match(&t)
     );
     Ok(
         on_conn!(conn, c => sqlx::query(&sql).bind(job_id).execute(c).await.map(|r| r.rows_affected()))?,
@@ -178,7 +223,11 @@ pub async fn changed_inserts(
     provided: &[usize],
     listed: i64,
 ) -> Result<Found> {
-    let d = conn.dialect();
+    let src = Source {
+        dialect: conn.dialect(),
+        module,
+        json: "r.vals",
+    };
     let t = ident(&module.table);
     let unchanged: Vec<String> = module
         .columns
@@ -187,16 +236,17 @@ pub async fn changed_inserts(
         .map(|(i, c)| {
             let col = format!("{t}.{}", ident(&c.name));
             if provided.contains(&i) {
-                same(d, &col, &field(d, "r.vals", &c.name, c.ty))
+                same(src.dialect, &col, &src.field(i))
             } else {
                 format!("{col} IS NULL")
             }
         })
         .collect();
     let sql = format!(
-        "FROM ig_job_rows r LEFT JOIN {t} ON {} \
+        "FROM ig_job_rows r{} LEFT JOIN {t} ON {} \
          WHERE r.job_id = $1 AND r.action = 'insert' AND ({t}.{} IS NULL OR NOT ({}))",
-        key_match(d, module, &t, "r.vals"),
+        src.lateral(),
+        src.key_match(&t),
         ident("id"),
         unchanged.join(" AND ")
     );
@@ -205,12 +255,17 @@ pub async fn changed_inserts(
 
 /// Deletes the rows the job inserted.
 pub async fn delete_inserted(conn: &mut Conn<'_>, module: &Module, job_id: &str) -> Result<u64> {
-    let d = conn.dialect();
+    let src = Source {
+        dialect: conn.dialect(),
+        module,
+        json: "r.vals",
+    };
     let t = ident(&module.table);
     let sql = format!(
-        "DELETE FROM {t} WHERE {id} IN (SELECT {t}.{id} FROM ig_job_rows r JOIN {t} ON {} \
+        "DELETE FROM {t} WHERE {id} IN (SELECT {t}.{id} FROM ig_job_rows r{} JOIN {t} ON {} \
          WHERE r.job_id = $1 AND r.action = 'insert')",
-        key_match(d, module, &t, "r.vals"),
+        src.lateral(),
+        src.key_match(&t),
         id = ident("id"),
     );
     Ok(
@@ -220,26 +275,22 @@ pub async fn delete_inserted(conn: &mut Conn<'_>, module: &Module, job_id: &str)
 
 /// Puts back the before-image of every row the job updated.
 pub async fn restore_updated(conn: &mut Conn<'_>, module: &Module, job_id: &str) -> Result<u64> {
-    let d = conn.dialect();
+    let src = Source {
+        dialect: conn.dialect(),
+        module,
+        json: "ch.before",
+    };
     let t = ident(&module.table);
-    let sets: Vec<String> = module
-        .columns
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !module.key_columns.contains(i))
-        .map(|(_, c)| {
-            format!(
-                "{} = {}",
-                ident(&c.name),
-                field(d, "ch.before", &c.name, c.ty)
-            )
-        })
+    let sets: Vec<String> = (0..module.columns.len())
+        .filter(|i| !module.key_columns.contains(i))
+        .map(|i| format!("{} = {}", ident(&module.columns[i].name), src.field(i)))
         .collect();
     let sql = format!(
-        "UPDATE {t} SET {} FROM ig_job_changes ch \
+        "UPDATE {t} SET {} FROM ig_job_changes ch{} \
          WHERE ch.job_id = $1 AND ch.op = 'update' AND {}",
         sets.join(", "),
-        key_match(d, module, &t, "ch.before")
+        src.lateral(),
+        src.key_match(&t)
     );
     Ok(
         on_conn!(conn, c => sqlx::query(&sql).bind(job_id).execute(c).await.map(|r| r.rows_affected()))?,
