@@ -48,22 +48,12 @@ pub async fn clear(conn: &mut Conn<'_>, job_id: &str) -> Result<()> {
     Ok(())
 }
 
-fn placeholders(rows: usize, cols: usize) -> String {
-    (0..rows)
-        .map(|r| {
-            let marks: Vec<String> = (1..=cols).map(|c| format!("${}", r * cols + c)).collect();
-            format!("({})", marks.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// Stores a batch of rows and their errors.
 pub async fn insert_batch(conn: &mut Conn<'_>, job_id: &str, rows: &[StagedRow]) -> Result<()> {
     for part in rows.chunks(BATCH) {
         let sql = format!(
             "INSERT INTO ig_job_rows (job_id, seq, row_no, action, nkey, vals, before) VALUES {}",
-            placeholders(part.len(), 7)
+            super::tuples(conn.dialect(), part.len(), 7)
         );
         on_conn!(conn, c => {
             let mut q = sqlx::query(&sql);
@@ -95,7 +85,7 @@ pub async fn insert_errors(
     for part in errors.chunks(BATCH) {
         let sql = format!(
             "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message) VALUES {}",
-            placeholders(part.len(), 8)
+            super::tuples(conn.dialect(), part.len(), 8)
         );
         on_conn!(conn, c => {
             let mut q = sqlx::query(&sql);
@@ -328,7 +318,7 @@ pub async fn insert_changes(conn: &mut Conn<'_>, job_id: &str, changes: &[Change
     for part in changes.chunks(BATCH) {
         let sql = format!(
             "INSERT INTO ig_job_changes (job_id, seq, row_no, op, nkey, before, after) VALUES {}",
-            placeholders(part.len(), 7)
+            super::tuples(conn.dialect(), part.len(), 7)
         );
         on_conn!(conn, c => {
             let mut q = sqlx::query(&sql);

@@ -1,5 +1,6 @@
-//! The module tables: finding rows by natural key, and the writes of a
-//! commit and a rollback. Every identifier comes from the checked catalog
+//! The module tables: finding rows by natural key (the row-by-row checks
+//! of validation, commit and rollback). The writes themselves are
+//! set-based, in `staged`. Every identifier comes from the checked catalog
 //! and is quoted; every value is a bound parameter.
 
 use std::collections::HashMap;
@@ -82,21 +83,13 @@ pub async fn by_keys(
     let width = module.key_columns.len();
     let key_cols: Vec<String> = module.natural_key.iter().map(|c| ident(c)).collect();
     for part in keys.chunks(super::rows::BATCH) {
-        let tuples: Vec<String> = (0..part.len())
-            .map(|r| {
-                let marks: Vec<String> =
-                    (1..=width).map(|c| format!("${}", r * width + c)).collect();
-                format!("({})", marks.join(", "))
-            })
-            .collect();
+        let d = conn.dialect();
         let condition = if width == 1 {
-            format!("{} IN ({})", key_cols[0], tuples.join(", "))
+            let marks: Vec<String> = (1..=part.len()).map(|n| super::param(d, n)).collect();
+            format!("{} IN ({})", key_cols[0], marks.join(", "))
         } else {
-            format!(
-                "({}) IN (VALUES {})",
-                key_cols.join(", "),
-                tuples.join(", ")
-            )
+            let tuples = super::tuples(d, part.len(), width);
+            format!("({}) IN (VALUES {tuples})", key_cols.join(", "))
         };
         let lock_clause = if lock && conn.dialect() == Dialect::Postgres {
             " FOR UPDATE"
@@ -126,84 +119,6 @@ pub async fn by_keys(
     Ok(found)
 }
 
-/// Inserts whole rows (every catalog column, in catalog order).
-pub async fn insert(
-    conn: &mut Conn<'_>,
-    module: &Module,
-    rows: &[Vec<Option<Value>>],
-) -> Result<()> {
-    let width = module.columns.len();
-    let names: Vec<String> = module.columns.iter().map(|c| ident(&c.name)).collect();
-    // Keep each statement under SQLite's and PostgreSQL's parameter limits.
-    let per_statement = (30_000 / width).clamp(1, super::rows::BATCH);
-    for part in rows.chunks(per_statement) {
-        let tuples: Vec<String> = (0..part.len())
-            .map(|r| {
-                let marks: Vec<String> =
-                    (1..=width).map(|c| format!("${}", r * width + c)).collect();
-                format!("({})", marks.join(", "))
-            })
-            .collect();
-        let sql = format!(
-            "INSERT INTO {} ({}) VALUES {}",
-            ident(&module.table),
-            names.join(", "),
-            tuples.join(", ")
-        );
-        on_conn!(conn, c => {
-            let mut q = sqlx::query(&sql);
-            for row in part {
-                for (v, col) in row.iter().zip(&module.columns) {
-                    q = q.bind_value(v.as_ref(), col.ty);
-                }
-            }
-            q.execute(c).await?.rows_affected()
-        });
-    }
-    Ok(())
-}
-
-/// Sets every catalog column of the row with this id.
-pub async fn overwrite(
-    conn: &mut Conn<'_>,
-    module: &Module,
-    id: i64,
-    values: &[Option<Value>],
-) -> Result<()> {
-    let sets: Vec<String> = module
-        .columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| format!("{} = ${}", ident(&c.name), i + 1))
-        .collect();
-    let sql = format!(
-        "UPDATE {} SET {} WHERE {} = ${}",
-        ident(&module.table),
-        sets.join(", "),
-        ident("id"),
-        module.columns.len() + 1
-    );
-    on_conn!(conn, c => {
-        let mut q = sqlx::query(&sql);
-        for (v, col) in values.iter().zip(&module.columns) {
-            q = q.bind_value(v.as_ref(), col.ty);
-        }
-        q.bind(id).execute(c).await?.rows_affected()
-    });
-    Ok(())
-}
-
-/// Deletes the row with this id.
-pub async fn delete(conn: &mut Conn<'_>, module: &Module, id: i64) -> Result<()> {
-    let sql = format!(
-        "DELETE FROM {} WHERE {} = $1",
-        ident(&module.table),
-        ident("id")
-    );
-    on_conn!(conn, c => sqlx::query(&sql).bind(id).execute(c).await.map(|r| r.rows_affected()))?;
-    Ok(())
-}
-
 /// Reads a whole row back from the change log's JSON object.
 pub fn row_from_json(module: &Module, obj: &Map<String, Json>) -> Vec<Option<Value>> {
     module
@@ -215,10 +130,4 @@ pub fn row_from_json(module: &Module, obj: &Map<String, Json>) -> Vec<Option<Val
                 .flatten()
         })
         .collect()
-}
-
-/// Counts a module table's rows (for tests and the console).
-pub async fn count(conn: &mut Conn<'_>, module: &Module) -> Result<i64> {
-    let sql = format!("SELECT COUNT(*) FROM {}", ident(&module.table));
-    Ok(on_conn!(conn, c => sqlx::query_scalar(&sql).fetch_one(c).await)?)
 }

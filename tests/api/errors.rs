@@ -165,15 +165,16 @@ async fn bodies_over_the_limit_are_refused_before_any_job() {
             .map(|c| Ok::<_, std::io::Error>(c.to_vec()))
             .collect::<Vec<_>>(),
     );
-    let resp = app
-        .upload_raw(
-            &sub,
-            "customers",
-            "",
-            "text/csv",
-            reqwest::Body::wrap_stream(stream),
-        )
-        .await;
+    // Its own client: the server answers before the body is sent and closes
+    // the connection, which a pooled client might otherwise reuse.
+    let resp = reqwest::Client::new()
+        .post(app.url("/api/import/customers"))
+        .header("X-API-Key", &sub)
+        .header("Content-Type", "text/csv")
+        .body(reqwest::Body::wrap_stream(stream))
+        .send()
+        .await
+        .unwrap();
     problem(resp, StatusCode::PAYLOAD_TOO_LARGE, "too_large").await;
     let list = app.get_json(&sub, "/api/jobs").await;
     assert_eq!(list["jobs"].as_array().unwrap().len(), 0);
