@@ -172,6 +172,11 @@ async fn wait_state(client: &Client, base: &str, key: &str, id: &str, want: &str
 }
 
 fn orders_csv(rows: usize) -> String {
+    orders_csv_shifted(rows, 0)
+}
+
+/// Orders whose quantity is `1 + (i + shift) % 9`: a shift changes every row.
+fn orders_csv_shifted(rows: usize, shift: usize) -> String {
     let mut csv = String::with_capacity(rows * 80);
     csv.push_str("order_no,customer_id,sku,qty,amount_idr,order_date,status,payment_method\n");
     for i in 0..rows {
@@ -179,7 +184,7 @@ fn orders_csv(rows: usize) -> String {
             "SO-{i:07},C-{:05},SKU-{:03},{},{},2024-03-{:02},paid,transfer\n",
             i % 5000,
             i % 300,
-            1 + i % 9,
+            1 + (i + shift) % 9,
             15000 * (1 + i % 40),
             1 + i % 28
         ));
@@ -202,7 +207,7 @@ async fn replicas_finish_the_jobs_of_a_replica_killed_mid_validation_and_mid_com
     let sub = create_key(&client, &base, &admin, "Budi Santoso", "submitter").await;
     let apr = create_key(&client, &base, &admin, "Siti Rahayu", "approver").await;
 
-    const ROWS: usize = 60_000;
+    const ROWS: usize = 30_000;
     let resp = client
         .post(format!("{}/api/import/orders", replicas[1].base))
         .header("X-API-Key", &sub)
@@ -252,31 +257,81 @@ async fn replicas_finish_the_jobs_of_a_replica_killed_mid_validation_and_mid_com
         ROWS as i64
     );
 
-    // Approve, then kill the replica committing it.
-    let resp = client
-        .post(format!("{survivor}/api/jobs/{id}/approve"))
-        .header("X-API-Key", &apr)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), StatusCode::ACCEPTED);
-    let c = wait_for_holder(&db, &replicas, &id, "committing").await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let killed = replicas.remove(c);
-    drop(killed);
-    let (state, _) = lease(&db, &id).await;
-    assert_eq!(state, "committing", "killed mid-commit");
-    assert_eq!(
-        count(&db, "SELECT COUNT(*) FROM uc_sales_orders", None).await,
-        0,
-        "a killed commit leaves no rows"
-    );
-    let last = replicas[0].base.clone();
-    let job = wait_state(&client, &last, &sub, &id, "committed").await;
-    assert!(job["problem"].is_null(), "{job}");
+    // Approve; it commits on whichever replica claims it.
+    approve(&client, &survivor, &apr, &id).await;
+    wait_state(&client, &survivor, &sub, &id, "committed").await;
     assert_eq!(
         count(&db, "SELECT COUNT(*) FROM uc_sales_orders", None).await,
         ROWS as i64
+    );
+
+    // A second large file changes every row and adds more; kill the replica
+    // committing it while its transaction is open.
+    let resp = client
+        .post(format!("{survivor}/api/import/orders?mode=upsert"))
+        .header("X-API-Key", &sub)
+        .header("Content-Type", "text/csv")
+        .header("Prefer", "wait=60")
+        .body(orders_csv_shifted(ROWS + 1000, 1))
+        .send()
+        .await
+        .unwrap();
+    let job: Value = resp.json().await.unwrap();
+    let id = job["id"].as_str().unwrap().to_string();
+    let job = wait_state(&client, &survivor, &sub, &id, "awaiting_approval").await;
+    assert_eq!(job["counts"]["update"], ROWS as i64);
+    assert_eq!(job["counts"]["insert"], 1000);
+    let sum_before = count(&db, "SELECT SUM(qty) FROM uc_sales_orders", None).await;
+    let postgres = url.starts_with("postgres");
+    // On PostgreSQL, a lock held here stops the commit at its first write to
+    // the table, after it has written its change log: a kill then is
+    // certainly mid-transaction. (SQLite has one writer at a time, so there
+    // the replica is killed as soon as it holds the job.)
+    let mut blocker = None;
+    if postgres {
+        let mut tx = db.begin().await.unwrap();
+        on_conn!(&mut tx.conn(), c => {
+            sqlx::query("LOCK TABLE uc_sales_orders IN SHARE MODE").execute(c).await.unwrap();
+        });
+        blocker = Some(tx);
+    }
+    approve(&client, &survivor, &apr, &id).await;
+    let c = wait_for_holder(&db, &replicas, &id, "committing").await;
+    if postgres {
+        wait_for_blocked_update(&db).await;
+    }
+    let killed = replicas.remove(c);
+    drop(killed);
+    if let Some(tx) = blocker {
+        tx.rollback().await.unwrap();
+    }
+    assert_eq!(lease(&db, &id).await.0, "committing", "killed mid-commit");
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM uc_sales_orders", None).await,
+        ROWS as i64,
+        "nothing of the killed commit"
+    );
+    assert_eq!(
+        count(&db, "SELECT SUM(qty) FROM uc_sales_orders", None).await,
+        sum_before
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM ig_job_changes WHERE job_id = $1",
+            Some(&id)
+        )
+        .await,
+        0
+    );
+
+    let last = replicas[0].base.clone();
+    let job = wait_state(&client, &last, &sub, &id, "committed").await;
+    assert!(job["problem"].is_null(), "{job}");
+    let total = (ROWS + 1000) as i64;
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM uc_sales_orders", None).await,
+        total
     );
     assert_eq!(
         count(
@@ -285,8 +340,23 @@ async fn replicas_finish_the_jobs_of_a_replica_killed_mid_validation_and_mid_com
             None
         )
         .await,
-        ROWS as i64,
+        total,
         "every row exactly once"
+    );
+    let want: i64 = (0..ROWS + 1000).map(|i| 1 + ((i + 1) % 9) as i64).sum();
+    assert_eq!(
+        count(&db, "SELECT SUM(qty) FROM uc_sales_orders", None).await,
+        want,
+        "every update applied"
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM ig_job_changes WHERE job_id = $1",
+            Some(&id)
+        )
+        .await,
+        ROWS as i64
     );
     let events: Value = client
         .get(format!("{last}/api/jobs/{id}/events"))
@@ -309,6 +379,31 @@ async fn replicas_finish_the_jobs_of_a_replica_killed_mid_validation_and_mid_com
         "each move once"
     );
     db.close().await;
+}
+
+async fn approve(client: &Client, base: &str, key: &str, id: &str) {
+    let resp = client
+        .post(format!("{base}/api/jobs/{id}/approve"))
+        .header("X-API-Key", key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+}
+
+/// Waits until a PostgreSQL backend is stuck on a lock while updating the
+/// orders table (the commit, stopped by the test's lock).
+async fn wait_for_blocked_update(db: &Db) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let sql = "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+               AND query LIKE 'UPDATE \"uc_sales_orders\"%'";
+    while count(db, sql, None).await == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the commit never reached the table"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
