@@ -48,8 +48,12 @@ pub async fn clear(conn: &mut Conn<'_>, job_id: &str) -> Result<()> {
     Ok(())
 }
 
-/// Stores a batch of rows and their errors.
+/// Stores a batch of rows and their errors. On PostgreSQL with `COPY`,
+/// the database's bulk loader.
 pub async fn insert_batch(conn: &mut Conn<'_>, job_id: &str, rows: &[StagedRow]) -> Result<()> {
+    if let Conn::Postgres(c) = conn {
+        return copy_batch(c, job_id, rows).await;
+    }
     for part in rows.chunks(BATCH) {
         let sql = format!(
             "INSERT INTO ig_job_rows (job_id, seq, row_no, action, nkey, vals, before) VALUES {}",
@@ -74,6 +78,87 @@ pub async fn insert_batch(conn: &mut Conn<'_>, job_id: &str, rows: &[StagedRow])
         })
         .collect();
     insert_errors(conn, job_id, &errors).await
+}
+
+/// `COPY … FROM STDIN` in text format: the rows, then their errors.
+async fn copy_batch(c: &mut sqlx::PgConnection, job_id: &str, rows: &[StagedRow]) -> Result<()> {
+    let mut data = Vec::with_capacity(rows.len() * 256);
+    for r in rows {
+        let (seq, row_no) = (r.seq.to_string(), r.row_no.to_string());
+        copy_line(
+            &mut data,
+            &[
+                Some(job_id),
+                Some(&seq),
+                Some(&row_no),
+                Some(r.action),
+                r.nkey.as_deref(),
+                Some(&r.vals),
+                r.before.as_deref(),
+            ],
+        );
+    }
+    let mut copy = c
+        .copy_in_raw(
+            "COPY ig_job_rows (job_id, seq, row_no, action, nkey, vals, before) FROM STDIN",
+        )
+        .await?;
+    copy.send(data).await?;
+    copy.finish().await?;
+    let mut data = Vec::new();
+    for r in rows {
+        for (n, e) in r.errors.iter().enumerate() {
+            let (seq, n, row_no) = (r.seq.to_string(), n.to_string(), e.row.to_string());
+            copy_line(
+                &mut data,
+                &[
+                    Some(job_id),
+                    Some(&seq),
+                    Some(&n),
+                    Some(&row_no),
+                    e.column.as_deref(),
+                    e.value.as_deref(),
+                    Some(&e.code),
+                    Some(&e.message),
+                ],
+            );
+        }
+    }
+    if !data.is_empty() {
+        let mut copy = c
+            .copy_in_raw(
+                "COPY ig_job_errors (job_id, seq, n, row_no, col, value, code, message) FROM STDIN",
+            )
+            .await?;
+        copy.send(data).await?;
+        copy.finish().await?;
+    }
+    Ok(())
+}
+
+/// One line of COPY text format: tab-separated, `\N` for null, with
+/// backslash, tab, newline and carriage return escaped.
+fn copy_line(out: &mut Vec<u8>, fields: &[Option<&str>]) {
+    for (i, field) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(b'\t');
+        }
+        match field {
+            None => out.extend_from_slice(b"\\N"),
+            Some(text) => {
+                for &b in text.as_bytes() {
+                    match b {
+                        b'\\' => out.extend_from_slice(b"\\\\"),
+                        b'\t' => out.extend_from_slice(b"\\t"),
+                        b'\n' => out.extend_from_slice(b"\\n"),
+                        b'\r' => out.extend_from_slice(b"\\r"),
+                        _ => out.push(b),
+                    }
+                }
+            }
+        }
+    }
+    out.push(b'\n');
 }
 
 /// Stores row errors: (row seq, index within the row, error).
@@ -353,4 +438,14 @@ pub async fn changes(
             after: r.try_get("after")?,
         })).collect()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn copy_lines_escape_what_copy_reads_specially() {
+        let mut out = Vec::new();
+        super::copy_line(&mut out, &[Some("a\tb\\c\nd\re"), None, Some("")]);
+        assert_eq!(out, b"a\\tb\\\\c\\nd\\re\t\\N\t\n");
+    }
 }

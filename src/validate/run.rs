@@ -16,7 +16,7 @@ use crate::catalog::Module;
 use crate::ingest::{self, FileError};
 use crate::ledger::{Counts, Job, Mode};
 use crate::store::blobs::BlobReader;
-use crate::store::rows::{self, BATCH, StagedRow};
+use crate::store::rows::{self, StagedRow};
 use crate::store::tables::{self, TableRow, key_values};
 use crate::store::{self, Db};
 
@@ -27,6 +27,11 @@ pub enum Outcome {
     /// Every row was checked; the counts and warnings of the preview.
     Checked { counts: Counts, warnings: Vec<Json> },
 }
+
+/// Rows handed from the parser to the database side at a time: large
+/// enough for bulk loading to pay, small enough that a few in flight are
+/// nothing in memory.
+const BATCH: usize = 2000;
 
 enum Msg {
     Header(HeaderMap),
