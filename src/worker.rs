@@ -285,19 +285,33 @@ async fn rollback(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Moves jobs that waited at the gate longer than the approval limit to
-/// `expired`.
+/// Housekeeping: moves jobs that waited at the gate longer than the
+/// approval limit to `expired`, and drops the chunks of uploads that died
+/// half-way.
 async fn expiry_loop(app: Arc<App>) {
     let mut stop = app.shutdown.subscribe();
     loop {
         if let Err(e) = expire(&app).await {
             warn!(error = %e, "expiry sweep failed");
         }
+        if let Err(e) = purge_uploads(&app).await {
+            warn!(error = %e, "purge of unfinished uploads failed");
+        }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(app.settings.expiry_sweep_ms)) => {},
             _ = stop.changed() => return,
         }
     }
+}
+
+async fn purge_uploads(app: &App) -> anyhow::Result<()> {
+    let mut c = app.db.acquire().await?;
+    let before = now() - chrono::Duration::hours(1);
+    let n = crate::store::blobs::purge_orphans(&mut c.conn(), before).await?;
+    if n > 0 {
+        info!(chunks = n, "dropped chunks of unfinished uploads");
+    }
+    Ok(())
 }
 
 async fn expire(app: &App) -> anyhow::Result<()> {

@@ -40,6 +40,20 @@ pub async fn discard(conn: &mut Conn<'_>, upload_id: &str) -> Result<()> {
     Ok(())
 }
 
+/// Drops the chunks of uploads that never completed (the process died
+/// while receiving the body) and have received nothing since `before`.
+pub async fn purge_orphans(
+    conn: &mut Conn<'_>,
+    before: chrono::DateTime<chrono::Utc>,
+) -> Result<u64> {
+    Ok(on_conn!(conn, c => sqlx::query(
+        "DELETE FROM ig_blob_chunks WHERE created_at < $1 \
+         AND NOT EXISTS (SELECT 1 FROM ig_blobs b WHERE b.upload_id = ig_blob_chunks.upload_id) \
+         AND NOT EXISTS (SELECT 1 FROM ig_blob_chunks k \
+                         WHERE k.upload_id = ig_blob_chunks.upload_id AND k.created_at >= $1)")
+        .bind(before).execute(c).await.map(|r| r.rows_affected()))?)
+}
+
 async fn chunk(db: &Db, sha256: &str, seq: i64) -> Result<Option<Vec<u8>>> {
     let mut pooled = db.acquire().await?;
     let mut conn = pooled.conn();

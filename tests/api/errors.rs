@@ -278,3 +278,39 @@ async fn health_and_readiness_answer() {
     let r = app.client.get(app.url("/readyz")).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunks_of_uploads_that_died_half_way_are_purged() {
+    let app = spawn_app_with(|s| s.expiry_sweep_ms = 100).await;
+    let sub = app.submitter().await;
+    let job = app.upload(&sub, "customers", "", CUSTOMERS).await;
+    let blob = if app.database.starts_with("sqlite") {
+        "X'00'"
+    } else {
+        "'\\x00'::bytea"
+    };
+    app.sql(&format!(
+        "INSERT INTO ig_blob_chunks (upload_id, seq, data, created_at) \
+         VALUES ('dead-upload', 0, {blob}, '2020-01-01T00:00:00+00:00')"
+    ))
+    .await;
+    let mut left = 1;
+    for _ in 0..50 {
+        left = app
+            .count("ig_blob_chunks WHERE upload_id = 'dead-upload'")
+            .await;
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(left, 0, "the orphan is gone");
+    assert_eq!(
+        app.count("ig_blob_chunks").await,
+        1,
+        "the finished upload's chunk stays"
+    );
+    let id = job["id"].as_str().unwrap();
+    let apr = app.approver().await;
+    assert_eq!(app.act_ok(&apr, id, "approve").await["state"], "committed");
+}
