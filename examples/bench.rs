@@ -1,0 +1,842 @@
+//! The benchmark harness (see BENCHMARKS.md): generates seeded data sets,
+//! starts the real `importgate` binary on SQLite and PostgreSQL, times each
+//! stage of the pipeline, and runs the references — PostgreSQL `\copy`,
+//! `sqlite3 .import`, and a bare `csv` parse-and-convert loop — on the same
+//! files in the same run. Prints medians of several runs and the ratios.
+//!
+//! `bash bench/run.sh` builds it and runs it; `--help` lists the options.
+
+use std::fmt::Write as _;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn usage() -> ! {
+    eprintln!(
+        "bench [--rows 100000,1000000] [--runs 3] [--backends sqlite,postgres] [--formats csv,xlsx,json]\n\
+         [--modules orders,customers] [--bad 0.0] [--pg postgres://postgres@127.0.0.1:5432] [--dir DIR] [--bin PATH]"
+    );
+    std::process::exit(2)
+}
+
+struct Options {
+    rows: Vec<usize>,
+    runs: usize,
+    backends: Vec<String>,
+    formats: Vec<String>,
+    modules: Vec<String>,
+    bad: f64,
+    pg: String,
+    dir: PathBuf,
+    bin: PathBuf,
+}
+
+fn options() -> Options {
+    let exe = std::env::current_exe().expect("own path");
+    // target/<profile>/examples/bench → target/<profile>/importgate
+    let default_bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|p| p.join("importgate"))
+        .unwrap_or_else(|| PathBuf::from("importgate"));
+    let mut o = Options {
+        rows: vec![100_000],
+        runs: 3,
+        backends: vec!["sqlite".into(), "postgres".into()],
+        formats: vec!["csv".into()],
+        modules: vec!["orders".into(), "customers".into()],
+        bad: 0.0,
+        pg: "postgres://postgres@127.0.0.1:5432".into(),
+        dir: std::env::temp_dir().join("importgate-bench"),
+        bin: default_bin,
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let list = |s: &str| {
+        s.split(',')
+            .map(|x| x.trim().to_string())
+            .collect::<Vec<_>>()
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let value = args.get(i + 1).cloned().unwrap_or_else(|| usage());
+        match args[i].as_str() {
+            "--rows" => {
+                o.rows = list(&value)
+                    .iter()
+                    .map(|r| r.replace('_', "").parse().unwrap_or_else(|_| usage()))
+                    .collect()
+            }
+            "--runs" => o.runs = value.parse().unwrap_or_else(|_| usage()),
+            "--backends" => o.backends = list(&value),
+            "--formats" => o.formats = list(&value),
+            "--modules" => o.modules = list(&value),
+            "--bad" => o.bad = value.parse().unwrap_or_else(|_| usage()),
+            "--pg" => o.pg = value,
+            "--dir" => o.dir = PathBuf::from(value),
+            "--bin" => o.bin = PathBuf::from(value),
+            _ => usage(),
+        }
+        i += 2;
+    }
+    o
+}
+
+// ---------------------------------------------------------------------------
+// Data: deterministic, seeded generators.
+
+/// xorshift64*: small, fast and the same on every machine, which is all a
+/// benchmark's data needs.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
+const FIRST: &[&str] = &[
+    "Budi", "Siti", "Agus", "Dewi", "Eko", "Rina", "Andi", "Putri", "Joko", "Wati", "Hendra",
+    "Lestari",
+];
+const LAST: &[&str] = &[
+    "Santoso", "Rahayu", "Wijaya", "Lestari", "Prasetyo", "Hartono", "Saputra", "Kusuma", "Nugroho",
+];
+const CITIES: &[&str] = &[
+    "Jakarta",
+    "Bandung",
+    "Surabaya",
+    "Medan",
+    "Semarang",
+    "Makassar",
+    "Denpasar",
+    "Yogyakarta",
+];
+
+/// One module's data set: a header and a row generator. `variant` changes
+/// the non-key values (for the upsert run); `bad` is the share of rows with
+/// an error.
+struct DataSet {
+    module: &'static str,
+    header: Vec<&'static str>,
+    /// Which columns are typed (for the bare loop): (index, kind).
+    typed: Vec<(usize, Kind)>,
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Int,
+    Big,
+    Date,
+}
+
+fn dataset(module: &str) -> DataSet {
+    match module {
+        "orders" => DataSet {
+            module: "orders",
+            header: vec![
+                "order_no",
+                "customer_id",
+                "sku",
+                "qty",
+                "amount_idr",
+                "order_date",
+                "status",
+                "payment_method",
+            ],
+            typed: vec![(3, Kind::Int), (4, Kind::Big), (5, Kind::Date)],
+        },
+        "customers" => DataSet {
+            module: "customers",
+            header: vec![
+                "customer_name",
+                "wa_number",
+                "city",
+                "grade",
+                "source_channel",
+                "follow_state",
+                "consumable_cycle_days",
+                "notes",
+            ],
+            typed: vec![(6, Kind::Int)],
+        },
+        other => {
+            eprintln!("no generator for module {other} (orders, customers)");
+            std::process::exit(2)
+        }
+    }
+}
+
+impl DataSet {
+    fn row(&self, i: usize, variant: u64, bad: f64, rng: &mut Rng) -> Vec<String> {
+        let broken = bad > 0.0 && (rng.below(1_000_000) as f64) < bad * 1_000_000.0;
+        match self.module {
+            "orders" => {
+                let qty = if broken {
+                    "x".to_string()
+                } else {
+                    (1 + (rng.below(20) + variant) % 20).to_string()
+                };
+                vec![
+                    format!("SO-{i:08}"),
+                    format!("C-{:06}", rng.below(50_000)),
+                    format!("SKU-{:04}", rng.below(2_000)),
+                    qty,
+                    (15_000 * (1 + rng.below(400) + variant)).to_string(),
+                    format!("2024-{:02}-{:02}", 1 + rng.below(12), 1 + rng.below(28)),
+                    rng.pick(&["paid", "pending", "shipped", "cancelled"])
+                        .to_string(),
+                    rng.pick(&["transfer", "qris", "cod", "card"]).to_string(),
+                ]
+            }
+            _ => {
+                let days = if broken {
+                    "soon".to_string()
+                } else {
+                    (7 + (rng.below(60) + variant) % 60).to_string()
+                };
+                vec![
+                    format!("{} {}", rng.pick(FIRST), rng.pick(LAST)),
+                    format!("08{i:010}"),
+                    rng.pick(CITIES).to_string(),
+                    rng.pick(&["A", "B", "C"]).to_string(),
+                    rng.pick(&["whatsapp", "shopee", "tokopedia", "walk-in"])
+                        .to_string(),
+                    rng.pick(&["new", "contacted", "won"]).to_string(),
+                    days,
+                    if variant == 0 {
+                        String::new()
+                    } else {
+                        format!("rev {variant}")
+                    },
+                ]
+            }
+        }
+    }
+
+    /// Writes the data set in a format; returns the file's path.
+    fn write(&self, dir: &Path, rows: usize, variant: u64, bad: f64, format: &str) -> PathBuf {
+        let path = dir.join(format!("{}-{rows}-v{variant}-b{bad}.{format}", self.module));
+        if path.exists() {
+            return path;
+        }
+        let mut rng = Rng(0x5EED_0000 + rows as u64);
+        let tmp = path.with_extension("partial");
+        match format {
+            "csv" => {
+                let mut w =
+                    csv::Writer::from_writer(BufWriter::new(std::fs::File::create(&tmp).unwrap()));
+                w.write_record(&self.header).unwrap();
+                for i in 0..rows {
+                    w.write_record(self.row(i, variant, bad, &mut rng)).unwrap();
+                }
+                w.flush().unwrap();
+            }
+            "json" => {
+                let mut w = BufWriter::new(std::fs::File::create(&tmp).unwrap());
+                w.write_all(b"[").unwrap();
+                for i in 0..rows {
+                    let obj: serde_json::Map<String, Value> = self
+                        .header
+                        .iter()
+                        .zip(self.row(i, variant, bad, &mut rng))
+                        .map(|(h, v)| (h.to_string(), json_cell(self, h, v)))
+                        .collect();
+                    if i > 0 {
+                        w.write_all(b",\n").unwrap();
+                    }
+                    serde_json::to_writer(&mut w, &obj).unwrap();
+                }
+                w.write_all(b"]\n").unwrap();
+            }
+            "xlsx" => {
+                let mut book = rust_xlsxwriter::Workbook::new();
+                let sheet = book.add_worksheet_with_constant_memory().unwrap();
+                for (c, h) in self.header.iter().enumerate() {
+                    sheet.write_string(0, c as u16, *h).unwrap();
+                }
+                for i in 0..rows {
+                    for (c, v) in self.row(i, variant, bad, &mut rng).iter().enumerate() {
+                        let r = i as u32 + 1;
+                        match v.parse::<f64>() {
+                            Ok(n) if self.typed.iter().any(|(t, _)| *t == c) => {
+                                sheet.write_number(r, c as u16, n).map(|_| ())
+                            }
+                            _ => sheet.write_string(r, c as u16, v).map(|_| ()),
+                        }
+                        .unwrap();
+                    }
+                }
+                book.save(&tmp).unwrap();
+            }
+            other => {
+                eprintln!("unknown format {other}");
+                std::process::exit(2)
+            }
+        }
+        std::fs::rename(&tmp, &path).unwrap();
+        path
+    }
+}
+
+fn json_cell(set: &DataSet, header: &str, v: String) -> Value {
+    let idx = set.header.iter().position(|h| *h == header).unwrap_or(0);
+    match set.typed.iter().find(|(i, _)| *i == idx) {
+        Some((_, Kind::Int | Kind::Big)) => v
+            .parse::<i64>()
+            .map(Value::from)
+            .unwrap_or(Value::String(v)),
+        _ => Value::String(v),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The server under test.
+
+struct Server {
+    child: Child,
+    base: String,
+    db: String,
+    bin: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn start(bin: &Path, db: &str, dir: &Path) -> (Server, String) {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let out = dir.join("server.out");
+        let child = Command::new(bin)
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--database",
+                db,
+            ])
+            .env("IMPORTGATE_LOG", "warn")
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(dir.join("server.err")).unwrap())
+            .spawn()
+            .expect("start importgate (build it first: cargo build --release)");
+        let server = Server {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            db: db.to_string(),
+            bin: bin.to_path_buf(),
+        };
+        for _ in 0..400 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                let admin = std::fs::read_to_string(&out)
+                    .unwrap_or_default()
+                    .lines()
+                    .find(|l| l.starts_with("igk_"))
+                    .unwrap_or("")
+                    .to_string();
+                return (server, admin);
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("server did not start");
+    }
+
+    fn key(&self, name: &str, role: &str) -> String {
+        let out = Command::new(&self.bin)
+            .args([
+                "keys",
+                "create",
+                "--name",
+                name,
+                "--role",
+                role,
+                "--database",
+                &self.db,
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap_or("")
+            .to_string()
+    }
+
+    /// Peak resident memory of the server so far (VmHWM), in MB.
+    fn peak_mb(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map(|kb| kb / 1024.0)
+            .unwrap_or(0.0)
+    }
+}
+
+fn content_type(format: &str) -> &'static str {
+    match format {
+        "xlsx" => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "json" => "application/json",
+        _ => "text/csv",
+    }
+}
+
+struct Api {
+    client: reqwest::Client,
+    base: String,
+}
+
+impl Api {
+    async fn job(&self, key: &str, id: &str) -> Value {
+        self.client
+            .get(format!("{}/api/jobs/{id}", self.base))
+            .header("X-API-Key", key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// Polls until the job leaves the service's work states.
+    async fn settle(&self, key: &str, id: &str) -> Value {
+        loop {
+            let job = self.job(key, id).await;
+            if !matches!(
+                job["state"].as_str(),
+                Some("validating" | "committing" | "rolling_back")
+            ) {
+                return job;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn upload(
+        &self,
+        key: &str,
+        module: &str,
+        query: &str,
+        path: &Path,
+        format: &str,
+    ) -> (Duration, Value) {
+        let body = tokio::fs::read(path).await.unwrap();
+        let t = Instant::now();
+        let resp = self
+            .client
+            .post(format!("{}/api/import/{module}{query}", self.base))
+            .header("X-API-Key", key)
+            .header("Content-Type", content_type(format))
+            .header("Prefer", "wait=60")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let job: Value = resp.json().await.unwrap();
+        let job = self
+            .settle(key, job["id"].as_str().unwrap_or_default())
+            .await;
+        (t.elapsed(), job)
+    }
+
+    async fn act(&self, key: &str, id: &str, action: &str) -> (Duration, Value) {
+        let t = Instant::now();
+        self.client
+            .post(format!("{}/api/jobs/{id}/{action}", self.base))
+            .header("X-API-Key", key)
+            .header("Prefer", "wait=60")
+            .send()
+            .await
+            .unwrap();
+        let job = self.settle(key, id).await;
+        (t.elapsed(), job)
+    }
+
+    async fn preview(&self, key: &str, id: &str, offset: usize) -> Duration {
+        let t = Instant::now();
+        let resp = self
+            .client
+            .get(format!(
+                "{}/api/jobs/{id}/preview?offset={offset}&limit=100",
+                self.base
+            ))
+            .header("X-API-Key", key)
+            .send()
+            .await
+            .unwrap();
+        let _ = resp.bytes().await.unwrap();
+        t.elapsed()
+    }
+}
+
+fn expect_state(job: &Value, want: &str, what: &str) {
+    if job["state"] != want {
+        eprintln!("{what}: expected {want}, got {}", job);
+        std::process::exit(1);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// References.
+
+/// The bare loop: parse every record and convert its typed columns.
+fn bare_parse(path: &Path, set: &DataSet) -> Duration {
+    let t = Instant::now();
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let mut record = csv::ByteRecord::new();
+    let (mut ints, mut dates) = (0i64, 0i64);
+    while reader.read_byte_record(&mut record).unwrap() {
+        for &(i, kind) in &set.typed {
+            let text = std::str::from_utf8(&record[i]).unwrap_or("");
+            match kind {
+                Kind::Int => ints += text.parse::<i32>().map(i64::from).unwrap_or(0),
+                Kind::Big => ints += text.parse::<i64>().unwrap_or(0),
+                Kind::Date => {
+                    dates += chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+                        .map(|_| 1)
+                        .unwrap_or(0);
+                }
+            }
+        }
+        for field in record.iter() {
+            ints += std::str::from_utf8(field)
+                .map(|s| s.len() as i64)
+                .unwrap_or(0)
+                & 1;
+        }
+    }
+    std::hint::black_box((ints, dates));
+    t.elapsed()
+}
+
+/// A table of the data set's shape; `with_id` adds a surrogate key as the
+/// service's tables have (`sqlite3 .import` fills columns by position, so
+/// its table has exactly the file's columns).
+fn ddl(set: &DataSet, table: &str, with_id: bool) -> String {
+    let cols: Vec<String> = set
+        .header
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let ty = match set.typed.iter().find(|(t, _)| *t == i).map(|(_, k)| *k) {
+                Some(Kind::Int) => "integer",
+                Some(Kind::Big) => "bigint",
+                Some(Kind::Date) => "date",
+                None => "text",
+            };
+            format!("{h} {ty}")
+        })
+        .collect();
+    let id = if with_id {
+        "id bigserial PRIMARY KEY, "
+    } else {
+        ""
+    };
+    format!("CREATE TABLE {table} ({id}{})", cols.join(", "))
+}
+
+/// PostgreSQL `\copy` of the same file into a table of the same shape.
+fn pg_copy(pg: &str, path: &Path, set: &DataSet) -> Option<Duration> {
+    let db = format!("{}/postgres", pg.trim_end_matches('/'));
+    let table = format!("ref_{}", set.module);
+    let psql = |sql: &str| {
+        Command::new("psql")
+            .args([db.as_str(), "-qc", sql])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .ok()
+    };
+    psql(&format!("DROP TABLE IF EXISTS {table}"))?;
+    psql(&ddl(set, &table, true))?;
+    let cols = set.header.join(", ");
+    let t = Instant::now();
+    let ok = psql(&format!(
+        "\\copy {table} ({cols}) FROM '{}' WITH (FORMAT csv, HEADER true)",
+        path.display()
+    ))?
+    .success();
+    let d = t.elapsed();
+    psql(&format!("DROP TABLE IF EXISTS {table}"));
+    ok.then_some(d)
+}
+
+/// `sqlite3 .import` of the same file into a table of the same shape.
+fn sqlite_import(dir: &Path, path: &Path, set: &DataSet) -> Option<Duration> {
+    let db = dir.join("ref.db");
+    let _ = std::fs::remove_file(&db);
+    let table = format!("ref_{}", set.module);
+    let create = ddl(set, &table, false);
+    let script = format!(
+        "{create};\n.import --csv --skip 1 {} {table}\n",
+        path.display()
+    );
+    let t = Instant::now();
+    let mut child = Command::new("sqlite3")
+        .arg(&db)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    child.stdin.take()?.write_all(script.as_bytes()).ok()?;
+    let ok = child.wait().ok()?.success();
+    let d = t.elapsed();
+    let _ = std::fs::remove_file(&db);
+    ok.then_some(d)
+}
+
+// ---------------------------------------------------------------------------
+// The run.
+
+#[derive(Default, Clone)]
+struct Figures {
+    validate: Vec<f64>,
+    commit: Vec<f64>,
+    upsert_validate: Vec<f64>,
+    upsert_commit: Vec<f64>,
+    rollback_upsert: Vec<f64>,
+    rollback: Vec<f64>,
+    preview_ms: Vec<f64>,
+    peak_mb: Vec<f64>,
+    reference: Vec<f64>,
+    bare: Vec<f64>,
+}
+
+fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+fn fresh_db(o: &Options, backend: &str, run: usize) -> String {
+    match backend {
+        "postgres" => {
+            let name = format!("igbench_{run}");
+            let admin = format!("{}/postgres", o.pg.trim_end_matches('/'));
+            for sql in [
+                format!("DROP DATABASE IF EXISTS {name}"),
+                format!("CREATE DATABASE {name}"),
+            ] {
+                let ok = Command::new("psql")
+                    .args([admin.as_str(), "-qc", &sql])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+                if !ok.is_ok_and(|s| s.success()) {
+                    eprintln!(
+                        "PostgreSQL is not reachable at {} (give --pg or --backends sqlite)",
+                        o.pg
+                    );
+                    std::process::exit(1);
+                }
+            }
+            format!("{}/{name}", o.pg.trim_end_matches('/'))
+        }
+        _ => {
+            let path = o.dir.join(format!("bench-{run}.db"));
+            for ext in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+            }
+            format!("sqlite://{}", path.display())
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn one_run(
+    o: &Options,
+    set: &DataSet,
+    rows: usize,
+    format: &str,
+    backend: &str,
+    run: usize,
+    file: &Path,
+    upsert_file: &Path,
+    f: &mut Figures,
+) {
+    let db = fresh_db(o, backend, run);
+    let (server, _admin) = Server::start(&o.bin, &db, &o.dir);
+    let sub = server.key("Budi Santoso", "submitter");
+    let apr = server.key("Siti Rahayu", "approver");
+    let api = Api {
+        client: reqwest::Client::new(),
+        base: server.base.clone(),
+    };
+
+    let (d, job) = api
+        .upload(&sub, set.module, "?on_error=skip", file, format)
+        .await;
+    expect_state(&job, "awaiting_approval", "validation");
+    f.validate.push(d.as_secs_f64());
+    let id = job["id"].as_str().unwrap().to_string();
+    let mut previews: Vec<f64> = Vec::new();
+    for _ in 0..10 {
+        previews.push(api.preview(&sub, &id, rows / 2).await.as_secs_f64() * 1000.0);
+    }
+    f.preview_ms.push(median(&previews));
+    let (d, job) = api.act(&apr, &id, "approve").await;
+    expect_state(&job, "committed", "commit");
+    f.commit.push(d.as_secs_f64());
+
+    if format == "csv" {
+        let (d, job) = api
+            .upload(
+                &sub,
+                set.module,
+                "?mode=upsert&on_error=skip",
+                upsert_file,
+                format,
+            )
+            .await;
+        expect_state(&job, "awaiting_approval", "upsert validation");
+        f.upsert_validate.push(d.as_secs_f64());
+        let uid = job["id"].as_str().unwrap().to_string();
+        let (d, job) = api.act(&apr, &uid, "approve").await;
+        expect_state(&job, "committed", "upsert commit");
+        f.upsert_commit.push(d.as_secs_f64());
+        api.act(&sub, &uid, "rollback").await;
+        let (d, job) = api.act(&apr, &uid, "approve").await;
+        expect_state(&job, "rolled_back", "upsert rollback");
+        f.rollback_upsert.push(d.as_secs_f64());
+    }
+    api.act(&sub, &id, "rollback").await;
+    let (d, job) = api.act(&apr, &id, "approve").await;
+    expect_state(&job, "rolled_back", "rollback");
+    f.rollback.push(d.as_secs_f64());
+    f.peak_mb.push(server.peak_mb());
+    drop(server);
+
+    if format == "csv" {
+        f.bare.push(bare_parse(file, set).as_secs_f64());
+        let reference = match backend {
+            "postgres" => pg_copy(&o.pg, file, set),
+            _ => sqlite_import(&o.dir, file, set),
+        };
+        if let Some(r) = reference {
+            f.reference.push(r.as_secs_f64());
+        }
+    }
+}
+
+fn ratio(a: f64, b: f64) -> String {
+    if a.is_finite() && b.is_finite() && b > 0.0 {
+        format!("{:.2}×", a / b)
+    } else {
+        "–".into()
+    }
+}
+
+fn secs(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.2} s")
+    } else {
+        "–".into()
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let o = options();
+    std::fs::create_dir_all(&o.dir).unwrap();
+    if !o.bin.exists() {
+        eprintln!(
+            "{} not found: build it first (cargo build --release)",
+            o.bin.display()
+        );
+        std::process::exit(1);
+    }
+    let mut report = String::new();
+    let _ = writeln!(
+        report,
+        "importgate benchmark — {} run(s) each, medians; bad rows {:.1}%",
+        o.runs,
+        o.bad * 100.0
+    );
+    let _ = writeln!(
+        report,
+        "\n| module | rows | format | backend | validate | rows/s | MB/s | bare loop | ×bare | commit | reference | ×ref | upsert commit | ×insert | rollback | ×commit | preview p50 | peak RSS |"
+    );
+    let _ = writeln!(
+        report,
+        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    print!("{report}");
+    for module in &o.modules {
+        let set = dataset(module);
+        for &rows in &o.rows {
+            for format in &o.formats {
+                let file = set.write(&o.dir, rows, 0, o.bad, format);
+                let upsert = set.write(&o.dir, rows, 1, o.bad, "csv");
+                let mb = std::fs::metadata(&file)
+                    .map(|m| m.len() as f64 / 1e6)
+                    .unwrap_or(0.0);
+                for backend in &o.backends {
+                    let mut f = Figures::default();
+                    for run in 0..o.runs {
+                        one_run(&o, &set, rows, format, backend, run, &file, &upsert, &mut f).await;
+                    }
+                    let (v, c) = (median(&f.validate), median(&f.commit));
+                    let line = format!(
+                        "| {} | {rows} | {format} | {backend} | {} | {:.0} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} ms | {:.0} MB |",
+                        set.module,
+                        secs(v),
+                        rows as f64 / v,
+                        mb / v,
+                        secs(median(&f.bare)),
+                        ratio(v, median(&f.bare)),
+                        secs(c),
+                        secs(median(&f.reference)),
+                        ratio(c, median(&f.reference)),
+                        secs(median(&f.upsert_commit)),
+                        ratio(median(&f.upsert_commit), c),
+                        secs(median(&f.rollback)),
+                        ratio(median(&f.rollback), c),
+                        median(&f.preview_ms),
+                        median(&f.peak_mb),
+                    );
+                    println!("{line}");
+                    report.push_str(&line);
+                    report.push('\n');
+                }
+            }
+        }
+    }
+    let _ = std::fs::write(o.dir.join("report.md"), report);
+    println!(
+        "\nreference: PostgreSQL \\copy or sqlite3 .import of the same CSV into a table of the same shape;\n\
+         bare loop: the csv crate parsing every record and converting its typed columns.\n\
+         upsert: the same keys with changed values (every row an update); rollback: of the insert job."
+    );
+}
