@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand};
 use importgate::app::App;
 use importgate::config::{FileSettings, Settings, parse_zone};
 use importgate::keys::{self, Role};
+use importgate::ledger::chain::Verdict;
 use importgate::store::{self, Db};
 
 #[derive(Parser)]
@@ -27,6 +28,21 @@ enum Command {
     Keys {
         #[command(subcommand)]
         command: KeysCommand,
+    },
+    /// Check the ledger.
+    Ledger {
+        #[command(subcommand)]
+        command: LedgerCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum LedgerCommand {
+    /// Recompute the hash chain of every job event; exit 1 at the first
+    /// broken link.
+    Verify {
+        #[command(flatten)]
+        common: Common,
     },
 }
 
@@ -125,6 +141,31 @@ async fn main() -> anyhow::Result<()> {
                     common,
                 },
         } => create_key(&common, &name, &role, &modules).await,
+        Command::Ledger {
+            command: LedgerCommand::Verify { common },
+        } => verify_ledger(&common).await,
+    }
+}
+
+async fn verify_ledger(common: &Common) -> anyhow::Result<()> {
+    let s = settings(common)?;
+    let db = Db::connect(&s.database).await?;
+    match importgate::ledger::chain::verify(&db).await? {
+        Verdict::Holds { links, jobs } => {
+            println!(
+                "ledger holds: {links} events chained, {jobs} jobs where their events left them"
+            );
+            Ok(())
+        }
+        Verdict::Broken {
+            seq,
+            job_id,
+            n,
+            why,
+        } => {
+            println!("ledger BROKEN at event {seq} (job {job_id}, event {n}): {why}");
+            std::process::exit(1);
+        }
     }
 }
 

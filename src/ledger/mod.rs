@@ -4,6 +4,7 @@
 //! The state machine is the one table [`MOVES`] (API.md section 4); nothing
 //! else in the service decides whether a move is allowed.
 
+pub mod chain;
 pub mod gate;
 pub mod job;
 

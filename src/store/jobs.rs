@@ -7,7 +7,7 @@ use sqlx::Row;
 
 use super::{Conn, Dialect, Result, StoreError, json_col};
 use crate::ingest::Format;
-use crate::ledger::{Counts, FileInfo, Job, Mode, Move, OnError, State};
+use crate::ledger::{Counts, FileInfo, Job, Mode, Move, OnError, State, chain};
 use crate::on_conn;
 
 const COLUMNS: &str = "id, module, target_table, mode, on_error, options, simulated, \
@@ -251,14 +251,85 @@ async fn add_event(
     comment: Option<&str>,
     detail: Option<Json>,
 ) -> Result<()> {
+    // One link at a time: the chain is global, so concurrent moves of
+    // different jobs take turns here (until their transaction ends).
+    super::lock(conn, super::Lock::Ledger).await?;
+    let last: Option<(i64, String)> = on_conn!(conn, c => sqlx::query_as(
+        "SELECT seq, hash FROM ig_job_events ORDER BY seq DESC LIMIT 1").fetch_optional(c).await)?;
+    let (prev_seq, prev_hash) = last.unwrap_or((0, chain::GENESIS.to_string()));
+    let n: i64 = on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT COALESCE(MAX(n), 0) + 1 FROM ig_job_events WHERE job_id = $1")
+        .bind(job_id).fetch_one(c).await)?;
+    let link = chain::Link {
+        seq: prev_seq + 1,
+        job_id: job_id.to_string(),
+        n,
+        at,
+        event: event.to_string(),
+        from_state: from.map(|s| s.as_str().to_string()),
+        to_state: to.as_str().to_string(),
+        actor: actor.map(str::to_string),
+        comment: comment.map(str::to_string),
+        detail: detail.as_ref().map(to_json),
+    };
+    let hash = link.hash(&prev_hash);
     on_conn!(conn, c => sqlx::query(
-        "INSERT INTO ig_job_events (job_id, n, at, event, from_state, to_state, actor, comment, detail) \
-         VALUES ($1, (SELECT COALESCE(MAX(n), 0) + 1 FROM ig_job_events WHERE job_id = $1), \
-                 $2, $3, $4, $5, $6, $7, $8)")
-        .bind(job_id).bind(at).bind(event).bind(from.map(State::as_str)).bind(to.as_str())
-        .bind(actor).bind(comment).bind(detail.as_ref().map(to_json))
+        "INSERT INTO ig_job_events (job_id, n, at, event, from_state, to_state, actor, comment, detail, \
+                                    seq, prev_hash, hash) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)")
+        .bind(&link.job_id).bind(link.n).bind(link.at).bind(&link.event).bind(&link.from_state)
+        .bind(&link.to_state).bind(&link.actor).bind(&link.comment).bind(&link.detail)
+        .bind(link.seq).bind(&prev_hash).bind(&hash)
         .execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
+}
+
+/// A page of the ledger's links in chain order, after `after_seq`, each
+/// with its stored previous hash and hash.
+pub async fn links(
+    conn: &mut Conn<'_>,
+    after_seq: i64,
+    limit: i64,
+) -> Result<Vec<(chain::Link, String, String)>> {
+    on_conn!(conn, c => {
+        let rows = sqlx::query(
+            "SELECT job_id, n, at, event, from_state, to_state, actor, comment, detail, seq, prev_hash, hash \
+             FROM ig_job_events WHERE seq > $1 ORDER BY seq LIMIT $2")
+            .bind(after_seq).bind(limit).fetch_all(c).await?;
+        rows.iter().map(|r| {
+            let link = chain::Link {
+                seq: r.try_get("seq")?,
+                job_id: r.try_get("job_id")?,
+                n: r.try_get("n")?,
+                at: r.try_get("at")?,
+                event: r.try_get("event")?,
+                from_state: r.try_get("from_state")?,
+                to_state: r.try_get("to_state")?,
+                actor: r.try_get("actor")?,
+                comment: r.try_get("comment")?,
+                detail: r.try_get("detail")?,
+            };
+            Ok((link, r.try_get("prev_hash")?, r.try_get("hash")?))
+        }).collect()
+    })
+}
+
+/// Each job's state as the jobs table says it (for `ledger verify`).
+pub async fn states(
+    conn: &mut Conn<'_>,
+    after_id: &str,
+    limit: i64,
+) -> Result<Vec<(String, String)>> {
+    Ok(on_conn!(conn, c => sqlx::query_as(
+        "SELECT id, state FROM ig_jobs WHERE id > $1 ORDER BY id LIMIT $2")
+        .bind(after_id).bind(limit).fetch_all(c).await)?)
+}
+
+/// The state a job's last event moved it to.
+pub async fn last_event_state(conn: &mut Conn<'_>, job_id: &str) -> Result<Option<String>> {
+    Ok(on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT to_state FROM ig_job_events WHERE job_id = $1 ORDER BY n DESC LIMIT 1")
+        .bind(job_id).fetch_optional(c).await)?)
 }
 
 /// Every event of a job, oldest first.

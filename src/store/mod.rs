@@ -215,6 +215,8 @@ pub enum Lock {
     Migrate = 7_310_573,
     /// Making the first admin key on an empty database.
     FirstKey = 7_310_574,
+    /// Appending to the ledger's hash chain (one link at a time).
+    Ledger = 7_310_575,
 }
 
 /// Takes a lock until the transaction ends. SQLite needs none: a

@@ -109,6 +109,9 @@ CREATE TABLE ig_job_events (
     actor       TEXT,
     comment     TEXT,
     detail      TEXT,
+    seq         BIGINT NOT NULL UNIQUE,
+    prev_hash   TEXT NOT NULL,
+    hash        TEXT NOT NULL,
     PRIMARY KEY (job_id, n)
 );
 "#,

@@ -6,6 +6,7 @@ mod common;
 mod cli;
 mod errors;
 mod gate;
+mod ledger;
 mod modules;
 mod pipeline;
 mod replicas;
