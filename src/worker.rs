@@ -6,7 +6,7 @@
 //! lease lapses, so no job stays in a work state after its worker is gone.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tracing::{error, info, warn};
@@ -14,7 +14,7 @@ use tracing::{error, info, warn};
 use crate::app::App;
 use crate::ledger::{Decision, Job, Move, State};
 use crate::store::jobs::{self, MoveBy};
-use crate::store::now;
+use crate::store::{Tx, now};
 use crate::validate::run::{self, Outcome, Setup};
 
 /// Starts the process's workers and its expiry sweep.
@@ -145,10 +145,9 @@ async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
         max_columns: app.settings.limits.columns,
         max_cell_bytes: app.settings.limits.cell_bytes,
     };
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let outcome = run::validate(&app.db, module, job, &setup).await?;
     let mut after = job.clone();
-    after.updated_at = now();
     let event = match outcome {
         Outcome::FileFailure(e) => {
             after.problem = Some(problem(e.code, "The file cannot be imported", e.message));
@@ -168,39 +167,26 @@ async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
             } else {
                 after.gate = Some(crate::ledger::Gate {
                     action: "commit".into(),
-                    requested_at: after.updated_at,
+                    requested_at: now(),
                     requested_by: job.submitter.clone(),
                 });
                 Move::Checked
             }
         }
     };
-    after.state = crate::ledger::next(job.state, event).unwrap_or(job.state);
-    let mut c = app.db.begin().await?;
-    let by = MoveBy {
-        event,
-        actor: None,
-        comment: None,
-        detail: None,
-        lease_owner: Some(owner),
-    };
-    if jobs::transition(&mut c.conn(), job, &after, by).await? {
-        c.commit().await?;
-        info!(job = %job.id, state = after.state.as_str(), rows = after.counts.rows,
-              ms = started.elapsed().as_millis() as u64, "validated");
-    } else {
-        c.rollback().await?;
+    let tx = app.db.begin().await?;
+    if finish(tx, job, &mut after, event, owner).await? {
+        stage_done("validate", started, after.counts.rows);
     }
     Ok(())
 }
 
 async fn commit(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
     let module = module_of(app, job)?;
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let mut tx = app.db.begin().await?;
     let written = crate::commit::commit(&mut tx, module, job, job.simulated).await;
     let mut after = job.clone();
-    after.updated_at = now();
     let event = match written {
         Ok(Ok(())) => {
             after.problem = None;
@@ -228,30 +214,18 @@ async fn commit(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
             Move::CommitFailed
         }
     };
-    after.state = crate::ledger::next(job.state, event).unwrap_or(job.state);
-    let by = MoveBy {
-        event,
-        actor: None,
-        comment: None,
-        detail: None,
-        lease_owner: Some(owner),
-    };
-    if jobs::transition(&mut tx.conn(), job, &after, by).await? {
-        tx.commit().await?;
-        info!(job = %job.id, state = after.state.as_str(), ms = started.elapsed().as_millis() as u64, "commit finished");
-    } else {
-        // The lease was lost: another worker owns the job now.
-        tx.rollback().await?;
+    if finish(tx, job, &mut after, event, owner).await? && event == Move::Written {
+        stage_done("commit", started, job.counts.insert + job.counts.update);
     }
     Ok(())
 }
 
 async fn rollback(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
     let module = module_of(app, job)?;
+    let started = Instant::now();
     let mut tx = app.db.begin().await?;
     let undone = crate::commit::rollback(&mut tx, module, job, job.simulated).await?;
     let mut after = job.clone();
-    after.updated_at = now();
     let event = match undone {
         Ok(()) => {
             after.problem = None;
@@ -269,6 +243,23 @@ async fn rollback(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
             Move::RollbackConflict
         }
     };
+    if finish(tx, job, &mut after, event, owner).await? && event == Move::Undone {
+        stage_done("rollback", started, job.counts.insert + job.counts.update);
+    }
+    Ok(())
+}
+
+/// Makes the service's move inside `tx` and commits it, if this worker
+/// still holds the lease; otherwise drops `tx` (another worker owns the
+/// job now). Returns whether the move was made.
+async fn finish(
+    mut tx: Tx,
+    job: &Job,
+    after: &mut Job,
+    event: Move,
+    owner: &str,
+) -> anyhow::Result<bool> {
+    after.updated_at = now();
     after.state = crate::ledger::next(job.state, event).unwrap_or(job.state);
     let by = MoveBy {
         event,
@@ -277,12 +268,27 @@ async fn rollback(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
         detail: None,
         lease_owner: Some(owner),
     };
-    if jobs::transition(&mut tx.conn(), job, &after, by).await? {
+    if jobs::transition(&mut tx.conn(), job, after, by).await? {
         tx.commit().await?;
+        info!(job = %job.id, event = event.as_str(), state = after.state.as_str(), "job moved");
+        Ok(true)
     } else {
         tx.rollback().await?;
+        Ok(false)
     }
-    Ok(())
+}
+
+/// Records a finished stage's duration and rows.
+fn stage_done(stage: &'static str, started: Instant, rows: i64) {
+    let seconds = started.elapsed().as_secs_f64();
+    metrics::histogram!("importgate_stage_duration_seconds", "stage" => stage).record(seconds);
+    metrics::counter!("importgate_rows_total", "stage" => stage).increment(rows.max(0) as u64);
+    info!(
+        stage,
+        rows,
+        ms = (seconds * 1000.0) as u64,
+        "stage finished"
+    );
 }
 
 /// Housekeeping: moves jobs that waited at the gate longer than the

@@ -6,6 +6,7 @@ pub mod health;
 pub mod imports;
 pub mod jobs;
 pub mod keys;
+pub mod metrics;
 pub mod modules;
 pub mod problem;
 
@@ -24,6 +25,8 @@ use problem::Problem;
 
 /// The whole router of the service.
 pub fn router(app: Arc<App>) -> Router {
+    // Install the metrics recorder before anything records.
+    metrics::handle();
     let api = Router::new()
         .merge(modules::routes())
         .merge(imports::routes())
@@ -31,7 +34,9 @@ pub fn router(app: Arc<App>) -> Router {
         .merge(keys::routes());
     Router::new()
         .merge(health::routes())
+        .merge(metrics::routes())
         .merge(api)
+        .route_layer(axum::middleware::from_fn(metrics::track))
         .layer(axum::middleware::from_fn(problem::problems))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
             let id = req

@@ -406,6 +406,14 @@ pub async fn release(conn: &mut Conn<'_>, id: &str, owner: &str) -> Result<()> {
     Ok(())
 }
 
+/// How many jobs are in each state.
+pub async fn count_by_state(conn: &mut Conn<'_>) -> Result<Vec<(String, i64)>> {
+    Ok(
+        on_conn!(conn, c => sqlx::query_as("SELECT state, COUNT(*) FROM ig_jobs GROUP BY state")
+        .fetch_all(c).await)?,
+    )
+}
+
 /// Jobs waiting at the gate since before `cutoff` (for expiry).
 pub async fn awaiting_since(conn: &mut Conn<'_>, cutoff: DateTime<Utc>) -> Result<Vec<String>> {
     Ok(on_conn!(conn, c => sqlx::query_scalar(

@@ -146,3 +146,131 @@ async fn serve_prints_the_first_admin_key_once_and_keys_create_works() {
         .collect();
     assert!(rest.iter().all(|l| !l.contains("igk_")), "{rest:?}");
 }
+
+/// Every log line, at the most verbose level, through a whole pipeline and
+/// some bad requests: JSON with a request id, and never a key or a name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_are_json_and_never_hold_keys_or_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("logs.db").display());
+    let port = free_port();
+    let log_path = dir.path().join("server.log");
+    let out_path = dir.path().join("server.out");
+    let child = Command::new(BIN)
+        .args([
+            "serve",
+            "--log-json",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--database",
+            &db,
+        ])
+        .env("IMPORTGATE_LOG", "debug")
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let server = Server(child);
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut admin = String::new();
+    for _ in 0..100 {
+        admin = std::fs::read_to_string(&out_path)
+            .unwrap_or_default()
+            .lines()
+            .find(|l| l.starts_with("igk_"))
+            .unwrap_or("")
+            .to_string();
+        if !admin.is_empty() && client.get(format!("{base}/healthz")).send().await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut secrets = vec![admin.clone()];
+    let mut key = |name: &'static str, role: &'static str| {
+        let client = client.clone();
+        let (base, admin) = (base.clone(), admin.clone());
+        async move {
+            let resp = client
+                .post(format!("{base}/api/keys"))
+                .header("X-API-Key", &admin)
+                .json(&serde_json::json!({"name": name, "role": role}))
+                .send()
+                .await
+                .unwrap();
+            resp.json::<serde_json::Value>().await.unwrap()["key"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        }
+    };
+    let sub = key("Budi Santoso", "submitter").await;
+    let apr = key("Siti Rahayu", "approver").await;
+    secrets.extend([sub.clone(), apr.clone()]);
+    let job: serde_json::Value = client
+        .post(format!("{base}/api/import/customers"))
+        .header("X-API-Key", &sub)
+        .header("Content-Type", "text/csv")
+        .header("Prefer", "wait=10")
+        .body("customer_name,wa_number\nAndi Wijaya,0811\n")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = job["id"].as_str().unwrap();
+    client
+        .post(format!("{base}/api/jobs/{id}/approve"))
+        .header("X-API-Key", &apr)
+        .header("Prefer", "wait=10")
+        .send()
+        .await
+        .unwrap();
+    // A wrong key (right shape) and a self-approval attempt.
+    let forged = format!("igk_{}", "Q".repeat(44));
+    client
+        .get(format!("{base}/api/jobs"))
+        .header("X-API-Key", &forged)
+        .send()
+        .await
+        .unwrap();
+    secrets.push(forged);
+    client
+        .post(format!("{base}/api/jobs/{id}/rollback"))
+        .header("X-API-Key", &sub)
+        .send()
+        .await
+        .unwrap();
+    client
+        .post(format!("{base}/api/jobs/{id}/approve"))
+        .header("X-API-Key", &sub)
+        .send()
+        .await
+        .unwrap();
+    drop(server);
+
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(lines.len() > 10, "verbose logs expected:\n{log}");
+    let mut with_request_id = 0;
+    for line in &lines {
+        let parsed: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}"));
+        if line.contains("request_id") {
+            with_request_id += 1;
+        }
+        for secret in &secrets {
+            assert!(!line.contains(secret.as_str()), "a key in the log: {line}");
+            assert!(
+                !line.contains(&secret[4..16]),
+                "a key's lookup part in the log: {line}"
+            );
+        }
+        for name in ["Budi Santoso", "Siti Rahayu", "Andi Wijaya"] {
+            assert!(!line.contains(name), "a name in the log: {line}");
+        }
+        let _ = parsed;
+    }
+    assert!(with_request_id > 0, "request ids in the log:\n{log}");
+}

@@ -314,3 +314,39 @@ async fn chunks_of_uploads_that_died_half_way_are_purged() {
     let apr = app.approver().await;
     assert_eq!(app.act_ok(&apr, id, "approve").await["state"], "committed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_jobs_rows_and_latencies() {
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let job = app.upload(&sub, "customers", "", CUSTOMERS).await;
+    app.act_ok(&apr, job["id"].as_str().unwrap(), "approve")
+        .await;
+    app.upload(&sub, "customers", "", "city\nJakarta\n").await;
+    let resp = app.client.get(app.url("/metrics")).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    let text = resp.text().await.unwrap();
+    for line in [
+        "importgate_jobs{state=\"committed\"} 1",
+        "importgate_jobs{state=\"invalid\"} 1",
+        "importgate_jobs{state=\"awaiting_approval\"} 0",
+    ] {
+        assert!(text.contains(line), "{line} in\n{text}");
+    }
+    assert!(text.contains("importgate_http_request_duration_seconds_bucket{method=\"POST\",route=\"/api/import/{module}\",status=\"202\""), "{text}");
+    assert!(
+        text.contains("importgate_stage_duration_seconds_bucket{stage=\"commit\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("importgate_rows_total{stage=\"validate\"}"),
+        "{text}"
+    );
+    assert!(!text.contains("job_"), "no job ids as labels");
+}

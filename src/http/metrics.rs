@@ -1,0 +1,85 @@
+//! `GET /metrics` in Prometheus text: jobs by state (read from the database
+//! at scrape time, so every replica reports the same), rows validated and
+//! committed, stage durations and HTTP latencies (this process's).
+
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+use super::problem::Problem;
+use crate::app::App;
+use crate::ledger::ALL_STATES;
+
+/// Seconds: from a fast API answer to a long commit.
+const BUCKETS: &[f64] = &[
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// The process's recorder, installed on first use (the recorder is global
+/// to the process, however many services a test starts in it).
+pub fn handle() -> &'static PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
+        let builder = PrometheusBuilder::new()
+            .set_buckets(BUCKETS)
+            .unwrap_or_else(|_| PrometheusBuilder::new());
+        let recorder = builder.build_recorder();
+        let handle = recorder.handle();
+        // Fails only if another recorder is installed; then this one still renders.
+        let _ = metrics::set_global_recorder(recorder);
+        handle
+    })
+}
+
+pub fn routes() -> Router<Arc<App>> {
+    Router::new().route("/metrics", get(scrape))
+}
+
+async fn scrape(State(app): State<Arc<App>>) -> Result<Response, Problem> {
+    let mut c = app.db.acquire().await?;
+    let counts = crate::store::jobs::count_by_state(&mut c.conn()).await?;
+    for state in ALL_STATES {
+        let n = counts
+            .iter()
+            .find(|(s, _)| s == state.as_str())
+            .map(|(_, n)| *n)
+            .unwrap_or(0);
+        metrics::gauge!("importgate_jobs", "state" => state.as_str()).set(n as f64);
+    }
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        handle().render(),
+    )
+        .into_response())
+}
+
+/// Records every request's latency by route (the route's pattern, never the
+/// raw path: ids would make every job its own series).
+pub async fn track(req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".into());
+    let method = req.method().to_string();
+    let started = Instant::now();
+    let resp = next.run(req).await;
+    metrics::histogram!(
+        "importgate_http_request_duration_seconds",
+        "method" => method,
+        "route" => route,
+        "status" => resp.status().as_u16().to_string()
+    )
+    .record(started.elapsed().as_secs_f64());
+    resp
+}
