@@ -47,6 +47,8 @@ pub struct Settings {
     pub lease_ms: i64,
     /// How often jobs waiting at the gate are checked for expiry.
     pub expiry_sweep_ms: u64,
+    /// At shutdown, how long running work may go on before it is handed back.
+    pub shutdown_grace_ms: u64,
     pub limits: Limits,
 }
 
@@ -62,6 +64,7 @@ impl Default for Settings {
             workers: 2,
             lease_ms: 30_000,
             expiry_sweep_ms: 30_000,
+            shutdown_grace_ms: 10_000,
             limits: Limits::default(),
         }
     }
@@ -79,6 +82,7 @@ pub struct FileSettings {
     pub timezone: Option<String>,
     pub workers: Option<usize>,
     pub lease_seconds: Option<i64>,
+    pub shutdown_grace_seconds: Option<u64>,
     pub max_body_bytes: Option<u64>,
     pub max_rows: Option<u64>,
     pub max_columns: Option<usize>,
@@ -118,6 +122,9 @@ impl FileSettings {
         }
         if let Some(v) = self.lease_seconds {
             s.lease_ms = v.max(1) * 1000;
+        }
+        if let Some(v) = self.shutdown_grace_seconds {
+            s.shutdown_grace_ms = v * 1000;
         }
         if let Some(v) = self.max_body_bytes {
             s.limits.body_bytes = v;

@@ -72,6 +72,10 @@ struct ServeArgs {
     /// process takes the job over after that [default: 30]
     #[arg(long, env = "IMPORTGATE_LEASE_SECONDS")]
     lease_seconds: Option<i64>,
+    /// At SIGTERM, seconds running work may go on before it is handed back
+    /// to the other replicas [default: 10]
+    #[arg(long, env = "IMPORTGATE_SHUTDOWN_GRACE_SECONDS")]
+    shutdown_grace_seconds: Option<u64>,
     /// Log lines as JSON (for log collectors) instead of text.
     #[arg(long, env = "IMPORTGATE_LOG_JSON")]
     log_json: bool,
@@ -185,6 +189,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     if let Some(w) = args.workers {
         s.workers = w.max(1);
+    }
+    if let Some(g) = args.shutdown_grace_seconds {
+        s.shutdown_grace_ms = g * 1000;
     }
     if let Some(l) = args.lease_seconds {
         s.lease_ms = l.max(1) * 1000;

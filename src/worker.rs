@@ -100,12 +100,28 @@ async fn run(app: &Arc<App>, owner: &str, id: &str, state: State) -> anyhow::Res
             warn!(job = %id, "lease lost to another worker; dropping this run");
             return Ok(());
         }
+        () = shutdown_deadline(app) => {
+            // Dropping the run rolls back its transaction; the job is handed
+            // back so another replica (or this one, restarted) resumes it now.
+            let mut c = app.db.acquire().await?;
+            jobs::release(&mut c.conn(), id, owner).await?;
+            warn!(job = %id, "shutting down: job handed back");
+            return Ok(());
+        }
     };
     let mut c = app.db.acquire().await?;
     if result.is_ok() {
         jobs::release(&mut c.conn(), id, owner).await?;
     }
     result
+}
+
+/// Resolves once shutdown was asked for and the grace period for running
+/// work has passed.
+async fn shutdown_deadline(app: &App) {
+    let mut stop = app.shutdown.subscribe();
+    let _ = stop.wait_for(|s| *s).await;
+    tokio::time::sleep(Duration::from_millis(app.settings.shutdown_grace_ms)).await;
 }
 
 /// Extends the lease every third of its length; returns only when the

@@ -92,7 +92,11 @@ pub async fn wait_for_job(app: &App, id: &str, wait: Duration) -> Result<(), Pro
         let mut c = app.db.acquire().await?;
         let job = crate::store::jobs::get(&mut c.conn(), id).await?;
         drop(c);
-        if job.is_none_or(|j| !j.state.is_work()) || tokio::time::Instant::now() >= deadline {
+        let stopping = *app.shutdown.borrow();
+        if job.is_none_or(|j| !j.state.is_work())
+            || tokio::time::Instant::now() >= deadline
+            || stopping
+        {
             return Ok(());
         }
         tokio::time::sleep(step.min(deadline - tokio::time::Instant::now())).await;

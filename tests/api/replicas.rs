@@ -57,6 +57,8 @@ async fn start(db: &str, log: &std::path::Path) -> (Replica, String) {
             db,
             "--lease-seconds",
             "2",
+            "--shutdown-grace-seconds",
+            "0",
         ])
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(log).unwrap())
@@ -472,5 +474,74 @@ async fn two_approvals_on_two_replicas_at_once_commit_once() {
             1
         );
     }
+    db.close().await;
+}
+
+/// SIGTERM: the process stops at once and hands its running job back (the
+/// lease released, not left to lapse); the next process to start resumes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_hands_running_work_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database(dir.path()).await;
+    let (first, printed) = start(&url, &dir.path().join("first.log")).await;
+    let admin = first_admin_key(&printed);
+    let db = Db::connect(&url).await.unwrap();
+    let client = Client::new();
+    let sub = create_key(&client, &first.base, &admin, "Budi Santoso", "submitter").await;
+    const ROWS: usize = 150_000;
+    let resp = client
+        .post(format!("{}/api/import/orders", first.base))
+        .header("X-API-Key", &sub)
+        .header("Content-Type", "text/csv")
+        .body(orders_csv(ROWS))
+        .send()
+        .await
+        .unwrap();
+    let id = resp.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let replicas = vec![first];
+    wait_for_holder(&db, &replicas, &id, "validating").await;
+    while count(
+        &db,
+        "SELECT COUNT(*) FROM ig_job_rows WHERE job_id = $1",
+        Some(&id),
+    )
+    .await
+        == 0
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut first = replicas.into_iter().next().unwrap();
+    let asked = Instant::now();
+    let term = Command::new("kill")
+        .args(["-TERM", &first.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let status = first.child.wait().unwrap();
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "stopped promptly: {:?}",
+        asked.elapsed()
+    );
+    assert!(status.success(), "a clean exit: {status:?}");
+    let (state, owner) = lease(&db, &id).await;
+    assert_eq!(state, "validating", "handed back, not finished");
+    assert_eq!(owner, None, "the lease is released, not left to lapse");
+
+    let (second, _) = start(&url, &dir.path().join("second.log")).await;
+    let job = wait_state(&client, &second.base, &sub, &id, "awaiting_approval").await;
+    assert_eq!(job["counts"]["rows"], ROWS as i64);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM ig_job_rows WHERE job_id = $1",
+            Some(&id)
+        )
+        .await,
+        ROWS as i64
+    );
     db.close().await;
 }
