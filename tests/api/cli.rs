@@ -187,7 +187,7 @@ async fn logs_are_json_and_never_hold_keys_or_names() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let mut secrets = vec![admin.clone()];
-    let mut key = |name: &'static str, role: &'static str| {
+    let key = |name: &'static str, role: &'static str| {
         let client = client.clone();
         let (base, admin) = (base.clone(), admin.clone());
         async move {
