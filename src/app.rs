@@ -8,6 +8,7 @@ use tokio::sync::{Notify, watch};
 
 use crate::catalog::Catalog;
 use crate::config::Settings;
+use crate::http::limits::Limiter;
 use crate::keys::{self, Role};
 use crate::store::{self, Db};
 
@@ -18,8 +19,12 @@ pub struct App {
     pub settings: Settings,
     /// Woken when a job needs a worker (an upload, an approval).
     pub work: Notify,
+    /// Woken (all waiters) whenever this process moves a job.
+    pub job_moved: Notify,
     /// Flips to true when the process is shutting down.
     pub shutdown: watch::Sender<bool>,
+    /// Requests per key counted by this process.
+    pub limiter: Limiter,
 }
 
 impl App {
@@ -32,11 +37,17 @@ impl App {
         let db = Db::connect(&settings.database).await?;
         db.migrate(&catalog).await?;
         let (shutdown, _) = watch::channel(false);
+        let limiter = Limiter::new(
+            settings.limits.uploads_per_minute,
+            settings.limits.requests_per_minute,
+        );
         Ok(Arc::new(App {
+            limiter,
             db,
             catalog: Arc::new(catalog),
             settings,
             work: Notify::new(),
+            job_moved: Notify::new(),
             shutdown,
         }))
     }

@@ -16,6 +16,10 @@ pub struct Limits {
     pub columns: usize,
     pub cell_bytes: usize,
     pub approval_secs: i64,
+    /// Uploads per key per minute (0: no limit).
+    pub uploads_per_minute: u64,
+    /// Other API requests per key per minute (0: no limit).
+    pub requests_per_minute: u64,
 }
 
 impl Default for Limits {
@@ -26,6 +30,8 @@ impl Default for Limits {
             columns: 512,
             cell_bytes: 64 * 1024,
             approval_secs: 7 * 24 * 3600,
+            uploads_per_minute: 60,
+            requests_per_minute: 1200,
         }
     }
 }
@@ -88,6 +94,8 @@ pub struct FileSettings {
     pub max_columns: Option<usize>,
     pub max_cell_bytes: Option<usize>,
     pub approval_days: Option<f64>,
+    pub uploads_per_minute: Option<u64>,
+    pub requests_per_minute: Option<u64>,
 }
 
 impl FileSettings {
@@ -137,6 +145,12 @@ impl FileSettings {
         }
         if let Some(v) = self.max_cell_bytes {
             s.limits.cell_bytes = v;
+        }
+        if let Some(v) = self.uploads_per_minute {
+            s.limits.uploads_per_minute = v;
+        }
+        if let Some(v) = self.requests_per_minute {
+            s.limits.requests_per_minute = v;
         }
         if let Some(v) = self.approval_days {
             s.limits.approval_secs = (v * 86400.0) as i64;

@@ -191,7 +191,7 @@ async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
         }
     };
     let tx = app.db.begin().await?;
-    if finish(tx, job, &mut after, event, owner).await? {
+    if finish(app, tx, job, &mut after, event, owner).await? {
         stage_done("validate", started, after.counts.rows);
     }
     Ok(())
@@ -230,7 +230,7 @@ async fn commit(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
             Move::CommitFailed
         }
     };
-    if finish(tx, job, &mut after, event, owner).await? && event == Move::Written {
+    if finish(app, tx, job, &mut after, event, owner).await? && event == Move::Written {
         stage_done("commit", started, job.counts.insert + job.counts.update);
     }
     Ok(())
@@ -259,7 +259,7 @@ async fn rollback(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
             Move::RollbackConflict
         }
     };
-    if finish(tx, job, &mut after, event, owner).await? && event == Move::Undone {
+    if finish(app, tx, job, &mut after, event, owner).await? && event == Move::Undone {
         stage_done("rollback", started, job.counts.insert + job.counts.update);
     }
     Ok(())
@@ -269,6 +269,7 @@ async fn rollback(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
 /// still holds the lease; otherwise drops `tx` (another worker owns the
 /// job now). Returns whether the move was made.
 async fn finish(
+    app: &App,
     mut tx: Tx,
     job: &Job,
     after: &mut Job,
@@ -286,6 +287,7 @@ async fn finish(
     };
     if jobs::transition(&mut tx.conn(), job, after, by).await? {
         tx.commit().await?;
+        app.job_moved.notify_waiters();
         info!(job = %job.id, event = event.as_str(), state = after.state.as_str(), "job moved");
         Ok(true)
     } else {
@@ -366,6 +368,7 @@ async fn expire(app: &App) -> anyhow::Result<()> {
         };
         if jobs::transition(&mut tx.conn(), &job, &after, by).await? {
             tx.commit().await?;
+            app.job_moved.notify_waiters();
         } else {
             tx.rollback().await?;
         }

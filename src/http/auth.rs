@@ -6,6 +6,7 @@ use std::sync::Arc;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
+use super::limits::{Class, Slot};
 use super::problem::Problem;
 use crate::app::App;
 use crate::catalog::Module;
@@ -38,6 +39,21 @@ impl FromRequestParts<Arc<App>> for Caller {
             return Err(bad());
         }
         tracing::Span::current().record("key_id", record.id.as_str());
+        let class = if parts.method == axum::http::Method::POST
+            && parts.uri.path().starts_with("/api/import/")
+        {
+            Class::Uploads
+        } else {
+            Class::Requests
+        };
+        if let Some(decision) = app.limiter.count(&record.id, class) {
+            if let Some(slot) = parts.extensions.get::<Slot>() {
+                *slot.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(decision);
+            }
+            if !decision.allowed {
+                return Err(decision.problem());
+            }
+        }
         Ok(Caller(record))
     }
 }

@@ -131,12 +131,19 @@ async fn list(
     Ok(Json(json!({"jobs": jobs, "next_cursor": next})))
 }
 
+/// One job. With `Prefer: wait=N` (an addition to API.md), answers once
+/// the job has left `validating`, `committing` and `rolling_back`, or after
+/// N seconds: clients wait for a stage without polling.
 async fn one(
     State(app): State<Arc<App>>,
     caller: Caller,
     Path(id): Path<String>,
+    headers: HeaderMap,
 ) -> ApiResult<Response> {
     load(&app, &caller, &id).await?;
+    if let Some(wait) = super::prefer_wait(&headers) {
+        super::wait_for_job(&app, &id, wait).await?;
+    }
     job_response(&app, &id, StatusCode::OK).await
 }
 
@@ -492,6 +499,7 @@ async fn gate_move(
         return Err(invalid_state(&now, event));
     }
     tx.commit().await?;
+    app.job_moved.notify_waiters();
     tracing::info!(job = %id, event = event.as_str(), to = to.as_str(), "gate move");
     if to.is_work() {
         app.work.notify_one();

@@ -6,6 +6,7 @@ pub mod health;
 pub mod imports;
 pub mod jobs;
 pub mod keys;
+pub mod limits;
 pub mod metrics;
 pub mod modules;
 pub mod problem;
@@ -38,6 +39,8 @@ pub fn router(app: Arc<App>) -> Router {
         .merge(api)
         .route_layer(axum::middleware::from_fn(metrics::track))
         .layer(axum::middleware::from_fn(problem::problems))
+        // Outside the problem renderer, so problems keep the fields too.
+        .layer(axum::middleware::from_fn(limits::headers))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
             let id = req
                 .headers()
@@ -84,11 +87,15 @@ pub fn prefer_wait(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// Waits until a job has left the states in which the service works on it,
-/// or the time is up. Polls the database, so it works across replicas.
+/// or the time is up. Woken at once by moves made in this process; moves
+/// made by another replica are seen by re-reading the job at least every
+/// quarter second.
 pub async fn wait_for_job(app: &App, id: &str, wait: Duration) -> Result<(), Problem> {
     let deadline = tokio::time::Instant::now() + wait;
-    let mut step = Duration::from_millis(20);
     loop {
+        let moved = app.job_moved.notified();
+        tokio::pin!(moved);
+        moved.as_mut().enable();
         let mut c = app.db.acquire().await?;
         let job = crate::store::jobs::get(&mut c.conn(), id).await?;
         drop(c);
@@ -99,7 +106,10 @@ pub async fn wait_for_job(app: &App, id: &str, wait: Duration) -> Result<(), Pro
         {
             return Ok(());
         }
-        tokio::time::sleep(step.min(deadline - tokio::time::Instant::now())).await;
-        step = (step * 2).min(Duration::from_millis(250));
+        let step = Duration::from_millis(250).min(deadline - tokio::time::Instant::now());
+        tokio::select! {
+            _ = moved => {},
+            _ = tokio::time::sleep(step) => {},
+        }
     }
 }

@@ -9,7 +9,6 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use importgate::app::App;
 use importgate::config::Settings;
@@ -173,15 +172,24 @@ impl TestApp {
         self.get_json(key, &format!("/api/jobs/{id}")).await
     }
 
-    /// Polls until the job is out of the states the service works in.
+    /// Waits (`Prefer: wait`) until the job is out of the states the
+    /// service works in.
     pub async fn wait_done(&self, key: &str, id: &str) -> Value {
-        for _ in 0..600 {
-            let job = self.job(key, id).await;
+        for _ in 0..10 {
+            let resp = self
+                .client
+                .get(self.url(&format!("/api/jobs/{id}")))
+                .header("X-API-Key", key)
+                .header("Prefer", "wait=30")
+                .send()
+                .await
+                .expect("request");
+            assert_eq!(resp.status(), StatusCode::OK);
+            let job: Value = resp.json().await.expect("json");
             let state = job["state"].as_str().unwrap_or("");
             if !matches!(state, "validating" | "committing" | "rolling_back") {
                 return job;
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
         }
         panic!("job {id} did not finish");
     }

@@ -350,3 +350,64 @@ async fn metrics_count_jobs_rows_and_latencies() {
     );
     assert!(!text.contains("job_"), "no job ids as labels");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_over_their_rate_are_told_when_to_come_back() {
+    let app = spawn_app_with(|s| {
+        s.limits.uploads_per_minute = 2;
+        s.limits.requests_per_minute = 5;
+    })
+    .await;
+    let sub = app.submitter().await;
+    let first = app
+        .upload_raw(&sub, "customers", "", "text/csv", CUSTOMERS)
+        .await;
+    assert_eq!(first.status(), StatusCode::ACCEPTED);
+    let fields = first.headers()["ratelimit"].to_str().unwrap().to_string();
+    assert!(fields.starts_with("\"uploads\";r=1;t="), "{fields}");
+    assert_eq!(first.headers()["ratelimit-policy"], "\"uploads\";q=2;w=60");
+    assert_eq!(
+        app.upload_raw(&sub, "customers", "", "text/csv", CUSTOMERS)
+            .await
+            .status(),
+        StatusCode::ACCEPTED
+    );
+    let third = app
+        .upload_raw(&sub, "customers", "", "text/csv", CUSTOMERS)
+        .await;
+    let retry: u64 = third.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry));
+    assert!(
+        third.headers()["ratelimit"]
+            .to_str()
+            .unwrap()
+            .starts_with("\"uploads\";r=0;")
+    );
+    problem(third, StatusCode::TOO_MANY_REQUESTS, "rate_limited").await;
+    let list = app.get_json(&sub, "/api/jobs").await;
+    assert_eq!(
+        list["jobs"].as_array().unwrap().len(),
+        2,
+        "the refused upload made no job"
+    );
+    // Other requests have their own budget (one used above).
+    for _ in 0..4 {
+        assert_eq!(app.get(&sub, "/api/modules").await.status(), StatusCode::OK);
+    }
+    problem(
+        app.get(&sub, "/api/modules").await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "rate_limited",
+    )
+    .await;
+    // Another key is not affected.
+    let other = app.approver().await;
+    assert_eq!(
+        app.get(&other, "/api/modules").await.status(),
+        StatusCode::OK
+    );
+}
