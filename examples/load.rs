@@ -1,0 +1,325 @@
+//! Load test: many concurrent clients upload files and read jobs against
+//! the real `importgate` binary for a while; then every upload's job is
+//! looked up and counted, so a lost or duplicated job fails the run.
+//! Prints p50/p99 latencies per operation. See BENCHMARKS.md.
+//!
+//! `bash bench/load.sh [--clients 50] [--seconds 60] [--backend sqlite|postgres]`
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+struct Options {
+    clients: usize,
+    seconds: u64,
+    backend: String,
+    pg: String,
+    bin: PathBuf,
+    dir: PathBuf,
+}
+
+fn options() -> Options {
+    let exe = std::env::current_exe().expect("own path");
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|p| p.join("importgate"))
+        .unwrap_or_default();
+    let mut o = Options {
+        clients: 50,
+        seconds: 60,
+        backend: "sqlite".into(),
+        pg: "postgres://postgres@127.0.0.1:5432".into(),
+        bin,
+        dir: std::env::temp_dir().join("importgate-load"),
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    for pair in args.chunks(2) {
+        let value = pair.get(1).cloned().unwrap_or_default();
+        match pair[0].as_str() {
+            "--clients" => o.clients = value.parse().expect("--clients N"),
+            "--seconds" => o.seconds = value.parse().expect("--seconds N"),
+            "--backend" => o.backend = value,
+            "--pg" => o.pg = value,
+            "--bin" => o.bin = PathBuf::from(value),
+            other => panic!("unknown option {other}"),
+        }
+    }
+    o
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn database(o: &Options) -> String {
+    if o.backend == "postgres" {
+        let admin = format!("{}/postgres", o.pg.trim_end_matches('/'));
+        for sql in ["DROP DATABASE IF EXISTS igload", "CREATE DATABASE igload"] {
+            let ok = Command::new("psql")
+                .args([admin.as_str(), "-qc", sql])
+                .stdout(Stdio::null())
+                .status();
+            assert!(ok.is_ok_and(|s| s.success()), "PostgreSQL at {}", o.pg);
+        }
+        format!("{}/igload", o.pg.trim_end_matches('/'))
+    } else {
+        let path = o.dir.join("load.db");
+        for ext in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+        }
+        format!("sqlite://{}", path.display())
+    }
+}
+
+/// Latencies of one kind of request, in milliseconds.
+#[derive(Default)]
+struct Stats {
+    ms: HashMap<&'static str, Vec<f64>>,
+    errors: Vec<String>,
+    uploaded: Vec<String>,
+}
+
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+async fn client_loop(
+    id: usize,
+    base: String,
+    key: String,
+    until: Instant,
+    stats: Arc<Mutex<Stats>>,
+) {
+    let client = reqwest::Client::new();
+    let mut n = 0;
+    while Instant::now() < until {
+        n += 1;
+        let csv = (0..20).fold(
+            String::from("customer_name,wa_number,city\n"),
+            |mut s, r| {
+                s.push_str(&format!("Pelanggan {r},08{id:03}{n:05}{r:02},Jakarta\n"));
+                s
+            },
+        );
+        let t = Instant::now();
+        let resp = client
+            .post(format!("{base}/api/import/customers"))
+            .header("X-API-Key", &key)
+            .header("Content-Type", "text/csv")
+            .body(csv)
+            .send()
+            .await;
+        let upload_ms = t.elapsed().as_secs_f64() * 1000.0;
+        let job = match resp {
+            Ok(r) if r.status().as_u16() == 202 => r.json::<Value>().await.ok(),
+            Ok(r) => {
+                stats
+                    .lock()
+                    .await
+                    .errors
+                    .push(format!("upload: {}", r.status()));
+                None
+            }
+            Err(e) => {
+                stats.lock().await.errors.push(format!("upload: {e}"));
+                None
+            }
+        };
+        let Some(job) = job else { continue };
+        let job_id = job["id"].as_str().unwrap_or_default().to_string();
+        let mut timings = vec![("upload", upload_ms)];
+        for (op, path, wait) in [
+            ("job (wait)", format!("/api/jobs/{job_id}"), true),
+            (
+                "preview",
+                format!("/api/jobs/{job_id}/preview?limit=20"),
+                false,
+            ),
+            (
+                "list",
+                "/api/jobs?limit=20&submitted_by=me".to_string(),
+                false,
+            ),
+        ] {
+            let t = Instant::now();
+            let mut req = client
+                .get(format!("{base}{path}"))
+                .header("X-API-Key", &key);
+            if wait {
+                req = req.header("Prefer", "wait=10");
+            }
+            match req.send().await {
+                Ok(r) if r.status().is_success() => {
+                    let _ = r.bytes().await;
+                    timings.push((op, t.elapsed().as_secs_f64() * 1000.0));
+                }
+                Ok(r) => stats
+                    .lock()
+                    .await
+                    .errors
+                    .push(format!("{op}: {}", r.status())),
+                Err(e) => stats.lock().await.errors.push(format!("{op}: {e}")),
+            }
+        }
+        let mut s = stats.lock().await;
+        s.uploaded.push(job_id);
+        for (op, ms) in timings {
+            s.ms.entry(op).or_default().push(ms);
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let o = options();
+    std::fs::create_dir_all(&o.dir).unwrap();
+    let db = database(&o);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // Rate limits off: this measures the service, not the limiter.
+    let config = o.dir.join("load.toml");
+    std::fs::write(&config, "uploads_per_minute = 0\nrequests_per_minute = 0\n").unwrap();
+    let server = Server(
+        Command::new(&o.bin)
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--database",
+                &db,
+            ])
+            .args(["--config", config.to_str().unwrap_or_default()])
+            .env("IMPORTGATE_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(o.dir.join("server.err")).unwrap())
+            .spawn()
+            .expect("start importgate (cargo build --release first)"),
+    );
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let base = format!("http://127.0.0.1:{port}");
+    let key = |i: usize| {
+        let out = Command::new(&o.bin)
+            .args([
+                "keys",
+                "create",
+                "--name",
+                &format!("Klien Beban {i}"),
+                "--role",
+                "submitter",
+                "--database",
+                &db,
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap_or("")
+            .to_string()
+    };
+    let keys: Vec<String> = (0..o.clients).map(key).collect();
+    let stats = Arc::new(Mutex::new(Stats::default()));
+    let started = Instant::now();
+    let until = started + Duration::from_secs(o.seconds);
+    let tasks: Vec<_> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            tokio::spawn(client_loop(
+                i,
+                base.clone(),
+                k.clone(),
+                until,
+                stats.clone(),
+            ))
+        })
+        .collect();
+    for t in tasks {
+        let _ = t.await;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+
+    // Every upload's job exactly once, and no job nobody uploaded.
+    let mut s = stats.lock().await;
+    let client = reqwest::Client::new();
+    let mut listed: Vec<String> = Vec::new();
+    for k in &keys {
+        let mut cursor = String::new();
+        loop {
+            let url = format!("{base}/api/jobs?limit=200&submitted_by=me{cursor}");
+            let page: Value = client
+                .get(url)
+                .header("X-API-Key", k)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            for j in page["jobs"].as_array().into_iter().flatten() {
+                listed.push(j["id"].as_str().unwrap_or_default().to_string());
+            }
+            match page["next_cursor"].as_str() {
+                Some(c) => cursor = format!("&cursor={c}"),
+                None => break,
+            }
+        }
+    }
+    let unique: HashSet<&String> = listed.iter().collect();
+    let uploaded: HashSet<&String> = s.uploaded.iter().collect();
+    let lost = uploaded.difference(&unique).count();
+    let extra = unique.difference(&uploaded).count();
+    let duplicated = listed.len() - unique.len();
+    drop(server);
+
+    println!(
+        "load: {} clients, {:.0} s, {} backend: {} uploads ({:.1}/s), {} errors, {} lost, {} duplicated, {} unexpected jobs",
+        o.clients,
+        elapsed,
+        o.backend,
+        s.uploaded.len(),
+        s.uploaded.len() as f64 / elapsed,
+        s.errors.len(),
+        lost,
+        duplicated,
+        extra
+    );
+    println!("\n| request | count | p50 | p99 |\n|---|---:|---:|---:|");
+    let mut ops: Vec<&'static str> = s.ms.keys().copied().collect();
+    ops.sort();
+    for op in ops {
+        let v = s.ms.get_mut(op).unwrap();
+        let n = v.len();
+        println!(
+            "| {op} | {n} | {:.1} ms | {:.1} ms |",
+            percentile(v, 0.5),
+            percentile(v, 0.99)
+        );
+    }
+    for e in s.errors.iter().take(10) {
+        eprintln!("error: {e}");
+    }
+    if !s.errors.is_empty() || lost > 0 || duplicated > 0 || extra > 0 || s.uploaded.is_empty() {
+        std::process::exit(1);
+    }
+}
