@@ -14,10 +14,12 @@
 //! - [`commit`]: the writes of a commit and of a rollback;
 //! - [`worker`]: the leases that run validation, commit and rollback;
 //! - [`http`]: the API; [`keys`]: keys, roles and masking;
-//! - [`config`] and [`app`]: settings and the running service.
+//! - [`config`] and [`app`]: settings and the running service;
+//! - [`client`]: `importgate import`, the command-line upload client.
 
 pub mod app;
 pub mod catalog;
+pub mod client;
 pub mod commit;
 pub mod config;
 pub mod http;

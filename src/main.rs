@@ -29,6 +29,26 @@ enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Upload a file to a running service (a client of the API).
+    Import {
+        /// Module key (customers, orders, …).
+        module: String,
+        /// The file: CSV, XLSX, XLS, JSON or NDJSON.
+        file: PathBuf,
+        /// The service's base URL.
+        #[arg(long, env = "IMPORTGATE_URL", default_value = "http://127.0.0.1:8080")]
+        url: String,
+        /// The API key (better given as IMPORTGATE_KEY than on a command line).
+        #[arg(long, env = "IMPORTGATE_KEY", hide_env_values = true)]
+        key: String,
+        #[arg(long, value_parser = ["insert", "update", "upsert"])]
+        mode: Option<String>,
+        #[arg(long, value_parser = ["fail", "skip"])]
+        on_error: Option<String>,
+        /// Wait for validation to end and print the result.
+        #[arg(long)]
+        wait: bool,
+    },
     /// Check the ledger.
     Ledger {
         #[command(subcommand)]
@@ -148,6 +168,27 @@ async fn main() -> anyhow::Result<()> {
         Command::Ledger {
             command: LedgerCommand::Verify { common },
         } => verify_ledger(&common).await,
+        Command::Import {
+            module,
+            file,
+            url,
+            key,
+            mode,
+            on_error,
+            wait,
+        } => {
+            let code = importgate::client::run(importgate::client::Upload {
+                url: &url,
+                key: &key,
+                module: &module,
+                file: &file,
+                mode: mode.as_deref(),
+                on_error: on_error.as_deref(),
+                wait,
+            })
+            .await?;
+            std::process::exit(code)
+        }
     }
 }
 

@@ -274,3 +274,49 @@ async fn logs_are_json_and_never_hold_keys_or_names() {
     }
     assert!(with_request_id > 0, "request ids in the log:\n{log}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_import_command_uploads_waits_and_reports() {
+    let app = crate::common::spawn_app().await;
+    let sub = app.submitter().await;
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("customers.csv");
+    std::fs::write(&good, crate::common::CUSTOMERS).unwrap();
+    let run = |file: &std::path::Path, key: &str, extra: &[&str]| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["import", "customers"])
+            .arg(file)
+            .args(["--url", &app.base, "--wait"])
+            .args(extra);
+        cmd.env("IMPORTGATE_KEY", key);
+        cmd.output().unwrap()
+    };
+    let out = run(&good, &sub, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(job["state"], "awaiting_approval");
+    assert_eq!(job["file"]["name"], "customers.csv");
+    assert_eq!(job["counts"]["insert"], 3);
+
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(
+        &bad,
+        "customer_name,wa_number,consumable_cycle_days\nAndi,0899,lots\n",
+    )
+    .unwrap();
+    let out = run(&bad, &sub, &["--mode", "upsert"]);
+    assert_eq!(out.status.code(), Some(1));
+    let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(job["state"], "failed");
+    assert_eq!(job["mode"], "upsert");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("row 2, column consumable_cycle_days"));
+
+    let out = run(&good, "igk_wrong", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(app.count("uc_scrm_customers").await, 0);
+}
