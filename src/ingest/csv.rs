@@ -1,13 +1,14 @@
 //! CSV: the `csv` crate does the parsing (quotes, embedded newlines, CRLF);
 //! this module adds what spreadsheet exports need around it: a UTF-8 BOM,
-//! delimiter detection, and row numbers that count records, not lines: a
+//! UTF-16 (by its BOM) and legacy encodings (`?encoding=`), delimiter detection, and row numbers that count records, not lines: a
 //! quoted field spanning lines is one row, as a spreadsheet shows it. (Fully
 //! blank lines are skipped by the parser and do not count; spreadsheets
 //! export blank rows as `,,,`, which do count and are then skipped.)
 
 use std::io::{Cursor, Read};
 
-use super::{Cell, FileError, Options, RawRow, RowSource};
+use super::decode::{DecodeReader, bom, decode_failure, encoding_for};
+use super::{Cell, FileError, Options, RawRow, RowSource, read_error};
 
 /// How much of the file is looked at to detect the delimiter.
 const SNIFF_BYTES: usize = 64 * 1024;
@@ -15,15 +16,8 @@ const SNIFF_BYTES: usize = 64 * 1024;
 /// Delimiters detected, in order of preference on a tie.
 const DELIMITERS: [u8; 4] = [b',', b';', b'\t', b'|'];
 
-pub fn open(mut reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
-    let mut prefix = Vec::with_capacity(SNIFF_BYTES);
-    (&mut reader)
-        .take(SNIFF_BYTES as u64)
-        .read_to_end(&mut prefix)
-        .map_err(|e| FileError::new("unreadable", format!("cannot read the file: {e}")))?;
-    if prefix.starts_with(b"\xEF\xBB\xBF") {
-        prefix.drain(..3);
-    }
+pub fn open(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
+    let (prefix, reader) = decoded(reader, options)?;
     if prefix.iter().all(|b| b.is_ascii_whitespace()) {
         return Err(FileError::new("no_rows", "the file is empty"));
     }
@@ -78,6 +72,46 @@ pub fn open(mut reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSo
     })
 }
 
+/// Reads the first bytes of the file and decides its encoding: a BOM wins
+/// (UTF-8 or UTF-16), then `?encoding=`, else UTF-8. UTF-8 is passed through
+/// as bytes, so that an invalid byte is reported with its row and column;
+/// anything else is decoded to UTF-8 on the way. Gives the (decoded) first
+/// bytes and the rest of the stream.
+fn decoded(
+    mut reader: Box<dyn Read + Send>,
+    options: &Options,
+) -> Result<(Vec<u8>, Box<dyn Read + Send>), FileError> {
+    let mut prefix = Vec::with_capacity(SNIFF_BYTES);
+    (&mut reader)
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut prefix)
+        .map_err(read_error)?;
+    let named = match options.encoding.as_deref() {
+        None => encoding_rs::UTF_8,
+        Some(label) => encoding_for(label).ok_or_else(|| {
+            FileError::new(
+                "encoding",
+                format!("the encoding {label:?} is not supported"),
+            )
+        })?,
+    };
+    let (encoding, bom_len) = bom(&prefix).unwrap_or((named, 0));
+    prefix.drain(..bom_len);
+    if encoding == encoding_rs::UTF_8 {
+        return Ok((prefix, reader));
+    }
+    let mut decoder: Box<dyn Read + Send> = Box::new(DecodeReader::new(
+        Cursor::new(prefix).chain(reader),
+        encoding,
+    ));
+    let mut text = Vec::with_capacity(SNIFF_BYTES);
+    (&mut decoder)
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut text)
+        .map_err(|e| decode_failure(&e).unwrap_or_else(|| read_error(e)))?;
+    Ok((text, decoder))
+}
+
 /// Picks the candidate delimiter that occurs most often outside quotes in
 /// the first line; a comma when none occurs.
 fn detect_delimiter(prefix: &[u8]) -> u8 {
@@ -105,6 +139,11 @@ fn detect_delimiter(prefix: &[u8]) -> u8 {
 }
 
 fn csv_error(e: &csv::Error) -> FileError {
+    if let csv::ErrorKind::Io(io) = e.kind()
+        && let Some(failure) = decode_failure(io)
+    {
+        return failure;
+    }
     let at = e
         .position()
         .map(|p| format!("line {}: ", p.line()))
@@ -199,6 +238,41 @@ mod tests {
         let numbers: Vec<u64> = rows.iter().map(|r| r.row).collect();
         // Row 2 spans two lines; the blank line is no row; row 3 is empty cells.
         assert_eq!(numbers, vec![2, 4]);
+    }
+
+    #[test]
+    fn utf16_with_a_bom_and_named_legacy_encodings_are_decoded() {
+        let mut utf16 = vec![0xFF, 0xFE];
+        utf16.extend(
+            "sku;name\r\nA;café\r\n"
+                .encode_utf16()
+                .flat_map(u16::to_le_bytes),
+        );
+        let (header, rows) = read(&utf16);
+        assert_eq!(header, vec!["sku", "name"]);
+        assert_eq!(rows[0].cells[1], Cell::Text("café".into()));
+
+        let options = Options {
+            encoding: Some("windows-1252".into()),
+            ..Options::default()
+        };
+        let src = open(
+            Box::new(Cursor::new(b"a,b\nx,caf\xe9 \x80\n".to_vec())),
+            &options,
+        )
+        .unwrap();
+        let rows = src.rows.collect::<Result<Vec<_>, _>>().unwrap();
+        assert_eq!(rows[0].cells[1], Cell::Text("café €".into()));
+    }
+
+    #[test]
+    fn broken_utf16_is_an_encoding_failure() {
+        let mut bytes = vec![0xFF, 0xFE];
+        bytes.extend("a,b\n1,".encode_utf16().flat_map(u16::to_le_bytes));
+        bytes.extend([0x00, 0xDC, b'2', 0, b'\n', 0]);
+        let result = open(Box::new(Cursor::new(bytes)), &Options::default())
+            .and_then(|src| src.rows.collect::<Result<Vec<_>, _>>());
+        assert_eq!(result.unwrap_err().code, "encoding");
     }
 
     #[test]
