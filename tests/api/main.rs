@@ -5,6 +5,8 @@ mod common;
 
 mod cli;
 mod errors;
+mod fixtures;
+mod formats;
 mod gate;
 mod modules;
 mod pipeline;
