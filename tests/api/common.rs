@@ -223,6 +223,14 @@ impl TestApp {
     }
 }
 
+/// A body sent in chunks without `Content-Length`, as a streaming client
+/// sends it.
+pub fn streamed(bytes: Vec<u8>, chunk: usize) -> reqwest::Body {
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        bytes.chunks(chunk).map(|c| Ok(c.to_vec())).collect();
+    reqwest::Body::wrap_stream(futures::stream::iter(chunks))
+}
+
 /// Reads a problem answer and checks its status and code.
 pub async fn problem(resp: Response, status: StatusCode, code: &str) -> Value {
     assert_eq!(resp.status(), status, "status");

@@ -159,19 +159,13 @@ async fn bodies_over_the_limit_are_refused_before_any_job() {
     .await;
     assert_eq!(body["limit"], 1000);
     // Without Content-Length (a streamed body), the limit holds while reading.
-    let stream = futures::stream::iter(
-        big.into_bytes()
-            .chunks(100)
-            .map(|c| Ok::<_, std::io::Error>(c.to_vec()))
-            .collect::<Vec<_>>(),
-    );
     let resp = app
         .upload_raw(
             &sub,
             "customers",
             "",
             "text/csv",
-            reqwest::Body::wrap_stream(stream),
+            streamed(big.into_bytes(), 100),
         )
         .await;
     problem(resp, StatusCode::PAYLOAD_TOO_LARGE, "too_large").await;
