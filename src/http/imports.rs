@@ -33,8 +33,23 @@ pub fn routes() -> Router<Arc<App>> {
     Router::new().route(
         "/api/import/{module}",
         // The service enforces its own, larger limit while streaming.
-        post(upload).layer(axum::extract::DefaultBodyLimit::disable()),
+        post(upload_or_close).layer(axum::extract::DefaultBodyLimit::disable()),
     )
+}
+
+/// A refused upload may leave the body unread (a `413` is sent before the
+/// body is), so the connection cannot carry another request: the answer
+/// says `Connection: close`, and a client does not reuse it and fail.
+async fn upload_or_close(
+    app: State<Arc<App>>,
+    caller: Caller,
+    module: Path<String>,
+    query: RawQuery,
+    request: Request,
+) -> ApiResult<Response> {
+    upload(app, caller, module, query, request)
+        .await
+        .map_err(|p| p.header(header::CONNECTION, "close".into()))
 }
 
 /// The upload's query parameters, checked.

@@ -693,6 +693,11 @@ async fn multipart_forms_send_the_file_part() {
     let resp = app
         .upload_raw(&sub, "customers", "", &ct, streamed(body, 10_000))
         .await;
+    assert_eq!(
+        resp.headers()["connection"],
+        "close",
+        "the unread body ends the connection"
+    );
     problem(resp, StatusCode::PAYLOAD_TOO_LARGE, "too_large").await;
     assert_eq!(
         app.count("ig_blob_chunks").await,
