@@ -7,6 +7,7 @@
 
 use std::io::{Cursor, Read};
 
+use super::budget::{Budget, HEADER_BYTES, over_budget, record_bytes};
 use super::decode::{DecodeReader, bom, decode_failure, encoding_for};
 use super::{Cell, FileError, Options, RawRow, RowSource, read_error};
 
@@ -24,7 +25,15 @@ pub fn open(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource
     let delimiter = options
         .delimiter
         .unwrap_or_else(|| detect_delimiter(&prefix));
-    let input = Cursor::new(prefix).chain(reader);
+    // A header wider than the limit is refused from its first bytes, before
+    // the parser holds the whole line.
+    let fields = first_line_counts(&prefix)[delimiter as usize] + 1;
+    if options.max_columns > 0 && fields > options.max_columns {
+        return Err(too_many_columns(fields, options.max_columns));
+    }
+    // The first bytes are in memory already; the rest counts per record.
+    let budget = Budget::new(HEADER_BYTES);
+    let input = Cursor::new(prefix).chain(budget.reader(reader));
     let mut csv = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -32,21 +41,14 @@ pub fn open(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource
         .from_reader(input);
 
     let mut record = csv::ByteRecord::new();
-    let got = csv
-        .read_byte_record(&mut record)
-        .map_err(|e| csv_error(&e))?;
+    let got = csv.read_byte_record(&mut record).map_err(|e| {
+        too_long(&e, "row 1 (the header)", HEADER_BYTES).unwrap_or_else(|| csv_error(&e))
+    })?;
     if !got {
         return Err(FileError::new("no_rows", "the file is empty"));
     }
     if options.max_columns > 0 && record.len() > options.max_columns {
-        return Err(FileError::new(
-            "too_many_columns",
-            format!(
-                "the header has {} columns; at most {} are accepted",
-                record.len(),
-                options.max_columns
-            ),
-        ));
+        return Err(too_many_columns(record.len(), options.max_columns));
     }
     let header = record
         .iter()
@@ -60,11 +62,16 @@ pub fn open(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let cap = record_bytes(options);
+    budget.next_record(cap);
     let rows = Rows {
         csv,
         record,
         width: header.len(),
         header: header.clone(),
+        budget,
+        cap,
+        last_row: 1,
     };
     Ok(RowSource {
         header,
@@ -112,23 +119,26 @@ fn decoded(
     Ok((text, decoder))
 }
 
-/// Picks the candidate delimiter that occurs most often outside quotes in
-/// the first line; a comma when none occurs.
-fn detect_delimiter(prefix: &[u8]) -> u8 {
-    let mut counts = [0usize; DELIMITERS.len()];
+/// How often each byte occurs outside quotes in the first line.
+fn first_line_counts(prefix: &[u8]) -> [usize; 256] {
+    let mut counts = [0usize; 256];
     let mut in_quotes = false;
     for &b in prefix {
         match b {
             b'"' => in_quotes = !in_quotes,
             b'\n' | b'\r' if !in_quotes => break,
-            _ if !in_quotes => {
-                if let Some(i) = DELIMITERS.iter().position(|&d| d == b) {
-                    counts[i] += 1;
-                }
-            }
+            _ if !in_quotes => counts[b as usize] += 1,
             _ => {}
         }
     }
+    counts
+}
+
+/// Picks the candidate delimiter that occurs most often outside quotes in
+/// the first line; a comma when none occurs.
+fn detect_delimiter(prefix: &[u8]) -> u8 {
+    let all = first_line_counts(prefix);
+    let counts = DELIMITERS.map(|d| all[d as usize]);
     let mut best = 0;
     for i in 1..DELIMITERS.len() {
         if counts[i] > counts[best] {
@@ -136,6 +146,21 @@ fn detect_delimiter(prefix: &[u8]) -> u8 {
         }
     }
     DELIMITERS[best]
+}
+
+fn too_many_columns(found: usize, max: usize) -> FileError {
+    FileError::new(
+        "too_many_columns",
+        format!("the header has {found} or more columns; at most {max} are accepted"),
+    )
+}
+
+/// The failure of a record over its byte budget, if that is what `e` is.
+fn too_long(e: &csv::Error, what: &str, cap: u64) -> Option<FileError> {
+    match e.kind() {
+        csv::ErrorKind::Io(io) => over_budget(io, what, cap),
+        _ => None,
+    }
 }
 
 fn csv_error(e: &csv::Error) -> FileError {
@@ -160,6 +185,11 @@ struct Rows<R: Read> {
     record: csv::ByteRecord,
     width: usize,
     header: Vec<String>,
+    budget: Budget,
+    /// The byte budget of one record.
+    cap: u64,
+    /// The row number of the last record read.
+    last_row: u64,
 }
 
 impl<R: Read> Iterator for Rows<R> {
@@ -169,11 +199,17 @@ impl<R: Read> Iterator for Rows<R> {
         loop {
             match self.csv.read_byte_record(&mut self.record) {
                 Ok(false) => return None,
-                Err(e) => return Some(Err(csv_error(&e))),
+                Err(e) => {
+                    let what = format!("the row after row {}", self.last_row);
+                    let failure = too_long(&e, &what, self.cap).unwrap_or_else(|| csv_error(&e));
+                    return Some(Err(failure));
+                }
                 Ok(true) => {}
             }
+            self.budget.next_record(self.cap);
             // Record 0 is the header, shown as row 1.
             let row = self.record.position().map(|p| p.record()).unwrap_or(0) + 1;
+            self.last_row = row;
             // A row of empty cells (",,,") is what spreadsheets export for
             // blank rows: it is not data.
             if self

@@ -22,6 +22,7 @@ use rust_decimal::Decimal;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
+use super::budget::{Budget, record_bytes};
 use super::{Cell, FileError, Item, Options, RawRow, RowSource, produce, spool};
 
 /// Deepest nesting accepted (API.md section 10), counting the top-level
@@ -35,16 +36,19 @@ type Object = Vec<(String, Cell)>;
 type Sink<'a> = dyn FnMut(u64, Object) -> Result<(), FileError> + 'a;
 
 pub fn open_json(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
-    two_passes(reader, options, walk_json)
+    let (max_keys, cap) = (options.max_columns, record_bytes(options));
+    two_passes(reader, options, move |file, sink| {
+        walk_json(file, max_keys, cap, sink)
+    })
 }
 
 pub fn open_ndjson(
     reader: Box<dyn Read + Send>,
     options: &Options,
 ) -> Result<RowSource, FileError> {
-    let max_line = line_limit(options);
+    let (max_line, max_keys) = (line_limit(options), options.max_columns);
     two_passes(reader, options, move |file, sink| {
-        walk_ndjson(file, max_line, sink)
+        walk_ndjson(file, max_line, max_keys, sink)
     })
 }
 
@@ -113,25 +117,50 @@ where
 
 /// Walks a JSON document: an array of objects, or an object whose `rows`
 /// member is one (its other members are ignored).
-fn walk_json(file: File, sink: &mut Sink) -> Result<(), FileError> {
-    let mut reader = BufReader::new(file);
+/// serde_json holds a whole string (and `RawValue`) in memory, so the bytes
+/// of one object count against a budget ([`Budget`]).
+fn walk_json(file: File, max_keys: usize, cap: u64, sink: &mut Sink) -> Result<(), FileError> {
+    let budget = Budget::new(cap);
+    let mut reader = BufReader::new(budget.reader(file));
     skip_bom(&mut reader)?;
     let mut failure = None;
+    let mut objects = 0u64;
+    let mut counted = |n: u64, object: Object| {
+        budget.next_record(cap);
+        objects = n;
+        sink(n, object)
+    };
     let mut de = serde_json::Deserializer::from_reader(reader);
     let top = Top {
-        sink,
+        sink: &mut counted,
         failure: &mut failure,
+        max_keys,
     };
     let result = de::Deserializer::deserialize_any(&mut de, top).and_then(|()| de.end());
     match (failure, result) {
         (Some(f), _) => Err(f),
         (None, Ok(())) => Ok(()),
+        (None, Err(e)) if e.io_error_kind() == Some(std::io::ErrorKind::FileTooLarge) => {
+            Err(FileError::new(
+                "unreadable",
+                format!(
+                    "object {} is longer than {cap} bytes, more than all its cells at their \
+                     size limit could be",
+                    objects + 1
+                ),
+            ))
+        }
         (None, Err(e)) => Err(json_error(&e, None)),
     }
 }
 
 /// Walks NDJSON line by line; blank lines are skipped.
-fn walk_ndjson(file: File, max_line: usize, sink: &mut Sink) -> Result<(), FileError> {
+fn walk_ndjson(
+    file: File,
+    max_line: usize,
+    max_keys: usize,
+    sink: &mut Sink,
+) -> Result<(), FileError> {
     let mut reader = BufReader::new(file);
     skip_bom(&mut reader)?;
     let mut line = Vec::new();
@@ -156,11 +185,18 @@ fn walk_ndjson(file: File, max_line: usize, sink: &mut Sink) -> Result<(), FileE
             continue;
         }
         let mut de = serde_json::Deserializer::from_slice(&line);
-        let object = ObjectSeed { depth: 0 }
-            .deserialize(&mut de)
-            .and_then(|o| de.end().map(|()| o))
-            .map_err(|e| json_error(&e, Some(number)))?
-            .map_err(|e| at_line(e, number))?;
+        let mut failure = None;
+        let seed = ObjectSeed {
+            depth: 0,
+            max_keys,
+            failure: &mut failure,
+        };
+        let result = seed.deserialize(&mut de).and_then(|o| de.end().map(|()| o));
+        let object = match (failure, result) {
+            (Some(f), _) => return Err(at_line(f, number)),
+            (None, Ok(o)) => o,
+            (None, Err(e)) => return Err(json_error(&e, Some(number))),
+        };
         sink(number, object)?;
     }
 }
@@ -169,7 +205,7 @@ fn at_line(e: FileError, line: u64) -> FileError {
     FileError::new(e.code, format!("line {line}: {}", e.message))
 }
 
-fn skip_bom(reader: &mut BufReader<File>) -> Result<(), FileError> {
+fn skip_bom(reader: &mut impl BufRead) -> Result<(), FileError> {
     let head = reader.fill_buf().map_err(super::read_error)?;
     if head.starts_with(b"\xEF\xBB\xBF") {
         reader.consume(3);
@@ -196,6 +232,7 @@ fn json_error(e: &serde_json::Error, line: Option<u64>) -> FileError {
 struct Top<'s, 'f> {
     sink: &'s mut Sink<'f>,
     failure: &'s mut Option<FileError>,
+    max_keys: usize,
 }
 
 impl<'de> Visitor<'de> for Top<'_, '_> {
@@ -206,7 +243,7 @@ impl<'de> Visitor<'de> for Top<'_, '_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-        rows(seq, self.sink, self.failure, 1)
+        rows(seq, self.sink, self.failure, 1, self.max_keys)
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
@@ -217,6 +254,7 @@ impl<'de> Visitor<'de> for Top<'_, '_> {
                 map.next_value_seed(RowsSeed {
                     sink: &mut *self.sink,
                     failure: &mut *self.failure,
+                    max_keys: self.max_keys,
                 })?;
             } else {
                 map.next_value::<IgnoredAny>()?;
@@ -235,6 +273,7 @@ impl<'de> Visitor<'de> for Top<'_, '_> {
 struct RowsSeed<'s, 'f> {
     sink: &'s mut Sink<'f>,
     failure: &'s mut Option<FileError>,
+    max_keys: usize,
 }
 
 impl<'de> DeserializeSeed<'de> for RowsSeed<'_, '_> {
@@ -253,7 +292,7 @@ impl<'de> Visitor<'de> for RowsSeed<'_, '_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-        rows(seq, self.sink, self.failure, 2)
+        rows(seq, self.sink, self.failure, 2, self.max_keys)
     }
 }
 
@@ -263,37 +302,55 @@ fn rows<'de, A: SeqAccess<'de>>(
     sink: &mut Sink,
     failure: &mut Option<FileError>,
     depth: usize,
+    max_keys: usize,
 ) -> Result<(), A::Error> {
     let mut n = 0u64;
-    while let Some(object) = seq.next_element_seed(ObjectSeed { depth })? {
+    loop {
+        let seed = ObjectSeed {
+            depth,
+            max_keys,
+            failure: &mut *failure,
+        };
+        let object = match seq.next_element_seed(seed) {
+            Ok(Some(object)) => object,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                if let Some(f) = failure.take() {
+                    let message = format!("object {}: {}", n + 1, f.message);
+                    *failure = Some(FileError::new(f.code, message));
+                }
+                return Err(e);
+            }
+        };
         n += 1;
-        let result =
-            object.map_err(|e| FileError::new(e.code, format!("object {n}: {}", e.message)));
-        if let Err(e) = result.and_then(|o| sink(n, o)) {
+        if let Err(e) = sink(n, object) {
             *failure = Some(e);
             return Err(de::Error::custom("stopped"));
         }
     }
-    Ok(())
 }
 
-/// One row object. Depth problems inside it are file failures, returned
-/// as the inner `Result` so that they keep their code.
-struct ObjectSeed {
+/// One row object. A problem inside it that is a file failure (nesting too
+/// deep, too many keys) stops the parse at once and is left in `failure`,
+/// so it keeps its code.
+struct ObjectSeed<'s> {
     /// Levels above the object.
     depth: usize,
+    /// Most keys accepted in one object (0: any).
+    max_keys: usize,
+    failure: &'s mut Option<FileError>,
 }
 
-impl<'de> DeserializeSeed<'de> for ObjectSeed {
-    type Value = Result<Object, FileError>;
+impl<'de> DeserializeSeed<'de> for ObjectSeed<'_> {
+    type Value = Object;
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for ObjectSeed {
-    type Value = Result<Object, FileError>;
+impl<'de> Visitor<'de> for ObjectSeed<'_> {
+    type Value = Object;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON object for each row")
@@ -301,23 +358,28 @@ impl<'de> Visitor<'de> for ObjectSeed {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut object = Vec::new();
-        let mut problem = None;
         while let Some(key) = map.next_key::<String>()? {
+            if self.max_keys > 0 && object.len() >= self.max_keys {
+                *self.failure = Some(FileError::new(
+                    "too_many_columns",
+                    format!(
+                        "an object has more than {} keys; at most {} columns are accepted",
+                        self.max_keys, self.max_keys
+                    ),
+                ));
+                return Err(de::Error::custom("stopped"));
+            }
             let raw: Box<RawValue> = map.next_value()?;
             match cell(&raw, self.depth + 1) {
                 Ok(c) => object.push((key, c)),
                 Err(e) => {
-                    problem.get_or_insert(FileError::new(
-                        e.code,
-                        format!("key {key:?}: {}", e.message),
-                    ));
+                    let message = format!("key {key:?}: {}", e.message);
+                    *self.failure = Some(FileError::new(e.code, message));
+                    return Err(de::Error::custom("stopped"));
                 }
             }
         }
-        Ok(match problem {
-            Some(p) => Err(p),
-            None => Ok(object),
-        })
+        Ok(object)
     }
 }
 

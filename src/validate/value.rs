@@ -345,11 +345,15 @@ fn local_to_utc(dt: NaiveDateTime, rules: &Rules) -> Result<Value, CellError> {
         .ok_or_else(|| err("format", format!("{dt} does not exist in {}", rules.zone)))
 }
 
-/// The text of a cell for an error report (long cells shortened).
+/// The text of a cell for an error report (long cells shortened, without
+/// copying them whole first).
 pub fn cell_text(cell: &Cell) -> String {
     let s = match cell {
         Cell::Empty => String::new(),
-        Cell::Text(s) | Cell::Number(s) | Cell::Error(s) => s.replace('\0', "\u{FFFD}"),
+        Cell::Text(s) | Cell::Number(s) | Cell::Error(s) => {
+            let end = s.char_indices().nth(201).map_or(s.len(), |(i, _)| i);
+            s[..end].replace('\0', "\u{FFFD}")
+        }
         Cell::Int(i) => i.to_string(),
         Cell::Float(f) => f.to_string(),
         Cell::Bool(b) => b.to_string(),

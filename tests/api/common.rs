@@ -65,7 +65,7 @@ pub async fn spawn_app_with(tweak: impl FnOnce(&mut Settings)) -> TestApp {
     }
 }
 
-async fn fresh_postgres(server: &str) -> String {
+pub async fn fresh_postgres(server: &str) -> String {
     let server = server.trim_end_matches('/');
     let name = format!("igt_{}", ulid::Ulid::generate().to_string().to_lowercase());
     let admin = Db::connect(&format!("{server}/postgres"))

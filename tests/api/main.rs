@@ -8,6 +8,7 @@ mod errors;
 mod fixtures;
 mod formats;
 mod gate;
+mod hostile;
 mod modules;
 mod pipeline;
 mod validation;
