@@ -769,3 +769,98 @@ async fn undeclared_types_are_detected_from_the_bytes() {
         .await;
     }
 }
+
+/// A catalog's own date formats replace the default `DD/MM/YYYY`; local
+/// times are taken in the configured zone with its daylight-saving rules
+/// (a real tz database), from text and from spreadsheet date-time cells.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catalog_date_formats_and_the_configured_zone_apply_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("catalog.toml");
+    std::fs::write(
+        &path,
+        r#"
+[[module]]
+key = "events"
+table = "uc_events"
+natural_key = ["ref"]
+date_formats = ["%d.%m.%Y"]
+
+[[module.column]]
+name = "ref"
+type = "text"
+required = true
+
+[[module.column]]
+name = "day"
+type = "date"
+
+[[module.column]]
+name = "at"
+type = "timestamptz"
+"#,
+    )
+    .unwrap();
+    let app = spawn_app_with(|s| {
+        s.catalog = Some(path.clone());
+        s.zone = "America/New_York".parse().unwrap();
+    })
+    .await;
+    let sub = app.submitter().await;
+    let csv = "ref,day,at\nE1,31.03.2024,2024-01-15 12:00\nE2,2024-07-01,2024-07-01 12:00\nE3,31/03/2024,2024-03-10 02:30\n";
+    let job = upload_as(
+        &app,
+        &sub,
+        "events",
+        "?on_error=skip",
+        "text/csv",
+        csv.into(),
+    )
+    .await;
+    let rows = preview_rows(&app, &sub, &job).await;
+    assert_eq!(
+        rows[0]["values"],
+        json!({"ref": "E1", "day": "2024-03-31", "at": "2024-01-15T17:00:00Z"})
+    );
+    assert_eq!(
+        rows[1]["values"]["at"], "2024-07-01T16:00:00Z",
+        "EDT in summer"
+    );
+    let codes: Vec<(&str, &str)> = rows[2]["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["column"].as_str().unwrap(), e["code"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        codes,
+        vec![("day", "format"), ("at", "format")],
+        "DD/MM/YYYY is replaced; 02:30 does not exist that night"
+    );
+
+    let mut book = rust_xlsxwriter::Workbook::new();
+    let ws = book.add_worksheet();
+    let when = rust_xlsxwriter::ExcelDateTime::from_ymd(2024, 7, 1)
+        .unwrap()
+        .and_hms(12, 0, 0)
+        .unwrap();
+    let format = rust_xlsxwriter::Format::new().set_num_format("yyyy-mm-dd hh:mm");
+    ws.write_string(0, 0, "ref").unwrap();
+    ws.write_string(0, 1, "at").unwrap();
+    ws.write_string(1, 0, "E9").unwrap();
+    ws.write_datetime_with_format(1, 1, when, &format).unwrap();
+    let job = upload_as(
+        &app,
+        &sub,
+        "events",
+        "",
+        XLSX,
+        book.save_to_buffer().unwrap(),
+    )
+    .await;
+    let rows = preview_rows(&app, &sub, &job).await;
+    assert_eq!(
+        rows[0]["values"]["at"], "2024-07-01T16:00:00Z",
+        "a date-time cell is local time"
+    );
+}
