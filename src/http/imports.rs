@@ -156,6 +156,17 @@ fn unsupported(essence: &str) -> Problem {
     )
 }
 
+/// The `charset` of the request's `Content-Type`, when it names an
+/// encoding the service reads: `?encoding=` said by the type itself.
+fn charset(headers: &HeaderMap) -> Option<String> {
+    let ct = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+    ct.split(';')
+        .skip(1)
+        .find_map(|p| p.trim().strip_prefix("charset="))
+        .map(|c| c.trim_matches('"').to_ascii_lowercase())
+        .filter(|c| encoding_for(c).is_some())
+}
+
 /// What the request's `Content-Type` says, or `415`.
 fn declared(headers: &HeaderMap) -> ApiResult<Declared> {
     let ct = headers
@@ -245,6 +256,10 @@ async fn upload(
         upload_id,
         ..
     } = stored;
+    let mut params = params;
+    if format == Format::Csv && params.options.encoding.is_none() {
+        params.options.encoding = charset(&headers);
+    }
     let now = store::now();
     let job = Job {
         id: format!("job_{}", ulid::Ulid::generate()),

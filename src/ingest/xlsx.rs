@@ -28,6 +28,10 @@ pub const MAX_RATIO: u64 = 100;
 /// memory: an XLSX has a few dozen parts, a hostile zip may claim millions.
 const MAX_ENTRIES: u64 = 10_000;
 const MAX_DIRECTORY_BYTES: u64 = 16 << 20;
+/// calamine keeps the workbook's shared string table in memory (every cell
+/// refers to it by index), so its size is capped on its own: 256 MiB of
+/// XML is millions of distinct strings.
+pub const MAX_SHARED_STRINGS: u64 = 256 << 20;
 
 pub fn open_xlsx(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
     let (wanted, max_columns) = (options.sheet.clone(), options.max_columns);
@@ -109,6 +113,16 @@ fn check_zip(file: &File) -> Result<(), FileError> {
     let mut total = 0u64;
     for i in 0..zip.len() {
         let part = zip.by_index_raw(i).map_err(|e| unreadable("XLSX", e))?;
+        if part.name_raw().ends_with(b"sharedStrings.xml") && part.size() > MAX_SHARED_STRINGS {
+            return Err(FileError::new(
+                "unreadable",
+                format!(
+                    "the XLSX's shared string table is {} bytes; at most {} MiB are accepted",
+                    part.size(),
+                    MAX_SHARED_STRINGS >> 20
+                ),
+            ));
+        }
         total = total.saturating_add(part.size());
     }
     let limit = MAX_UNCOMPRESSED.min(compressed.saturating_mul(MAX_RATIO));
@@ -294,5 +308,59 @@ fn header_text(cell: &Cell) -> String {
         Cell::Bool(b) => b.to_string(),
         Cell::Date(d) => d.format("%Y-%m-%d").to_string(),
         Cell::DateTime(d) => d.format("%Y-%m-%d %H:%M:%S").to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A zip with one small part whose directory entry claims `declared` bytes.
+    fn zip_claiming(name: &str, declared: u32) -> File {
+        let mut out = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        out.start_file(name, options).unwrap();
+        out.write_all(&[b' '; 1000]).unwrap();
+        let mut bytes = out.finish().unwrap().into_inner();
+        let at = bytes.windows(4).rposition(|w| w == b"PK\x01\x02").unwrap();
+        bytes[at + 24..at + 28].copy_from_slice(&declared.to_le_bytes());
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&bytes).unwrap();
+        file
+    }
+
+    #[test]
+    fn declared_sizes_are_checked_before_inflating() {
+        let ok = zip_claiming("xl/sharedStrings.xml", 1000);
+        assert!(check_zip(&ok).is_ok());
+        let strings = zip_claiming("xl/sharedStrings.xml", 300 << 20);
+        let err = check_zip(&strings).unwrap_err();
+        assert!(
+            err.message.contains("shared string table"),
+            "{}",
+            err.message
+        );
+        let bomb = zip_claiming("xl/worksheets/sheet1.xml", 300 << 20);
+        let err = check_zip(&bomb).unwrap_err();
+        assert!(err.message.contains("would expand"), "{}", err.message);
+    }
+
+    #[test]
+    fn whole_numbers_are_integers_and_dates_are_dates() {
+        assert_eq!(convert(&Data::Float(12.0)), Cell::Int(12));
+        assert_eq!(convert(&Data::Float(12.5)), Cell::Float(12.5));
+        assert_eq!(convert(&Data::Float(1e300)), Cell::Float(1e300));
+        assert_eq!(convert(&Data::String("  ".into())), Cell::Empty);
+        let day =
+            calamine::ExcelDateTime::new(45382.0, calamine::ExcelDateTimeType::DateTime, false);
+        assert_eq!(
+            convert(&Data::DateTime(day)),
+            Cell::Date(chrono::NaiveDate::from_ymd_opt(2024, 3, 31).unwrap())
+        );
+        let noon =
+            calamine::ExcelDateTime::new(45382.5, calamine::ExcelDateTimeType::DateTime, false);
+        assert!(matches!(convert(&Data::DateTime(noon)), Cell::DateTime(_)));
     }
 }

@@ -459,6 +459,21 @@ async fn csv_in_legacy_encodings_and_utf16_is_decoded_or_refused_clearly() {
         assert_eq!(rows[0]["values"]["customer_name"], "José €");
         assert_eq!(rows[0]["values"]["city"], "São Paulo");
     }
+    let job = upload_as(
+        &app,
+        &sub,
+        "customers",
+        "",
+        "text/csv; charset=windows-1252",
+        cp1252.clone(),
+    )
+    .await;
+    assert_eq!(
+        job["state"], "awaiting_approval",
+        "the type's charset: {job}"
+    );
+    app.act_ok(&sub, job["id"].as_str().unwrap(), "cancel")
+        .await;
     let job = upload_as(&app, &sub, "customers", "", "text/csv", cp1252).await;
     assert_eq!(job["state"], "invalid");
     assert_eq!(job["problem"]["code"], "encoding");

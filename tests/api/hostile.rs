@@ -585,3 +585,32 @@ async fn a_json_string_longer_than_any_valid_row_stops_at_the_object_budget() {
         .await;
     says(&job, "object 2 is longer than");
 }
+
+/// Not hostile, just big: 25,000 rows of XLSX and of JSON stream through
+/// validation with memory that does not follow the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_workbook_and_json_stream_with_flat_memory() {
+    let server = Server::start().await;
+    let (status, job) = server.upload("customers", XLSX, workbook(25_000)).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    assert_eq!(job["counts"]["insert"], 25_000);
+    let rows: Vec<String> = (0..25_000)
+        .map(|i| format!("{{\"customer_name\": \"Name {i}\", \"wa_number\": \"09{i:08}\", \"notes\": \"{}\"}}", "n".repeat(200)))
+        .collect();
+    let (_, job) = server
+        .upload(
+            "customers",
+            "application/json",
+            format!("[{}]", rows.join(",")).into_bytes(),
+        )
+        .await;
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    assert_eq!(job["counts"]["insert"], 25_000);
+    let peak = server.peak_memory();
+    eprintln!(
+        "25,000-row XLSX and 6 MB JSON: server peak {} MiB",
+        peak >> 20
+    );
+    assert!(peak < MEMORY_BOUND, "peak {} MiB", peak >> 20);
+}
