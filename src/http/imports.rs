@@ -350,6 +350,11 @@ async fn multipart_file(
             Some(f) => f.refine(&stored.prefix),
             None => Format::sniff(&stored.prefix),
         };
+        // Read the rest of the form (within the limit), so the connection
+        // is left clean for the client's next request.
+        while let Ok(Some(mut rest)) = form.next_field().await {
+            while let Ok(Some(_)) = rest.chunk().await {}
+        }
         return Ok((stored, format, name));
     }
 }

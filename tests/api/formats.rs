@@ -633,6 +633,12 @@ async fn multipart_forms_send_the_file_part() {
                     Some("application/octet-stream"),
                     &xlsx,
                 ),
+                (
+                    "after",
+                    None,
+                    None,
+                    b"parts after the file are read and ignored",
+                ),
             ],
             "xlsx",
             Some("c.xlsx"),
