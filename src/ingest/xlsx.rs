@@ -65,7 +65,11 @@ pub fn open_xls(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSo
         let (top, left) = range.start().unwrap_or((0, 0));
         let mut rows = Assembler::new(emit, max_columns);
         for (row, column, value) in range.used_cells() {
-            rows.cell(top + row as u32, left + column as u32, value)?;
+            let (row, column) = (
+                top.saturating_add(row as u32),
+                left.saturating_add(column as u32),
+            );
+            rows.cell(row, column, value)?;
         }
         rows.finish()
     })
