@@ -3,24 +3,29 @@
 //!
 //! The body is streamed into the store in chunks while it is hashed; the
 //! size limit is checked against `Content-Length` before anything is read,
-//! and again while reading for bodies sent without one.
+//! and again while reading for bodies sent without one. The format comes
+//! from the `Content-Type` (or, for `multipart/form-data`, from the part
+//! named `file`); where that does not say, the first bytes decide.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use axum::Router;
-use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::body::{Body, Bytes};
+use axum::extract::{FromRequest, Multipart, Path, RawQuery, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use axum::routing::post;
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use sha2::{Digest, Sha256};
 
 use super::auth::Caller;
 use super::problem::{ApiResult, Problem};
 use crate::app::App;
-use crate::ingest::Format;
+use crate::ingest::decode::encoding_for;
+use crate::ingest::{Declared, Format};
 use crate::ledger::{Counts, FileInfo, Job, JobOptions, Mode, OnError, State as JobState};
 use crate::store::{self, blobs};
 
@@ -28,8 +33,23 @@ pub fn routes() -> Router<Arc<App>> {
     Router::new().route(
         "/api/import/{module}",
         // The service enforces its own, larger limit while streaming.
-        post(upload).layer(axum::extract::DefaultBodyLimit::disable()),
+        post(upload_or_close).layer(axum::extract::DefaultBodyLimit::disable()),
     )
+}
+
+/// A refused upload may leave the body unread (a `413` is sent before the
+/// body is), so the connection cannot carry another request: the answer
+/// says `Connection: close`, and a client does not reuse it and fail.
+async fn upload_or_close(
+    app: State<Arc<App>>,
+    caller: Caller,
+    module: Path<String>,
+    query: RawQuery,
+    request: Request,
+) -> ApiResult<Response> {
+    upload(app, caller, module, query, request)
+        .await
+        .map_err(|p| p.header(header::CONNECTION, "close".into()))
 }
 
 /// The upload's query parameters, checked.
@@ -80,46 +100,97 @@ fn params(raw: Option<&str>) -> ApiResult<Params> {
             ));
         }
     };
-    match get("encoding").map(|e| e.to_ascii_lowercase()) {
-        None => {}
-        Some(e) if e == "utf-8" || e == "utf8" => {}
+    let encoding = match get("encoding").map(|e| e.trim().to_ascii_lowercase()) {
+        None => None,
+        Some(e) if encoding_for(&e).is_some() => Some(e),
         Some(e) => {
             return Err(Problem::invalid_parameter(
                 "encoding",
-                format!("encoding {e:?} is not supported; send UTF-8"),
+                format!(
+                    "encoding {e:?} is not supported; use utf-8, utf-16, windows-1252 or iso-8859-1"
+                ),
             ));
         }
-    }
+    };
+    let sheet = match get("sheet") {
+        None => None,
+        Some(s) if !s.is_empty() && s.chars().count() <= 255 => Some(s.to_string()),
+        Some(_) => {
+            return Err(Problem::invalid_parameter(
+                "sheet",
+                "sheet must name a sheet (1 to 255 characters)",
+            ));
+        }
+    };
     Ok(Params {
         mode,
         on_error,
         options: JobOptions {
             delimiter,
             reject_unknown_columns,
+            encoding,
+            sheet,
         },
     })
 }
 
-/// The format named by the request's `Content-Type`, or `415`.
-fn format(headers: &HeaderMap) -> ApiResult<Format> {
-    let ct = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("text/csv");
-    let essence = ct
+/// The essence of a `Content-Type` value: lowercase, without parameters.
+fn essence(content_type: &str) -> String {
+    content_type
         .split(';')
         .next()
         .unwrap_or("")
         .trim()
-        .to_ascii_lowercase();
-    Format::from_content_type(&essence).ok_or_else(|| {
-        Problem::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-            "Unsupported media type",
-            format!("Content-Type {essence:?} is not an accepted file format (send text/csv)"),
-        )
-    })
+        .to_ascii_lowercase()
+}
+
+fn unsupported(essence: &str) -> Problem {
+    Problem::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+        "Unsupported media type",
+        format!(
+            "Content-Type {essence:?} is not an accepted file format (send CSV, XLSX, XLS, \
+             JSON or NDJSON, or application/octet-stream to have it detected)"
+        ),
+    )
+}
+
+/// The `charset` of the request's `Content-Type`, when it names an
+/// encoding the service reads: `?encoding=` said by the type itself.
+fn charset(headers: &HeaderMap) -> Option<String> {
+    let ct = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+    ct.split(';')
+        .skip(1)
+        .find_map(|p| p.trim().strip_prefix("charset="))
+        .map(|c| c.trim_matches('"').to_ascii_lowercase())
+        .filter(|c| encoding_for(c).is_some())
+}
+
+/// What the request's `Content-Type` says, or `415`.
+fn declared(headers: &HeaderMap) -> ApiResult<Declared> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let essence = essence(ct);
+    Format::from_content_type(&essence).ok_or_else(|| unsupported(&essence))
+}
+
+/// The format of a multipart part: its type, else its file name's
+/// extension, else (`None`) its bytes.
+fn part_format(content_type: Option<&str>, name: Option<&str>) -> ApiResult<Option<Format>> {
+    let by_name = name.and_then(Format::from_file_name);
+    match content_type.map(essence) {
+        None => Ok(by_name),
+        Some(t) => match Format::from_content_type(&t) {
+            Some(Declared::Format(f)) => Ok(Some(f)),
+            Some(Declared::Sniff) => Ok(by_name),
+            // A browser labels files by the desktop's associations; a known
+            // extension is a better witness than an odd type.
+            _ => by_name.map(Some).ok_or_else(|| unsupported(&t)),
+        },
+    }
 }
 
 fn too_large(limit: u64) -> Problem {
@@ -138,8 +209,11 @@ fn file_name(headers: &HeaderMap) -> Option<String> {
     let name = cd
         .split(';')
         .find_map(|p| p.trim().strip_prefix("filename="))?;
-    let name = name.trim_matches('"');
-    // Only the last path segment, and not too long.
+    clean_name(name.trim_matches('"'))
+}
+
+/// Only the last path segment of a client's file name, and not too long.
+fn clean_name(name: &str) -> Option<String> {
     let name = name.rsplit(['/', '\\']).next().unwrap_or(name);
     Some(name.chars().take(255).collect()).filter(|n: &String| !n.is_empty())
 }
@@ -149,22 +223,43 @@ async fn upload(
     caller: Caller,
     Path(key): Path<String>,
     RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Body,
+    request: Request,
 ) -> ApiResult<Response> {
     let module = super::module(&app, &key)?.clone();
     caller.check_module(&module)?;
     let params = params(query.as_deref())?;
-    let format = format(&headers)?;
+    let headers = request.headers().clone();
+    let declared = declared(&headers)?;
     let limit = app.settings.limits.body_bytes;
-    let declared = headers
+    let length = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit) {
+    if length.is_some_and(|n| n > limit) {
         return Err(too_large(limit));
     }
-    let (sha256, bytes, upload_id) = store_body(&app, body, limit).await?;
+    let (stored, format, name) = match declared {
+        Declared::Multipart => multipart_file(&app, request, limit).await?,
+        other => {
+            let body = request.into_body().into_data_stream();
+            let stored = store_body(&app, body, limit).await?;
+            let format = match other {
+                Declared::Format(f) => f.refine(&stored.prefix),
+                _ => Format::sniff(&stored.prefix),
+            };
+            (stored, format, file_name(&headers))
+        }
+    };
+    let StoredBody {
+        sha256,
+        bytes,
+        upload_id,
+        ..
+    } = stored;
+    let mut params = params;
+    if format == Format::Csv && params.options.encoding.is_none() {
+        params.options.encoding = charset(&headers);
+    }
     let now = store::now();
     let job = Job {
         id: format!("job_{}", ulid::Ulid::generate()),
@@ -175,7 +270,7 @@ async fn upload(
         options: params.options,
         simulated: app.settings.simulate,
         file: FileInfo {
-            name: file_name(&headers),
+            name,
             format,
             bytes: bytes as i64,
             sha256: sha256.clone(),
@@ -195,7 +290,7 @@ async fn upload(
     blobs::finish(&mut tx.conn(), &upload_id, &sha256, bytes as i64).await?;
     store::jobs::insert(&mut tx.conn(), &job).await?;
     tx.commit().await?;
-    tracing::info!(job = %job.id, module = %module.key, bytes, "upload accepted");
+    tracing::info!(job = %job.id, module = %module.key, bytes, format = format.as_str(), "upload accepted");
     app.work.notify_one();
     if let Some(wait) = super::prefer_wait(&headers) {
         super::wait_for_job(&app, &job.id, wait).await?;
@@ -203,14 +298,93 @@ async fn upload(
     super::jobs::job_response(&app, &job.id, StatusCode::ACCEPTED).await
 }
 
-/// Streams the body into stored chunks; gives its SHA-256, size and upload id.
-async fn store_body(app: &App, body: Body, limit: u64) -> ApiResult<(String, u64, String)> {
+/// The part named `file` of a `multipart/form-data` body, stored; its
+/// format, and its file name.
+async fn multipart_file(
+    app: &App,
+    request: Request,
+    limit: u64,
+) -> ApiResult<(StoredBody, Format, Option<String>)> {
+    // The whole form counts against the limit too, so parts before `file`
+    // cannot be used to stream without end.
+    let over = Arc::new(AtomicBool::new(false));
+    let (parts, body) = request.into_parts();
+    let flag = over.clone();
+    let mut seen = 0u64;
+    let limited = body.into_data_stream().map(move |piece| {
+        let piece = piece.map_err(std::io::Error::other)?;
+        seen += piece.len() as u64;
+        if seen > limit {
+            flag.store(true, Ordering::Relaxed);
+            return Err(std::io::Error::other("the body is over the size limit"));
+        }
+        Ok::<Bytes, std::io::Error>(piece)
+    });
+    let request = Request::from_parts(parts, Body::from_stream(limited));
+    let form_error = |e: &dyn std::fmt::Display| {
+        if over.load(Ordering::Relaxed) {
+            too_large(limit)
+        } else {
+            Problem::bad_request(format!("the multipart form could not be read: {e}"))
+        }
+    };
+    let mut form = Multipart::from_request(request, &())
+        .await
+        .map_err(|e| form_error(&e))?;
+    loop {
+        let Some(field) = form.next_field().await.map_err(|e| form_error(&e))? else {
+            return Err(Problem::bad_request(
+                "the form has no part named \"file\"; send the file in a part named file",
+            ));
+        };
+        if field.name() != Some("file") {
+            continue;
+        }
+        let name = field.file_name().and_then(clean_name);
+        let declared = part_format(field.content_type(), name.as_deref())?;
+        let stored = match store_body(app, field, limit).await {
+            Err(_) if over.load(Ordering::Relaxed) => return Err(too_large(limit)),
+            other => other?,
+        };
+        let format = match declared {
+            Some(f) => f.refine(&stored.prefix),
+            None => Format::sniff(&stored.prefix),
+        };
+        // Read the rest of the form (within the limit), so the connection
+        // is left clean for the client's next request.
+        while let Ok(Some(mut rest)) = form.next_field().await {
+            while let Ok(Some(_)) = rest.chunk().await {}
+        }
+        return Ok((stored, format, name));
+    }
+}
+
+/// A body stored in chunks, not yet filed under its hash.
+struct StoredBody {
+    sha256: String,
+    bytes: u64,
+    upload_id: String,
+    /// The first bytes, for detecting the format.
+    prefix: Vec<u8>,
+}
+
+/// How much of the body is kept for format detection.
+const PREFIX: usize = 64 * 1024;
+
+/// Streams a body into stored chunks; gives its SHA-256, size, upload id
+/// and first bytes.
+async fn store_body<S, E>(app: &App, stream: S, limit: u64) -> ApiResult<StoredBody>
+where
+    S: Stream<Item = Result<Bytes, E>>,
+    E: std::fmt::Display,
+{
     let upload_id = ulid::Ulid::generate().to_string();
     let mut hasher = Sha256::new();
     let mut buf: Vec<u8> = Vec::with_capacity(blobs::CHUNK);
+    let mut prefix: Vec<u8> = Vec::new();
     let mut total = 0u64;
     let mut seq = 0i64;
-    let mut stream = body.into_data_stream();
+    let mut stream = std::pin::pin!(stream);
     let mut conn = app.db.acquire().await?;
     let result: ApiResult<()> = async {
         while let Some(piece) = stream.next().await {
@@ -221,6 +395,10 @@ async fn store_body(app: &App, body: Body, limit: u64) -> ApiResult<(String, u64
                 return Err(too_large(limit));
             }
             hasher.update(&piece);
+            if prefix.len() < PREFIX {
+                let take = piece.len().min(PREFIX - prefix.len());
+                prefix.extend_from_slice(&piece[..take]);
+            }
             buf.extend_from_slice(&piece);
             while buf.len() >= blobs::CHUNK {
                 let rest = buf.split_off(blobs::CHUNK);
@@ -247,5 +425,10 @@ async fn store_body(app: &App, body: Body, limit: u64) -> ApiResult<(String, u64
         blobs::discard(&mut conn.conn(), &upload_id).await?;
         return Err(p);
     }
-    Ok((hex::encode(hasher.finalize()), total, upload_id))
+    Ok(StoredBody {
+        sha256: hex::encode(hasher.finalize()),
+        bytes: total,
+        upload_id,
+        prefix,
+    })
 }

@@ -13,6 +13,7 @@ use axum::{Json, Router};
 use serde_json::{Map, Value as JsonValue, json};
 
 use super::auth::Caller;
+use super::modules::XLSX_TYPE;
 use super::problem::{ApiResult, Problem};
 use crate::app::App;
 use crate::ledger::gate::{self, Refusal};
@@ -214,22 +215,26 @@ async fn errors(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let job = load(&app, &caller, &id).await?;
-    let wants_csv = q.get("format").map(String::as_str) == Some("csv")
-        || headers
-            .get(header::ACCEPT)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|a| a.contains("text/csv"));
-    match q.get("format").map(String::as_str) {
-        None | Some("csv" | "json") => {}
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let wanted = match q.get("format").map(String::as_str) {
+        Some(f @ ("csv" | "json" | "xlsx")) => f,
         Some(f) => {
             return Err(Problem::invalid_parameter(
                 "format",
-                format!("{f:?} is not csv or json"),
+                format!("{f:?} is not csv, xlsx or json"),
             ));
         }
-    }
-    if wants_csv {
-        return Ok(errors_csv(app, job.id).await);
+        None if accept.contains(XLSX_TYPE) => "xlsx",
+        None if accept.contains("text/csv") => "csv",
+        None => "json",
+    };
+    match wanted {
+        "csv" => return Ok(errors_csv(app, job.id).await),
+        "xlsx" => return errors_xlsx(&app, &job.id).await,
+        _ => {}
     }
     let offset = number(&q, "offset", 0, i64::MAX)?;
     let limit = number(&q, "limit", 1000, 10_000)?.max(1);
@@ -240,6 +245,81 @@ async fn errors(
         Json(json!({"total": total, "offset": offset, "limit": limit, "errors": errors}))
             .into_response(),
     )
+}
+
+/// Excel's last row: a report longer than this ends with a note.
+const XLSX_MAX_ROWS: u32 = 1_048_575;
+
+/// The whole error report as XLSX. Cells are written as strings, never as
+/// formulas, so a spreadsheet shows `=HYPERLINK(…)` as the text the file
+/// held and runs nothing; the values stay exactly as in the other reports.
+/// Rows go to a temporary file as they are written (rust_xlsxwriter's
+/// constant-memory mode); only the compressed result is held to send.
+async fn errors_xlsx(app: &App, job_id: &str) -> ApiResult<Response> {
+    use rust_xlsxwriter::{Format, Workbook};
+    let mut book = Workbook::new();
+    let sheet = book
+        .add_worksheet_with_constant_memory()
+        .map_err(Problem::internal)?;
+    sheet.set_name("errors").map_err(Problem::internal)?;
+    let bold = Format::new().set_bold();
+    for (col, name) in ["row", "column", "value", "code", "message"]
+        .iter()
+        .enumerate()
+    {
+        sheet
+            .write_string_with_format(0, col as u16, *name, &bold)
+            .map_err(Problem::internal)?;
+    }
+    let mut row = 1u32;
+    let mut offset = 0i64;
+    'pages: loop {
+        let mut c = app.db.acquire().await?;
+        let (total, list) = rows::errors(&mut c.conn(), job_id, offset, 5000).await?;
+        drop(c);
+        for e in &list {
+            if row > XLSX_MAX_ROWS {
+                sheet
+                    .write_string(
+                        XLSX_MAX_ROWS,
+                        0,
+                        format!(
+                            "{} more errors: download the CSV report for all {total}",
+                            total - offset
+                        ),
+                    )
+                    .map_err(Problem::internal)?;
+                break 'pages;
+            }
+            sheet
+                .write_number(row, 0, e.row as f64)
+                .and_then(|s| s.write_string(row, 1, e.column.as_deref().unwrap_or("")))
+                .and_then(|s| s.write_string(row, 2, e.value.as_deref().unwrap_or("")))
+                .and_then(|s| s.write_string(row, 3, &e.code))
+                .and_then(|s| s.write_string(row, 4, &e.message))
+                .map_err(Problem::internal)?;
+            row += 1;
+            offset += 1;
+        }
+        if list.len() < 5000 {
+            break;
+        }
+    }
+    let body = tokio::task::spawn_blocking(move || book.save_to_buffer())
+        .await
+        .map_err(Problem::internal)?
+        .map_err(Problem::internal)?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, XLSX_TYPE.to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"errors.xlsx\"".to_string(),
+            ),
+        ],
+        body,
+    )
+        .into_response())
 }
 
 /// The whole error report as CSV, streamed page by page.

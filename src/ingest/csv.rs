@@ -1,13 +1,15 @@
 //! CSV: the `csv` crate does the parsing (quotes, embedded newlines, CRLF);
 //! this module adds what spreadsheet exports need around it: a UTF-8 BOM,
-//! delimiter detection, and row numbers that count records, not lines: a
+//! UTF-16 (by its BOM) and legacy encodings (`?encoding=`), delimiter detection, and row numbers that count records, not lines: a
 //! quoted field spanning lines is one row, as a spreadsheet shows it. (Fully
 //! blank lines are skipped by the parser and do not count; spreadsheets
 //! export blank rows as `,,,`, which do count and are then skipped.)
 
 use std::io::{Cursor, Read};
 
-use super::{Cell, FileError, Options, RawRow, RowSource};
+use super::budget::{Budget, HEADER_BYTES, over_budget, record_bytes};
+use super::decode::{DecodeReader, bom, decode_failure, encoding_for};
+use super::{Cell, FileError, Options, RawRow, RowSource, read_error};
 
 /// How much of the file is looked at to detect the delimiter.
 const SNIFF_BYTES: usize = 64 * 1024;
@@ -15,22 +17,23 @@ const SNIFF_BYTES: usize = 64 * 1024;
 /// Delimiters detected, in order of preference on a tie.
 const DELIMITERS: [u8; 4] = [b',', b';', b'\t', b'|'];
 
-pub fn open(mut reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
-    let mut prefix = Vec::with_capacity(SNIFF_BYTES);
-    (&mut reader)
-        .take(SNIFF_BYTES as u64)
-        .read_to_end(&mut prefix)
-        .map_err(|e| FileError::new("unreadable", format!("cannot read the file: {e}")))?;
-    if prefix.starts_with(b"\xEF\xBB\xBF") {
-        prefix.drain(..3);
-    }
+pub fn open(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
+    let (prefix, reader) = decoded(reader, options)?;
     if prefix.iter().all(|b| b.is_ascii_whitespace()) {
         return Err(FileError::new("no_rows", "the file is empty"));
     }
     let delimiter = options
         .delimiter
         .unwrap_or_else(|| detect_delimiter(&prefix));
-    let input = Cursor::new(prefix).chain(reader);
+    // A header wider than the limit is refused from its first bytes, before
+    // the parser holds the whole line.
+    let fields = first_line_counts(&prefix)[delimiter as usize] + 1;
+    if options.max_columns > 0 && fields > options.max_columns {
+        return Err(too_many_columns(fields, options.max_columns));
+    }
+    // The first bytes are in memory already; the rest counts per record.
+    let budget = Budget::new(HEADER_BYTES);
+    let input = Cursor::new(prefix).chain(budget.reader(reader));
     let mut csv = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -38,21 +41,14 @@ pub fn open(mut reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSo
         .from_reader(input);
 
     let mut record = csv::ByteRecord::new();
-    let got = csv
-        .read_byte_record(&mut record)
-        .map_err(|e| csv_error(&e))?;
+    let got = csv.read_byte_record(&mut record).map_err(|e| {
+        too_long(&e, "row 1 (the header)", HEADER_BYTES).unwrap_or_else(|| csv_error(&e))
+    })?;
     if !got {
         return Err(FileError::new("no_rows", "the file is empty"));
     }
     if options.max_columns > 0 && record.len() > options.max_columns {
-        return Err(FileError::new(
-            "too_many_columns",
-            format!(
-                "the header has {} columns; at most {} are accepted",
-                record.len(),
-                options.max_columns
-            ),
-        ));
+        return Err(too_many_columns(record.len(), options.max_columns));
     }
     let header = record
         .iter()
@@ -66,11 +62,16 @@ pub fn open(mut reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSo
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let cap = record_bytes(options);
+    budget.next_record(cap);
     let rows = Rows {
         csv,
         record,
         width: header.len(),
         header: header.clone(),
+        budget,
+        cap,
+        last_row: 1,
     };
     Ok(RowSource {
         header,
@@ -78,23 +79,66 @@ pub fn open(mut reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSo
     })
 }
 
-/// Picks the candidate delimiter that occurs most often outside quotes in
-/// the first line; a comma when none occurs.
-fn detect_delimiter(prefix: &[u8]) -> u8 {
-    let mut counts = [0usize; DELIMITERS.len()];
+/// Reads the first bytes of the file and decides its encoding: a BOM wins
+/// (UTF-8 or UTF-16), then `?encoding=`, else UTF-8. UTF-8 is passed through
+/// as bytes, so that an invalid byte is reported with its row and column;
+/// anything else is decoded to UTF-8 on the way. Gives the (decoded) first
+/// bytes and the rest of the stream.
+fn decoded(
+    mut reader: Box<dyn Read + Send>,
+    options: &Options,
+) -> Result<(Vec<u8>, Box<dyn Read + Send>), FileError> {
+    let mut prefix = Vec::with_capacity(SNIFF_BYTES);
+    (&mut reader)
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut prefix)
+        .map_err(read_error)?;
+    let named = match options.encoding.as_deref() {
+        None => encoding_rs::UTF_8,
+        Some(label) => encoding_for(label).ok_or_else(|| {
+            FileError::new(
+                "encoding",
+                format!("the encoding {label:?} is not supported"),
+            )
+        })?,
+    };
+    let (encoding, bom_len) = bom(&prefix).unwrap_or((named, 0));
+    prefix.drain(..bom_len);
+    if encoding == encoding_rs::UTF_8 {
+        return Ok((prefix, reader));
+    }
+    let mut decoder: Box<dyn Read + Send> = Box::new(DecodeReader::new(
+        Cursor::new(prefix).chain(reader),
+        encoding,
+    ));
+    let mut text = Vec::with_capacity(SNIFF_BYTES);
+    (&mut decoder)
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut text)
+        .map_err(|e| decode_failure(&e).unwrap_or_else(|| read_error(e)))?;
+    Ok((text, decoder))
+}
+
+/// How often each byte occurs outside quotes in the first line.
+fn first_line_counts(prefix: &[u8]) -> [usize; 256] {
+    let mut counts = [0usize; 256];
     let mut in_quotes = false;
     for &b in prefix {
         match b {
             b'"' => in_quotes = !in_quotes,
             b'\n' | b'\r' if !in_quotes => break,
-            _ if !in_quotes => {
-                if let Some(i) = DELIMITERS.iter().position(|&d| d == b) {
-                    counts[i] += 1;
-                }
-            }
+            _ if !in_quotes => counts[b as usize] += 1,
             _ => {}
         }
     }
+    counts
+}
+
+/// Picks the candidate delimiter that occurs most often outside quotes in
+/// the first line; a comma when none occurs.
+fn detect_delimiter(prefix: &[u8]) -> u8 {
+    let all = first_line_counts(prefix);
+    let counts = DELIMITERS.map(|d| all[d as usize]);
     let mut best = 0;
     for i in 1..DELIMITERS.len() {
         if counts[i] > counts[best] {
@@ -104,7 +148,27 @@ fn detect_delimiter(prefix: &[u8]) -> u8 {
     DELIMITERS[best]
 }
 
+fn too_many_columns(found: usize, max: usize) -> FileError {
+    FileError::new(
+        "too_many_columns",
+        format!("the header has {found} or more columns; at most {max} are accepted"),
+    )
+}
+
+/// The failure of a record over its byte budget, if that is what `e` is.
+fn too_long(e: &csv::Error, what: &str, cap: u64) -> Option<FileError> {
+    match e.kind() {
+        csv::ErrorKind::Io(io) => over_budget(io, what, cap),
+        _ => None,
+    }
+}
+
 fn csv_error(e: &csv::Error) -> FileError {
+    if let csv::ErrorKind::Io(io) = e.kind()
+        && let Some(failure) = decode_failure(io)
+    {
+        return failure;
+    }
     let at = e
         .position()
         .map(|p| format!("line {}: ", p.line()))
@@ -121,6 +185,11 @@ struct Rows<R: Read> {
     record: csv::ByteRecord,
     width: usize,
     header: Vec<String>,
+    budget: Budget,
+    /// The byte budget of one record.
+    cap: u64,
+    /// The row number of the last record read.
+    last_row: u64,
 }
 
 impl<R: Read> Iterator for Rows<R> {
@@ -130,11 +199,17 @@ impl<R: Read> Iterator for Rows<R> {
         loop {
             match self.csv.read_byte_record(&mut self.record) {
                 Ok(false) => return None,
-                Err(e) => return Some(Err(csv_error(&e))),
+                Err(e) => {
+                    let what = format!("the row after row {}", self.last_row);
+                    let failure = too_long(&e, &what, self.cap).unwrap_or_else(|| csv_error(&e));
+                    return Some(Err(failure));
+                }
                 Ok(true) => {}
             }
+            self.budget.next_record(self.cap);
             // Record 0 is the header, shown as row 1.
             let row = self.record.position().map(|p| p.record()).unwrap_or(0) + 1;
+            self.last_row = row;
             // A row of empty cells (",,,") is what spreadsheets export for
             // blank rows: it is not data.
             if self
@@ -199,6 +274,41 @@ mod tests {
         let numbers: Vec<u64> = rows.iter().map(|r| r.row).collect();
         // Row 2 spans two lines; the blank line is no row; row 3 is empty cells.
         assert_eq!(numbers, vec![2, 4]);
+    }
+
+    #[test]
+    fn utf16_with_a_bom_and_named_legacy_encodings_are_decoded() {
+        let mut utf16 = vec![0xFF, 0xFE];
+        utf16.extend(
+            "sku;name\r\nA;café\r\n"
+                .encode_utf16()
+                .flat_map(u16::to_le_bytes),
+        );
+        let (header, rows) = read(&utf16);
+        assert_eq!(header, vec!["sku", "name"]);
+        assert_eq!(rows[0].cells[1], Cell::Text("café".into()));
+
+        let options = Options {
+            encoding: Some("windows-1252".into()),
+            ..Options::default()
+        };
+        let src = open(
+            Box::new(Cursor::new(b"a,b\nx,caf\xe9 \x80\n".to_vec())),
+            &options,
+        )
+        .unwrap();
+        let rows = src.rows.collect::<Result<Vec<_>, _>>().unwrap();
+        assert_eq!(rows[0].cells[1], Cell::Text("café €".into()));
+    }
+
+    #[test]
+    fn broken_utf16_is_an_encoding_failure() {
+        let mut bytes = vec![0xFF, 0xFE];
+        bytes.extend("a,b\n1,".encode_utf16().flat_map(u16::to_le_bytes));
+        bytes.extend([0x00, 0xDC, b'2', 0, b'\n', 0]);
+        let result = open(Box::new(Cursor::new(bytes)), &Options::default())
+            .and_then(|src| src.rows.collect::<Result<Vec<_>, _>>());
+        assert_eq!(result.unwrap_err().code, "encoding");
     }
 
     #[test]

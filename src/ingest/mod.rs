@@ -5,7 +5,12 @@
 //! carry the row number a person sees in their file. Readers stream: they
 //! hold one record at a time, never the whole file.
 
+pub mod budget;
 pub mod csv;
+pub mod decode;
+pub mod json;
+pub mod spool;
+pub mod xlsx;
 
 use std::io::Read;
 
@@ -17,21 +22,118 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     Csv,
+    Xlsx,
+    Xls,
+    Json,
+    Ndjson,
 }
 
+/// What a `Content-Type` says about the body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Declared {
+    /// A format the service reads.
+    Format(Format),
+    /// `application/octet-stream` or no type: the bytes decide.
+    Sniff,
+    /// `multipart/form-data`: the part named `file` decides.
+    Multipart,
+}
+
+/// The magic numbers of the two spreadsheet containers.
+const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
+const OLE2_MAGIC: &[u8] = b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1";
+
 impl Format {
-    /// The format named by a `Content-Type` (without parameters), if any.
-    pub fn from_content_type(content_type: &str) -> Option<Format> {
-        match content_type {
-            "text/csv" | "application/csv" | "text/plain" => Some(Format::Csv),
+    /// What a `Content-Type` essence (lowercase, without parameters) names;
+    /// `None` for a type the service does not take (`415`).
+    pub fn from_content_type(content_type: &str) -> Option<Declared> {
+        let format = match content_type {
+            "text/csv" | "application/csv" | "text/plain" | "text/tab-separated-values" => {
+                Format::Csv
+            }
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" => Format::Xlsx,
+            "application/vnd.ms-excel" => Format::Xls,
+            "application/json" => Format::Json,
+            "application/x-ndjson"
+            | "application/jsonl"
+            | "application/x-jsonlines"
+            | "application/jsonlines" => Format::Ndjson,
+            "application/octet-stream" | "" => return Some(Declared::Sniff),
+            "multipart/form-data" => return Some(Declared::Multipart),
+            _ => return None,
+        };
+        Some(Declared::Format(format))
+    }
+
+    /// The format a file name's extension names, if any.
+    pub fn from_file_name(name: &str) -> Option<Format> {
+        let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
+        match ext.as_str() {
+            "csv" | "tsv" | "txt" => Some(Format::Csv),
+            "xlsx" | "xlsm" => Some(Format::Xlsx),
+            "xls" => Some(Format::Xls),
+            "json" => Some(Format::Json),
+            "ndjson" | "jsonl" => Some(Format::Ndjson),
             _ => None,
+        }
+    }
+
+    /// Detects the format from the first bytes of a file: a zip container is
+    /// XLSX, an OLE2 container XLS; text whose first character (after a BOM
+    /// and spaces) is `[` is JSON; `{` is NDJSON when the first line is a
+    /// complete object other than the `{"rows": [...]}` wrapper, else JSON;
+    /// anything else is CSV.
+    pub fn sniff(prefix: &[u8]) -> Format {
+        if prefix.starts_with(ZIP_MAGIC) {
+            return Format::Xlsx;
+        }
+        if prefix.starts_with(OLE2_MAGIC) {
+            return Format::Xls;
+        }
+        let text = prefix.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(prefix);
+        let start = text.iter().position(|b| !b.is_ascii_whitespace());
+        let Some(start) = start else {
+            return Format::Csv;
+        };
+        let text = &text[start..];
+        match text[0] {
+            b'[' => Format::Json,
+            b'{' if first_line_is_an_object(text) => Format::Ndjson,
+            b'{' => Format::Json,
+            _ => Format::Csv,
+        }
+    }
+
+    /// Spreadsheet types are often mixed up by clients (an `.xlsx` sent as
+    /// `application/vnd.ms-excel`, or a `.csv` labelled so by Windows, where
+    /// Excel owns the extension): for them the bytes decide. Other formats
+    /// are taken as declared.
+    pub fn refine(self, prefix: &[u8]) -> Format {
+        match self {
+            Format::Xls | Format::Xlsx => Format::sniff(prefix),
+            other => other,
         }
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
             Format::Csv => "csv",
+            Format::Xlsx => "xlsx",
+            Format::Xls => "xls",
+            Format::Json => "json",
+            Format::Ndjson => "ndjson",
         }
+    }
+}
+
+/// Whether `text` (starting with `{`) begins with one complete JSON object
+/// on its first line that is not the `{"rows": [...]}` wrapper: NDJSON
+/// rather than one JSON document.
+fn first_line_is_an_object(text: &[u8]) -> bool {
+    let end = text.iter().position(|&b| b == b'\n').unwrap_or(text.len());
+    match serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&text[..end]) {
+        Ok(object) => !object.get("rows").is_some_and(|r| r.is_array()),
+        Err(_) => false,
     }
 }
 
@@ -49,12 +151,15 @@ pub enum Cell {
     Bool(bool),
     Date(NaiveDate),
     DateTime(NaiveDateTime),
+    /// A spreadsheet error value (`#N/A`, `#DIV/0!`): never a value.
+    Error(String),
 }
 
 /// One data row of the file.
 #[derive(Debug, Clone)]
 pub struct RawRow {
-    /// The number a person sees: for CSV the header is row 1.
+    /// The number a person sees: for CSV and spreadsheets the header is
+    /// row 1; for JSON the 1-based position of the object.
     pub row: u64,
     pub cells: Vec<Cell>,
 }
@@ -71,6 +176,13 @@ pub struct Options {
     /// Most columns accepted in the header.
     #[serde(default)]
     pub max_columns: usize,
+    /// CSV: the encoding named by `?encoding=` (a WHATWG label); UTF-8 with
+    /// its BOM honoured when absent, UTF-16 detected by its BOM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
+    /// Excel: the sheet to read; the first when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sheet: Option<String>,
 }
 
 /// A file-level failure: the job becomes `invalid` with this code.
@@ -106,5 +218,100 @@ pub fn open(
 ) -> Result<RowSource, FileError> {
     match format {
         Format::Csv => csv::open(reader, options),
+        Format::Xlsx => xlsx::open_xlsx(reader, options),
+        Format::Xls => xlsx::open_xls(reader, options),
+        Format::Json => json::open_json(reader, options),
+        Format::Ndjson => json::open_ndjson(reader, options),
+    }
+}
+
+/// What a reader running on its own thread hands over: the header first,
+/// then the rows.
+pub enum Item {
+    Header(Vec<String>),
+    Row(RawRow),
+}
+
+/// The sending end given to a reader run by [`produce`].
+pub struct Emit {
+    tx: std::sync::mpsc::SyncSender<Result<Item, FileError>>,
+}
+
+/// The code of the failure a reader sees when its rows are no longer wanted.
+const STOPPED: &str = "stopped";
+
+impl Emit {
+    /// Hands over the header or a row; fails once nobody is reading.
+    pub fn send(&self, item: Item) -> Result<(), FileError> {
+        self.tx
+            .send(Ok(item))
+            .map_err(|_| FileError::new(STOPPED, "the rows are no longer read"))
+    }
+}
+
+/// Runs a reader that cannot be an iterator itself (a serde visitor drives
+/// the JSON parse; calamine's cell reader borrows its workbook) on its own
+/// thread, feeding a small bounded channel: memory holds a few rows, and
+/// the reader stops when the rows are no longer wanted. A panic in a
+/// third-party parser becomes an `unreadable` file, never a stuck job.
+pub fn produce<F>(read: F) -> Result<RowSource, FileError>
+where
+    F: FnOnce(&Emit) -> Result<(), FileError> + Send + 'static,
+{
+    let (tx, rx) = std::sync::mpsc::sync_channel(64);
+    std::thread::Builder::new()
+        .name("ingest".into())
+        .spawn(move || {
+            let emit = Emit { tx };
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(&emit)));
+            let failure = match result {
+                Ok(Ok(())) => return,
+                Ok(Err(e)) if e.code == STOPPED => return,
+                Ok(Err(e)) => e,
+                Err(_) => FileError::new("unreadable", "the file could not be read"),
+            };
+            let _ = emit.tx.send(Err(failure));
+        })
+        .map_err(read_error)?;
+    match rx.recv() {
+        Ok(Ok(Item::Header(header))) => Ok(RowSource {
+            header,
+            rows: Box::new(rx.into_iter().map(|item| match item {
+                Ok(Item::Row(row)) => Ok(row),
+                Ok(Item::Header(_)) => Err(FileError::new("unreadable", "a second header")),
+                Err(e) => Err(e),
+            })),
+        }),
+        Ok(Ok(Item::Row(_))) => Err(FileError::new("unreadable", "rows before the header")),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(FileError::new("no_rows", "the file is empty")),
+    }
+}
+
+/// The message of a reader that failed unexpectedly.
+pub fn read_error(e: impl std::fmt::Display) -> FileError {
+    FileError::new("unreadable", format!("cannot read the file: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_are_sniffed_from_the_first_bytes() {
+        assert_eq!(Format::sniff(b"PK\x03\x04rest"), Format::Xlsx);
+        assert_eq!(Format::sniff(OLE2_MAGIC), Format::Xls);
+        assert_eq!(Format::sniff(b"\xEF\xBB\xBF  [{\"a\":1}]"), Format::Json);
+        assert_eq!(Format::sniff(b"{\"rows\": [\n{\"a\": 1}]}"), Format::Json);
+        assert_eq!(Format::sniff(b"{\"a\": 1}\n{\"a\": 2}\n"), Format::Ndjson);
+        assert_eq!(Format::sniff(b"{\"a\": 1}\n"), Format::Ndjson);
+        assert_eq!(Format::sniff(b"{\"rows\": [{\"a\": 1}]}"), Format::Json);
+        assert_eq!(Format::sniff(b"{\n  \"a\": 1\n}\n"), Format::Json);
+        assert_eq!(Format::sniff(b"a,b\n1,2\n"), Format::Csv);
+        assert_eq!(Format::sniff(b""), Format::Csv);
+        assert_eq!(Format::Xls.refine(b"PK\x03\x04"), Format::Xlsx);
+        assert_eq!(Format::Xlsx.refine(OLE2_MAGIC), Format::Xls);
+        assert_eq!(Format::Xls.refine(b"sku,name\n"), Format::Csv);
+        assert_eq!(Format::Json.refine(b"PK\x03\x04"), Format::Json);
     }
 }

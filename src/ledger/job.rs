@@ -76,6 +76,12 @@ pub struct JobOptions {
     pub delimiter: Option<u8>,
     #[serde(default)]
     pub reject_unknown_columns: bool,
+    /// CSV: `?encoding=`, as given (checked at upload).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
+    /// Excel: `?sheet=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sheet: Option<String>,
 }
 
 /// The uploaded file.

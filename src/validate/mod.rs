@@ -66,7 +66,11 @@ pub fn match_header(module: &Module, header: &[String]) -> Result<HeaderMap, Fil
                 ));
             }
             Some(&col) => position[col] = Some(file_idx),
-            None => unknown.push(h.trim().to_string()),
+            // Shown in warnings and messages: shortened, and without NULs
+            // (which no database text column holds).
+            None => unknown.push(value::cell_text(&crate::ingest::Cell::Text(
+                h.trim().to_string(),
+            ))),
         }
     }
     let missing: Vec<&str> = module

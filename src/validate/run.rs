@@ -63,12 +63,24 @@ pub async fn validate(
             delimiter: job.options.delimiter,
             max_cell_bytes: setup.max_cell_bytes,
             max_columns: setup.max_columns,
+            encoding: job.options.encoding.clone(),
+            sheet: job.options.sheet.clone(),
         };
         let (zone, max_rows) = (setup.zone, setup.max_rows);
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
             let blob = BlobReader::new(db, runtime, &job.file.sha256);
-            let result = read_file(&module, &job, blob, &options, zone, max_rows, &tx);
+            // A panic in a parser must end the job as unreadable, not leave
+            // it validating to be retried for ever.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                read_file(&module, &job, blob, &options, zone, max_rows, &tx)
+            }))
+            .unwrap_or_else(|_| {
+                Err(FileError::new(
+                    "unreadable",
+                    "the file could not be read (the reader failed)",
+                ))
+            });
             if let Err(e) = result {
                 let _ = tx.blocking_send(Err(e));
             }

@@ -109,17 +109,18 @@ pub fn parse(cell: &Cell, column: &Column, rules: &Rules) -> Result<Option<Value
         Cell::Empty => None,
         Cell::Text(s) if s.trim().is_empty() => None,
         Cell::Text(s) => {
-            if s.len() > rules.max_cell_bytes && rules.max_cell_bytes > 0 {
-                return Err(err(
-                    "too_long",
-                    format!(
-                        "the cell has {} bytes; at most {} are accepted",
-                        s.len(),
-                        rules.max_cell_bytes
-                    ),
-                ));
-            }
+            check_size(s, rules)?;
             Some(parse_text(s, column, rules)?)
+        }
+        Cell::Number(s) => {
+            check_size(s, rules)?;
+            Some(parse_typed(cell, column, rules)?)
+        }
+        Cell::Error(e) => {
+            return Err(err(
+                "type",
+                format!("the cell holds the spreadsheet error {e}, not a value"),
+            ));
         }
         other => Some(parse_typed(other, column, rules)?),
     };
@@ -130,6 +131,29 @@ pub fn parse(cell: &Cell, column: &Column, rules: &Rules) -> Result<Option<Value
         return check_text(s, column).map(|v| Some(Value::Text(v)));
     }
     Ok(value)
+}
+
+/// The cell size limit, and text no table can store.
+fn check_size(s: &str, rules: &Rules) -> Result<(), CellError> {
+    if s.len() > rules.max_cell_bytes && rules.max_cell_bytes > 0 {
+        return Err(err(
+            "too_long",
+            format!(
+                "the cell has {} bytes; at most {} are accepted",
+                s.len(),
+                rules.max_cell_bytes
+            ),
+        ));
+    }
+    if s.contains('\0') {
+        // PostgreSQL text cannot hold NUL; a NUL usually means a binary or
+        // UTF-16 file read as text.
+        return Err(err(
+            "format",
+            "the cell holds a NUL character (is the file binary, or UTF-16 without a BOM?)".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Applies a text column's length limit and allowed values.
@@ -286,6 +310,9 @@ fn parse_typed(cell: &Cell, column: &Column, rules: &Rules) -> Result<Value, Cel
         (ColumnType::Text, Cell::Float(f)) => Ok(Value::Text(f.to_string())),
         (ColumnType::Text, Cell::Bool(b)) => Ok(Value::Text(b.to_string())),
         (ColumnType::Text, Cell::Date(d)) => Ok(Value::Text(d.format("%Y-%m-%d").to_string())),
+        (ColumnType::Text, Cell::DateTime(d)) => {
+            Ok(Value::Text(d.format("%Y-%m-%d %H:%M:%S").to_string()))
+        }
         (_, Cell::Int(i)) => parse_text(&i.to_string(), column, rules),
         (_, Cell::Number(n)) => parse_text(n, column, rules),
         (ColumnType::Integer | ColumnType::Bigint | ColumnType::Numeric, Cell::Float(f)) => {
@@ -305,6 +332,7 @@ fn parse_typed(cell: &Cell, column: &Column, rules: &Rules) -> Result<Value, Cel
         (_, Cell::Date(d)) => Err(mismatch(&d.to_string())),
         (_, Cell::DateTime(d)) => Err(mismatch(&d.to_string())),
         (_, Cell::Empty) => Err(mismatch("an empty cell")),
+        (_, Cell::Error(e)) => Err(mismatch(e)),
     }
 }
 
@@ -317,11 +345,15 @@ fn local_to_utc(dt: NaiveDateTime, rules: &Rules) -> Result<Value, CellError> {
         .ok_or_else(|| err("format", format!("{dt} does not exist in {}", rules.zone)))
 }
 
-/// The text of a cell for an error report (long cells shortened).
+/// The text of a cell for an error report (long cells shortened, without
+/// copying them whole first).
 pub fn cell_text(cell: &Cell) -> String {
     let s = match cell {
         Cell::Empty => String::new(),
-        Cell::Text(s) | Cell::Number(s) => s.clone(),
+        Cell::Text(s) | Cell::Number(s) | Cell::Error(s) => {
+            let end = s.char_indices().nth(201).map_or(s.len(), |(i, _)| i);
+            s[..end].replace('\0', "\u{FFFD}")
+        }
         Cell::Int(i) => i.to_string(),
         Cell::Float(f) => f.to_string(),
         Cell::Bool(b) => b.to_string(),

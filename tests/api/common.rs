@@ -70,7 +70,7 @@ pub async fn fresh_database(dir: &std::path::Path) -> String {
     }
 }
 
-async fn fresh_postgres(server: &str) -> String {
+pub async fn fresh_postgres(server: &str) -> String {
     let server = server.trim_end_matches('/');
     let name = format!("igt_{}", ulid::Ulid::generate().to_string().to_lowercase());
     let admin = Db::connect(&format!("{server}/postgres"))
@@ -235,6 +235,14 @@ impl TestApp {
             .await;
         rows[0][0].as_deref().unwrap_or("0").parse().expect("count")
     }
+}
+
+/// A body sent in chunks without `Content-Length`, as a streaming client
+/// sends it.
+pub fn streamed(bytes: Vec<u8>, chunk: usize) -> reqwest::Body {
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        bytes.chunks(chunk).map(|c| Ok(c.to_vec())).collect();
+    reqwest::Body::wrap_stream(futures::stream::iter(chunks))
 }
 
 /// Reads a problem answer and checks its status and code.

@@ -159,22 +159,15 @@ async fn bodies_over_the_limit_are_refused_before_any_job() {
     .await;
     assert_eq!(body["limit"], 1000);
     // Without Content-Length (a streamed body), the limit holds while reading.
-    let stream = futures::stream::iter(
-        big.into_bytes()
-            .chunks(100)
-            .map(|c| Ok::<_, std::io::Error>(c.to_vec()))
-            .collect::<Vec<_>>(),
-    );
-    // Its own client: the server answers before the body is sent and closes
-    // the connection, which a pooled client might otherwise reuse.
-    let resp = reqwest::Client::new()
-        .post(app.url("/api/import/customers"))
-        .header("X-API-Key", &sub)
-        .header("Content-Type", "text/csv")
-        .body(reqwest::Body::wrap_stream(stream))
-        .send()
-        .await
-        .unwrap();
+    let resp = app
+        .upload_raw(
+            &sub,
+            "customers",
+            "",
+            "text/csv",
+            streamed(big.into_bytes(), 100),
+        )
+        .await;
     problem(resp, StatusCode::PAYLOAD_TOO_LARGE, "too_large").await;
     let list = app.get_json(&sub, "/api/jobs").await;
     assert_eq!(list["jobs"].as_array().unwrap().len(), 0);

@@ -5,7 +5,10 @@ mod common;
 
 mod cli;
 mod errors;
+mod fixtures;
+mod formats;
 mod gate;
+mod hostile;
 mod ledger;
 mod modules;
 mod pipeline;

@@ -71,7 +71,7 @@ async fn templates_come_as_csv_and_json() {
     let json = app
         .get_json(&sub, "/api/modules/orders/template?format=json")
         .await;
-    assert_eq!(json[0]["qty"], "1");
+    assert_eq!(json[0]["qty"], 1, "integers are JSON numbers");
     problem(
         app.get(&sub, "/api/modules/orders/template?format=pdf")
             .await,

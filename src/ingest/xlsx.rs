@@ -1,0 +1,370 @@
+//! Excel workbooks through calamine: XLSX (streamed cell by cell) and the
+//! older XLS (BIFF, which calamine reads a sheet at a time).
+//!
+//! calamine needs `Read + Seek`, so the stored file is spooled to a
+//! temporary file first. Before anything is inflated, the zip container's
+//! directory is checked against the decompression limits of API.md
+//! section 10, so a zip bomb is refused from its sizes, not by running it.
+//!
+//! Cells keep their spreadsheet types: a number that holds an integer is an
+//! integer (no `12.0`), date cells are dates or date-times, formulas give
+//! their cached value, error cells (`#N/A`) are errors. Row numbers are the
+//! sheet's; the header is the first row with any content, and rows and
+//! columns with nothing in them are ignored.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+
+use calamine::{Data, DataRef, Reader, Xls, Xlsx};
+use chrono::NaiveTime;
+
+use super::{Cell, Emit, FileError, Item, Options, RawRow, RowSource, produce, read_error, spool};
+
+/// The most an XLSX may expand to, in bytes.
+pub const MAX_UNCOMPRESSED: u64 = 2 << 30;
+/// The most an XLSX may expand relative to its own size.
+pub const MAX_RATIO: u64 = 100;
+/// Directory limits checked before the zip crate reads the directory into
+/// memory: an XLSX has a few dozen parts, a hostile zip may claim millions.
+const MAX_ENTRIES: u64 = 10_000;
+const MAX_DIRECTORY_BYTES: u64 = 16 << 20;
+/// calamine keeps the workbook's shared string table in memory (every cell
+/// refers to it by index), so its size is capped on its own: 256 MiB of
+/// XML is millions of distinct strings.
+pub const MAX_SHARED_STRINGS: u64 = 256 << 20;
+
+pub fn open_xlsx(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
+    let (wanted, max_columns) = (options.sheet.clone(), options.max_columns);
+    produce(move |emit| {
+        let file = spool::to_file(reader)?;
+        check_zip(&file)?;
+        let mut book = Xlsx::new(BufReader::new(file)).map_err(|e| unreadable("XLSX", e))?;
+        let sheet = pick_sheet(book.sheet_names(), wanted.as_deref())?;
+        let mut cells = book
+            .worksheet_cells_reader(&sheet)
+            .map_err(|e| unreadable("XLSX", e))?;
+        let mut rows = Assembler::new(emit, max_columns);
+        while let Some(cell) = cells.next_cell().map_err(|e| unreadable("XLSX", e))? {
+            let (row, column) = cell.get_position();
+            let value: &DataRef = cell.get_value();
+            rows.cell(row, column, &Data::from(value.clone()))?;
+        }
+        rows.finish()
+    })
+}
+
+pub fn open_xls(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
+    let (wanted, max_columns) = (options.sheet.clone(), options.max_columns);
+    produce(move |emit| {
+        let file = spool::to_file(reader)?;
+        let mut book = Xls::new(BufReader::new(file)).map_err(|e| unreadable("XLS", e))?;
+        let sheet = pick_sheet(book.sheet_names(), wanted.as_deref())?;
+        let range = book
+            .worksheet_range(&sheet)
+            .map_err(|e| unreadable("XLS", e))?;
+        let (top, left) = range.start().unwrap_or((0, 0));
+        let mut rows = Assembler::new(emit, max_columns);
+        for (row, column, value) in range.used_cells() {
+            let (row, column) = (
+                top.saturating_add(row as u32),
+                left.saturating_add(column as u32),
+            );
+            rows.cell(row, column, value)?;
+        }
+        rows.finish()
+    })
+}
+
+fn unreadable(kind: &str, e: impl std::fmt::Display) -> FileError {
+    FileError::new(
+        "unreadable",
+        format!("the file is not readable as {kind}: {e}"),
+    )
+}
+
+/// The sheet asked for, or the first.
+fn pick_sheet(names: Vec<String>, wanted: Option<&str>) -> Result<String, FileError> {
+    match wanted {
+        Some(w) => names
+            .iter()
+            .find(|n| n.as_str() == w)
+            .or_else(|| names.iter().find(|n| n.eq_ignore_ascii_case(w)))
+            .cloned()
+            .ok_or_else(|| {
+                FileError::new(
+                    "unknown_sheet",
+                    format!(
+                        "the workbook has no sheet {w:?}; its sheets are: {}",
+                        names.join(", ")
+                    ),
+                )
+            }),
+        None => names
+            .into_iter()
+            .next()
+            .ok_or_else(|| FileError::new("no_rows", "the workbook has no sheets")),
+    }
+}
+
+/// Refuses a zip whose parts would expand past the limits, reading only its
+/// directory. The zip crate also refuses to inflate a part past the size
+/// the directory declares, so the declared sizes are the real bound.
+fn check_zip(file: &File) -> Result<(), FileError> {
+    let compressed = file.metadata().map_err(read_error)?.len();
+    check_directory(&mut spool::reopen(file)?, compressed)?;
+    let mut zip = zip::ZipArchive::new(BufReader::new(spool::reopen(file)?))
+        .map_err(|e| unreadable("XLSX", e))?;
+    let mut total = 0u64;
+    for i in 0..zip.len() {
+        let part = zip.by_index_raw(i).map_err(|e| unreadable("XLSX", e))?;
+        if part.name_raw().ends_with(b"sharedStrings.xml") && part.size() > MAX_SHARED_STRINGS {
+            return Err(FileError::new(
+                "unreadable",
+                format!(
+                    "the XLSX's shared string table is {} bytes; at most {} MiB are accepted",
+                    part.size(),
+                    MAX_SHARED_STRINGS >> 20
+                ),
+            ));
+        }
+        total = total.saturating_add(part.size());
+    }
+    let limit = MAX_UNCOMPRESSED.min(compressed.saturating_mul(MAX_RATIO));
+    if total > limit {
+        return Err(FileError::new(
+            "unreadable",
+            format!(
+                "the XLSX would expand from {compressed} to {total} bytes; at most {} GiB \
+                 and {MAX_RATIO} times the file's size are accepted",
+                MAX_UNCOMPRESSED >> 30
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads the zip's end-of-central-directory record by hand (the zip crate
+/// reads the whole directory into memory before it says how big it is) and
+/// refuses directories an XLSX never has. ZIP64 records are left to the
+/// zip crate.
+fn check_directory(file: &mut File, len: u64) -> Result<(), FileError> {
+    const EOCD: &[u8] = b"PK\x05\x06";
+    let tail_len = len.min(22 + 65_535);
+    file.seek(SeekFrom::Start(len - tail_len))
+        .map_err(read_error)?;
+    let mut tail = vec![0u8; tail_len as usize];
+    file.read_exact(&mut tail).map_err(read_error)?;
+    let Some(at) = tail.windows(4).rposition(|w| w == EOCD) else {
+        return Err(FileError::new(
+            "unreadable",
+            "the file is not readable as XLSX: its zip directory is missing (the file is cut off?)",
+        ));
+    };
+    let record = &tail[at..];
+    if record.len() < 22 {
+        return Err(FileError::new(
+            "unreadable",
+            "the file is not readable as XLSX: its zip directory is cut off",
+        ));
+    }
+    let entries = u16::from_le_bytes([record[10], record[11]]) as u64;
+    let size = u32::from_le_bytes([record[12], record[13], record[14], record[15]]) as u64;
+    let zip64 = entries == 0xFFFF || size == 0xFFFF_FFFF;
+    if !zip64 && (entries > MAX_ENTRIES || size > MAX_DIRECTORY_BYTES) {
+        return Err(FileError::new(
+            "unreadable",
+            format!(
+                "the XLSX's zip holds {entries} parts in a {size}-byte directory; \
+                 a workbook has far fewer"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Builds rows from cells that arrive row by row, left to right.
+struct Assembler<'a> {
+    emit: &'a Emit,
+    max_columns: usize,
+    /// The sheet row being built (0-based) and its cells.
+    current: Option<u32>,
+    cells: Vec<Cell>,
+    header: Option<usize>,
+}
+
+impl<'a> Assembler<'a> {
+    fn new(emit: &'a Emit, max_columns: usize) -> Assembler<'a> {
+        Assembler {
+            emit,
+            max_columns: if max_columns == 0 {
+                16_384
+            } else {
+                max_columns
+            },
+            current: None,
+            cells: Vec::new(),
+            header: None,
+        }
+    }
+
+    fn cell(&mut self, row: u32, column: u32, value: &Data) -> Result<(), FileError> {
+        if self.current != Some(row) {
+            self.flush()?;
+            self.current = Some(row);
+        }
+        let cell = convert(value);
+        if cell == Cell::Empty {
+            return Ok(());
+        }
+        let column = column as usize;
+        // Cells far right of the header can only be "more cells than the
+        // header" errors; one past the limit is enough to report that.
+        let cap = self.header.unwrap_or(self.max_columns) + self.max_columns;
+        if column >= cap {
+            if self.header.is_none() {
+                return Err(too_many_columns(self.max_columns));
+            }
+            if self.cells.len() <= cap {
+                self.cells.resize(cap, Cell::Empty);
+                self.cells.push(cell);
+            }
+            return Ok(());
+        }
+        if self.cells.len() <= column {
+            self.cells.resize(column + 1, Cell::Empty);
+        }
+        self.cells[column] = cell;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), FileError> {
+        let Some(row) = self.current.take() else {
+            return Ok(());
+        };
+        let cells = std::mem::take(&mut self.cells);
+        if cells.iter().all(|c| *c == Cell::Empty) {
+            return Ok(());
+        }
+        match self.header {
+            None => {
+                if cells.len() > self.max_columns {
+                    return Err(too_many_columns(self.max_columns));
+                }
+                self.header = Some(cells.len());
+                let header = cells.iter().map(header_text).collect();
+                self.emit.send(Item::Header(header))
+            }
+            Some(_) => self.emit.send(Item::Row(RawRow {
+                row: row as u64 + 1,
+                cells,
+            })),
+        }
+    }
+
+    fn finish(mut self) -> Result<(), FileError> {
+        self.flush()
+    }
+}
+
+fn too_many_columns(max: usize) -> FileError {
+    FileError::new(
+        "too_many_columns",
+        format!("the header has more than {max} columns; at most {max} are accepted"),
+    )
+}
+
+/// A spreadsheet value as a cell.
+fn convert(value: &Data) -> Cell {
+    match value {
+        Data::Empty => Cell::Empty,
+        Data::String(s) | Data::DateTimeIso(s) | Data::DurationIso(s) => {
+            if s.trim().is_empty() {
+                Cell::Empty
+            } else {
+                Cell::Text(s.clone())
+            }
+        }
+        Data::Int(i) => Cell::Int(*i),
+        // Spreadsheets keep every number as a double: a whole one is an
+        // integer, as the person typed it.
+        Data::Float(f) if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 => {
+            Cell::Int(*f as i64)
+        }
+        Data::Float(f) => Cell::Float(*f),
+        Data::Bool(b) => Cell::Bool(*b),
+        Data::DateTime(d) if d.is_duration() => Cell::Float(d.as_f64()),
+        Data::DateTime(d) => match d.as_datetime() {
+            Some(dt) if dt.time() == NaiveTime::MIN => Cell::Date(dt.date()),
+            Some(dt) => Cell::DateTime(dt),
+            None => Cell::Error(format!("{} is not a date", d.as_f64())),
+        },
+        Data::Error(e) => Cell::Error(e.to_string()),
+    }
+}
+
+/// A header cell as text.
+fn header_text(cell: &Cell) -> String {
+    match cell {
+        Cell::Empty => String::new(),
+        Cell::Text(s) | Cell::Number(s) | Cell::Error(s) => s.trim().to_string(),
+        Cell::Int(i) => i.to_string(),
+        Cell::Float(f) => f.to_string(),
+        Cell::Bool(b) => b.to_string(),
+        Cell::Date(d) => d.format("%Y-%m-%d").to_string(),
+        Cell::DateTime(d) => d.format("%Y-%m-%d %H:%M:%S").to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A zip with one small part whose directory entry claims `declared` bytes.
+    fn zip_claiming(name: &str, declared: u32) -> File {
+        let mut out = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        out.start_file(name, options).unwrap();
+        out.write_all(&[b' '; 1000]).unwrap();
+        let mut bytes = out.finish().unwrap().into_inner();
+        let at = bytes.windows(4).rposition(|w| w == b"PK\x01\x02").unwrap();
+        bytes[at + 24..at + 28].copy_from_slice(&declared.to_le_bytes());
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&bytes).unwrap();
+        file
+    }
+
+    #[test]
+    fn declared_sizes_are_checked_before_inflating() {
+        let ok = zip_claiming("xl/sharedStrings.xml", 1000);
+        assert!(check_zip(&ok).is_ok());
+        let strings = zip_claiming("xl/sharedStrings.xml", 300 << 20);
+        let err = check_zip(&strings).unwrap_err();
+        assert!(
+            err.message.contains("shared string table"),
+            "{}",
+            err.message
+        );
+        let bomb = zip_claiming("xl/worksheets/sheet1.xml", 300 << 20);
+        let err = check_zip(&bomb).unwrap_err();
+        assert!(err.message.contains("would expand"), "{}", err.message);
+    }
+
+    #[test]
+    fn whole_numbers_are_integers_and_dates_are_dates() {
+        assert_eq!(convert(&Data::Float(12.0)), Cell::Int(12));
+        assert_eq!(convert(&Data::Float(12.5)), Cell::Float(12.5));
+        assert_eq!(convert(&Data::Float(1e300)), Cell::Float(1e300));
+        assert_eq!(convert(&Data::String("  ".into())), Cell::Empty);
+        let day =
+            calamine::ExcelDateTime::new(45382.0, calamine::ExcelDateTimeType::DateTime, false);
+        assert_eq!(
+            convert(&Data::DateTime(day)),
+            Cell::Date(chrono::NaiveDate::from_ymd_opt(2024, 3, 31).unwrap())
+        );
+        let noon =
+            calamine::ExcelDateTime::new(45382.5, calamine::ExcelDateTimeType::DateTime, false);
+        assert!(matches!(convert(&Data::DateTime(noon)), Cell::DateTime(_)));
+    }
+}
