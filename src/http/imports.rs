@@ -152,10 +152,28 @@ async fn upload(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let module = super::module(&app, &key)?.clone();
+    let job = accept(&app, &caller, &key, query.as_deref(), &headers, body).await?;
+    if let Some(wait) = super::prefer_wait(&headers) {
+        super::wait_for_job(&app, &job.id, wait).await?;
+    }
+    super::jobs::job_response(&app, &job.id, StatusCode::ACCEPTED).await
+}
+
+/// An upload, for the API and the console alike: checks the module, the
+/// caller's scope, the query and the format, streams the body into the
+/// store and records the job as `validating`. Returns the new job.
+pub async fn accept(
+    app: &App,
+    caller: &Caller,
+    module_key: &str,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    body: Body,
+) -> ApiResult<Job> {
+    let module = super::module(app, module_key)?.clone();
     caller.check_module(&module)?;
-    let params = params(query.as_deref())?;
-    let format = format(&headers)?;
+    let params = params(query)?;
+    let format = format(headers)?;
     let limit = app.settings.limits.body_bytes;
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -164,7 +182,7 @@ async fn upload(
     if declared.is_some_and(|n| n > limit) {
         return Err(too_large(limit));
     }
-    let (sha256, bytes, upload_id) = store_body(&app, body, limit).await?;
+    let (sha256, bytes, upload_id) = store_body(app, body, limit).await?;
     let now = store::now();
     let job = Job {
         id: format!("job_{}", ulid::Ulid::generate()),
@@ -175,7 +193,7 @@ async fn upload(
         options: params.options,
         simulated: app.settings.simulate,
         file: FileInfo {
-            name: file_name(&headers),
+            name: file_name(headers),
             format,
             bytes: bytes as i64,
             sha256: sha256.clone(),
@@ -197,10 +215,7 @@ async fn upload(
     tx.commit().await?;
     tracing::info!(job = %job.id, module = %module.key, bytes, "upload accepted");
     app.work.notify_one();
-    if let Some(wait) = super::prefer_wait(&headers) {
-        super::wait_for_job(&app, &job.id, wait).await?;
-    }
-    super::jobs::job_response(&app, &job.id, StatusCode::ACCEPTED).await
+    Ok(job)
 }
 
 /// Streams the body into stored chunks; gives its SHA-256, size and upload id.
