@@ -5,6 +5,7 @@ pub mod auth;
 pub mod health;
 pub mod imports;
 pub mod jobs;
+pub mod key_requests;
 pub mod keys;
 pub mod modules;
 pub mod problem;
@@ -28,7 +29,8 @@ pub fn router(app: Arc<App>) -> Router {
         .merge(modules::routes())
         .merge(imports::routes())
         .merge(jobs::routes())
-        .merge(keys::routes());
+        .merge(keys::routes())
+        .merge(key_requests::routes());
     Router::new()
         .merge(health::routes())
         .merge(api)

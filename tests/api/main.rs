@@ -6,6 +6,7 @@ mod common;
 mod cli;
 mod errors;
 mod gate;
+mod key_requests;
 mod modules;
 mod pipeline;
 mod validation;
