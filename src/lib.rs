@@ -14,12 +14,14 @@
 //! - [`commit`]: the writes of a commit and of a rollback;
 //! - [`worker`]: the leases that run validation, commit and rollback;
 //! - [`http`]: the API; [`keys`]: keys, roles and masking;
+//! - [`console`]: the web console at `/`;
 //! - [`config`] and [`app`]: settings and the running service.
 
 pub mod app;
 pub mod catalog;
 pub mod commit;
 pub mod config;
+pub mod console;
 pub mod http;
 pub mod ingest;
 pub mod keys;

@@ -34,6 +34,7 @@ pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .merge(health::routes())
         .merge(api)
+        .merge(crate::console::routes())
         .layer(axum::middleware::from_fn(problem::problems))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
             let id = req

@@ -3,7 +3,9 @@
 
 mod common;
 
+mod browser;
 mod cli;
+mod console;
 mod errors;
 mod gate;
 mod key_requests;
