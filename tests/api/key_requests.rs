@@ -62,7 +62,10 @@ async fn a_key_request_is_approved_and_collected_exactly_once() {
     let list = app.get(&app.admin, "/api/key-requests").await;
     assert_eq!(list.status(), StatusCode::OK);
     let text = list.text().await.unwrap();
-    assert!(!text.contains(NAME) && !text.contains("rina.kusuma"), "{text}");
+    assert!(
+        !text.contains(NAME) && !text.contains("rina.kusuma"),
+        "{text}"
+    );
     let list: Value = serde_json::from_str(&text).unwrap();
     let r = &list["requests"][0];
     assert_eq!(r["person"]["display"], "Ri***a");
@@ -105,7 +108,9 @@ async fn a_key_request_is_approved_and_collected_exactly_once() {
     assert_eq!(rows[0][1].as_deref(), Some("collected"));
     let key_id = rows[0][2].clone().expect("key id");
     let names = app
-        .sql(&format!("SELECT name, role FROM ig_keys WHERE id = '{key_id}'"))
+        .sql(&format!(
+            "SELECT name, role FROM ig_keys WHERE id = '{key_id}'"
+        ))
         .await;
     assert_eq!(names[0][0].as_deref(), Some(NAME));
     assert_eq!(names[0][1].as_deref(), Some("submitter"));
