@@ -155,7 +155,7 @@ fn render(
                 "curl " (base) "/api/jobs/job_…/errors  -H 'X-API-Key: igk_…'"
             } }
             div.table-wrap {
-                table.small {
+                table.small.endpoints {
                     (layout::table_head(&["Endpoint", "What it does"]))
                     tbody {
                         @for (ep, what) in ENDPOINTS {

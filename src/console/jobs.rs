@@ -160,7 +160,7 @@ async fn list(
                             th scope="col" { "Module" }
                             th scope="col" { "State" }
                             th scope="col" .num { "Rows" }
-                            th scope="col" .num { "Errors" }
+                            th scope="col" .num.col-errors { "Errors" }
                             th scope="col" .col-file { "File" }
                             th scope="col" .col-who { "Submitted by" }
                             th scope="col" .col-time { "Created" }
@@ -175,7 +175,7 @@ async fn list(
                                 td { (j.module) }
                                 td.state-cell { (badge(j.state)) }
                                 td.num data-count="rows" { (count(j.counts.rows)) }
-                                td.num data-count="errors" { (count(j.counts.errors)) }
+                                td.num.col-errors data-count="errors" { (count(j.counts.errors)) }
                                 td.col-file { (j.file.name.as_deref().unwrap_or("—")) }
                                 td.col-who { (person(&people.person(&j.submitter))) }
                                 td.col-time { (ctx.when(&j.created_at)) }

@@ -117,7 +117,7 @@ async fn render(
                     label for="k-expires" { "Expires (optional)" }
                     input #k-expires type="date" name="expires";
                 }
-                div.field { button.btn.btn-primary type="submit" { "Create key" } }
+                div.field.field-submit { button.btn.btn-primary type="submit" { "Create key" } }
             }
         }
         section.panel aria-labelledby="requests-title" {
