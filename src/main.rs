@@ -23,6 +23,13 @@ struct Cli {
 enum Command {
     /// Run the service.
     Serve(ServeArgs),
+    /// The service in simulation over a fresh database with demo jobs in
+    /// every state; prints a submitter, an approver and an admin key.
+    Demo {
+        /// Address to listen on [default: 127.0.0.1:8080]
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+    },
     /// Manage API keys.
     Keys {
         #[command(subcommand)]
@@ -112,6 +119,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve(args).await,
+        Command::Demo { listen } => demo(listen).await,
         Command::Keys {
             command:
                 KeysCommand::Create {
@@ -150,6 +158,32 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen).await?;
     tracing::info!(address = %listener.local_addr()?, simulate = app.settings.simulate, "importgate listening");
     app.serve(listener).await
+}
+
+async fn demo(listen: Option<std::net::SocketAddr>) -> anyhow::Result<()> {
+    init_logs(false);
+    // The database lives as long as the demo: deleted with the directory.
+    let dir = tempfile::tempdir()?;
+    let mut s = Settings {
+        database: format!("sqlite://{}", dir.path().join("demo.db").display()),
+        simulate: true,
+        ..Settings::default()
+    };
+    if let Some(l) = listen {
+        s.listen = l;
+    }
+    let listener = tokio::net::TcpListener::bind(s.listen).await?;
+    let url = format!("http://{}/", listener.local_addr()?);
+    let app = App::open(s).await?;
+    let serving = tokio::spawn(app.clone().serve(listener));
+    eprintln!("preparing the demo ledger…");
+    let keys = importgate::demo::seed(&app).await?;
+    print!("{}", importgate::demo::banner(&url, &keys));
+    use std::io::Write as _;
+    std::io::stdout().flush()?;
+    serving.await??;
+    drop(dir);
+    Ok(())
 }
 
 async fn create_key(common: &Common, name: &str, role: &str, modules: &str) -> anyhow::Result<()> {

@@ -360,3 +360,13 @@ pub async fn get_many(conn: &mut Conn<'_>, ids: &[String]) -> Result<Vec<Job>> {
         q.fetch_all(c).await?.iter().map(job).collect()
     })
 }
+
+/// Gives a job's work lease to `owner` until `until_ms`, whoever held it:
+/// no worker touches the job before then. The demo uses it to leave one job
+/// `validating` for a while; a lapsed hold is claimed like any lease.
+pub async fn hold(conn: &mut Conn<'_>, id: &str, owner: &str, until_ms: i64) -> Result<()> {
+    on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_jobs SET lease_owner = $2, lease_until = $3 WHERE id = $1")
+        .bind(id).bind(owner).bind(until_ms).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
+}

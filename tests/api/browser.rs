@@ -180,6 +180,10 @@ impl Browser {
     /// The whole page as a PNG under `tests/output/{name}.png`.
     pub async fn shot(&self, name: &str) -> PathBuf {
         let (w, h) = self.client.get_window_size().await.expect("size");
+        self.client
+            .execute("window.scrollTo(0, 0);", vec![])
+            .await
+            .expect("scroll");
         let full: Value = self
             .client
             .execute(
@@ -401,5 +405,89 @@ async fn browser_the_job_list_follows_states_without_a_reload() {
         .await
         .unwrap();
     assert_eq!(stayed, Value::Bool(true), "updated in place, not reloaded");
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_a_newcomer_clicks_through_every_state_of_the_demo() {
+    let demo = crate::demo::start_demo().await;
+    let [_, apr, admin] = demo.keys.clone();
+    let b = Browser::start(&demo.base, 1280, 900).await;
+    b.sign_in(&apr).await;
+    assert!(
+        b.text(".sim-banner")
+            .await
+            .contains("Simulation — nothing is written")
+    );
+    b.shot("demo-jobs-1280").await;
+    // Every job of the list opens, with its state, and every state is there.
+    let links = b
+        .client
+        .find_all(Locator::Css("table.jobs th a"))
+        .await
+        .unwrap();
+    let mut paths = Vec::new();
+    for l in &links {
+        paths.push(l.attr("href").await.unwrap().unwrap());
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for path in &paths {
+        b.goto(path).await;
+        let state = b
+            .find("h1 .badge")
+            .await
+            .attr("data-state")
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(b.text(".sim-banner").await.contains("nothing is written"));
+        let shot = match state.as_str() {
+            "awaiting_approval" if seen.contains("awaiting_approval") => None,
+            s => Some(format!("demo-job-{s}-1280")),
+        };
+        if seen.insert(state.clone())
+            && let Some(name) = shot
+        {
+            b.shot(&name).await;
+        }
+    }
+    for state in [
+        "validating",
+        "invalid",
+        "failed",
+        "awaiting_approval",
+        "committed",
+        "rejected",
+        "cancelled",
+        "expired",
+        "rollback_pending",
+        "rolled_back",
+    ] {
+        assert!(seen.contains(state), "no {state} page: {seen:?}");
+    }
+    // The update the approver decided shows before -> after.
+    b.goto("/jobs?module=customers&state=committed").await;
+    b.click("table.jobs th a").await;
+    b.click("nav.tabs a[href*='action=update']").await;
+    b.find("td.cell-changed del").await;
+    b.shot("demo-job-update-1280").await;
+    // The big job pages.
+    b.goto("/jobs?module=products&state=awaiting_approval")
+        .await;
+    b.click("table.jobs th a").await;
+    b.click("a[rel=next]").await;
+    b.wait_text(".pager .range", "Rows 51–100").await;
+    b.client.set_window_size(390, 844).await.unwrap();
+    b.goto("/jobs").await;
+    b.shot("demo-jobs-390").await;
+    b.sign_out().await;
+    b.client.set_window_size(1280, 900).await.unwrap();
+    b.sign_in(&admin).await;
+    b.goto("/keys").await;
+    b.shot("demo-keys-1280").await;
+    b.goto("/developers").await;
+    b.shot("demo-developers-1280").await;
+    b.client.set_window_size(390, 844).await.unwrap();
+    b.shot("demo-developers-390").await;
     b.close().await;
 }

@@ -6,6 +6,7 @@ mod common;
 mod browser;
 mod cli;
 mod console;
+mod demo;
 mod errors;
 mod gate;
 mod key_requests;
