@@ -130,6 +130,9 @@ fn too_large(limit: u64) -> Problem {
         format!("the body is larger than the limit of {limit} bytes"),
     )
     .with("limit", serde_json::json!(limit))
+    // The rest of the body is not read, so the connection cannot carry
+    // another request: say so, or a client may reuse it and fail.
+    .header(header::CONNECTION, "close".to_string())
 }
 
 /// The file name from `Content-Disposition`, if the client sent one.
