@@ -302,7 +302,7 @@ async fn render_detail(
             (counts_panel(&job))
             (problem_panel(&job))
             (warnings_panel(&job))
-            (gate_panel(&ctx, &job, &people))
+            (gate_panel(&ctx, &job, &people, &events))
             (actions_panel(app, signed, &job))
         }
         (preview_section(&job, &module, action, offset, total, &rows))
@@ -396,7 +396,13 @@ fn warnings_panel(job: &Job) -> Markup {
     }
 }
 
-fn gate_panel(ctx: &Ctx, job: &Job, people: &People) -> Markup {
+fn gate_panel(ctx: &Ctx, job: &Job, people: &People, events: &[EventRecord]) -> Markup {
+    // A rollback request's reason is what its approver decides on.
+    let reason = events
+        .iter()
+        .rev()
+        .find(|e| e.event == Move::Rollback.as_str())
+        .and_then(|e| e.comment.as_deref());
     html! {
         @if let Some(g) = &job.gate {
             section.panel aria-labelledby="gate-title" {
@@ -405,6 +411,9 @@ fn gate_panel(ctx: &Ctx, job: &Job, people: &People) -> Markup {
                     @if g.action == "rollback" { "Rollback" } @else { "Commit" }
                     " requested by " (person(&people.person(&g.requested_by)))
                     " · " (ctx.when(&g.requested_at))
+                }
+                @if g.action == "rollback" && let Some(r) = reason {
+                    blockquote.reason { (r) }
                 }
                 @if !job.decisions.is_empty() {
                     ul.decisions {

@@ -357,13 +357,34 @@ async fn browser_upload_fix_approve_and_roll_back_through_the_gate() {
     b.decide("rollback", "Nomor WA salah format; batalkan.")
         .await;
     b.wait_text("h1 .badge", "Rollback pending").await;
+    assert!(
+        b.text("blockquote.reason")
+            .await
+            .contains("Nomor WA salah format")
+    );
     b.shot("job-rollback-pending-1280").await;
     b.sign_out().await;
 
-    // A second approver approves the rollback: the rows are gone.
+    // A second approver approves the rollback, with the keyboard only:
+    // Enter opens the confirmation, then types the comment and confirms.
     b.sign_in(&apr2).await;
     b.goto(&job).await;
-    b.decide("approve", "").await;
+    const ENTER: &str = "\u{E007}";
+    b.find("details.action-approve > summary")
+        .await
+        .send_keys(ENTER)
+        .await
+        .unwrap();
+    b.find("#comment-approve")
+        .await
+        .send_keys("Setuju.")
+        .await
+        .unwrap();
+    b.find("details.action-approve button[data-confirm-button]")
+        .await
+        .send_keys(ENTER)
+        .await
+        .unwrap();
     b.wait_text("h1 .badge", "Rolled back").await;
     assert_eq!(app.count(TABLE).await, 0);
     let api = app.job(&apr2, job.trim_start_matches("/jobs/")).await;

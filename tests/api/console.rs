@@ -600,3 +600,31 @@ async fn the_preview_pages_in_the_database_on_a_large_job() {
     );
     assert_eq!(html.matches("<tr class=\"row-insert\"").count(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_simulate_shows_the_banner_on_every_page() {
+    let plain = spawn_app().await;
+    let html = Console::new(&plain).page("/signin").await;
+    assert!(!html.contains("Simulation — nothing is written"));
+
+    let app = spawn_app_with(|s| s.simulate = true).await;
+    let sub = app.submitter().await;
+    let job = app.upload(&sub, "customers", "", CUSTOMERS).await;
+    let mut c = Console::new(&app);
+    for path in ["/signin", "/developers"] {
+        assert!(
+            c.page(path)
+                .await
+                .contains("Simulation — nothing is written")
+        );
+    }
+    c.sign_in(&sub).await;
+    for path in [
+        "/jobs".to_string(),
+        "/upload".to_string(),
+        format!("/jobs/{}", job["id"].as_str().unwrap()),
+    ] {
+        let html = c.page(&path).await;
+        assert!(html.contains("Simulation — nothing is written"), "{path}");
+    }
+}
