@@ -102,8 +102,13 @@ fn settings(common: &Common) -> anyhow::Result<Settings> {
 }
 
 fn init_logs(json: bool) {
+    init_logs_at(json, "info,sqlx=warn");
+}
+
+/// Logs to stderr at `default` unless `IMPORTGATE_LOG` says otherwise.
+fn init_logs_at(json: bool, default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("IMPORTGATE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -161,7 +166,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 async fn demo(listen: Option<std::net::SocketAddr>) -> anyhow::Result<()> {
-    init_logs(false);
+    // Quiet by default: the keys and the URL are what a newcomer needs.
+    init_logs_at(false, "warn");
     // The database lives as long as the demo: deleted with the directory.
     let dir = tempfile::tempdir()?;
     let mut s = Settings {

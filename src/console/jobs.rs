@@ -435,10 +435,6 @@ fn gate_panel(ctx: &Ctx, job: &Job, people: &People, events: &[EventRecord]) -> 
 /// The gate moves a person can be offered, in the order they are shown.
 const OFFERED: [Move; 4] = [Move::Approve, Move::Reject, Move::Cancel, Move::Rollback];
 
-fn move_name(m: Move) -> &'static str {
-    m.as_str()
-}
-
 /// What the button says and what the confirmation explains.
 fn move_text(job: &Job, m: Move) -> (&'static str, String, &'static str) {
     let rollback = job.state == JobState::RollbackPending;
@@ -534,7 +530,7 @@ fn actions_panel(app: &App, signed: &Signed, job: &Job) -> Markup {
             div.action-list {
                 @for m in &offered {
                     @let (label, explain, confirm) = move_text(job, *m);
-                    @let name = move_name(*m);
+                    @let name = m.as_str();
                     details class=(format!("action action-{name}")) {
                         summary class=(if matches!(m, Move::Approve) { "btn btn-primary" } else if matches!(m, Move::Reject | Move::Cancel) { "btn btn-danger" } else { "btn" }) {
                             (label)
@@ -782,7 +778,7 @@ async fn act(
     signed.check_form(&headers, &form.csrf)?;
     let event = OFFERED
         .into_iter()
-        .find(|m| move_name(*m) == action)
+        .find(|m| m.as_str() == action)
         .ok_or_else(|| Problem::not_found("action", &action))?;
     let comment = form
         .comment

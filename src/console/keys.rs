@@ -56,8 +56,7 @@ pub fn module_list(text: &str) -> Vec<String> {
 
 async fn page(State(app): State<Arc<App>>, signed: Signed) -> PageResult {
     signed.caller.check_admin()?;
-    let done = None;
-    render(&app, &signed, done, StatusCode::OK).await
+    render(&app, &signed, None, StatusCode::OK).await
 }
 
 fn key_status(k: &KeyRecord) -> &'static str {

@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use maud::{DOCTYPE, Markup, PreEscaped, html};
+use maud::{DOCTYPE, Markup, html};
 
 use super::assets;
 use super::session::Signed;
@@ -255,15 +255,6 @@ pub fn bytes(n: i64) -> String {
         format!("{n} bytes")
     } else {
         format!("{v:.1} {}", UNITS[unit])
-    }
-}
-
-/// An inline JSON data block for the script (never executed, so the CSP
-/// allows it); `<` is escaped so the text cannot close the element.
-pub fn json_data(id: &str, value: &serde_json::Value) -> Markup {
-    let text = value.to_string().replace('<', "\\u003c");
-    html! {
-        script type="application/json" id=(id) { (PreEscaped(text)) }
     }
 }
 
