@@ -79,6 +79,10 @@ fn render(
     headers: &HeaderMap,
 ) -> Markup {
     let base = base_url(headers);
+    let claim_id = match &notice {
+        Some(Notice::Requested { id, .. }) => id.as_str(),
+        _ => "",
+    };
     let content = html! {
         h1 { "Developer center" }
         p.lead { "importgate takes files for " (app.catalog.modules().len()) " business modules over HTTP. Every upload becomes a validation job; a second person approves its preview before anything is written." }
@@ -137,7 +141,7 @@ fn render(
                 p { "After an admin approved your request, the key is handed out exactly once." }
                 form method="post" action="/developers/claim" autocomplete="off" {
                     input type="hidden" name="_csrf" value=(token);
-                    div.field { label for="c-id" { "Request id" } input #c-id .mono type="text" name="id" required placeholder="kr_…"; }
+                    div.field { label for="c-id" { "Request id" } input #c-id .mono type="text" name="id" required placeholder="kr_…" value=(claim_id); }
                     div.field { label for="c-token" { "Claim token" } input #c-token .mono type="password" name="claim_token" required; }
                     button.btn.btn-primary type="submit" { "Collect key" }
                 }

@@ -179,14 +179,16 @@ pub fn role_and_modules(prefix: &str) -> Markup {
     let role = format!("{prefix}-role");
     let modules = format!("{prefix}-modules");
     let help = format!("{prefix}-modules-help");
+    let role_help = format!("{prefix}-role-help");
     html! {
         div.field {
             label for=(role) { "Role" }
-            select id=(role) name="role" {
-                option value="submitter" { "submitter — uploads files, follows and cancels own jobs" }
-                option value="approver" { "approver — also decides at the gate" }
-                option value="admin" { "admin — also manages keys" }
+            select id=(role) name="role" aria-describedby=(role_help) {
+                option value="submitter" { "submitter" }
+                option value="approver" { "approver" }
+                option value="admin" { "admin" }
             }
+            p.help id=(role_help) { "A submitter uploads and follows jobs; an approver also decides at the gate; an admin also manages keys." }
         }
         div.field {
             label for=(modules) { "Modules" }

@@ -64,6 +64,26 @@ async fn home(visitor: session::Visitor) -> Response {
     }
 }
 
+/// Any path nobody serves: under `/api` a plain 404 (the problem
+/// middleware makes it a problem), elsewhere a page a person can act on.
+pub async fn not_found(uri: axum::http::Uri) -> Response {
+    if uri.path().starts_with("/api") {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    let p = Problem::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "Page not found",
+        format!("there is no page at {}", uri.path()),
+    );
+    let mut resp = Fail(p).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    resp
+}
+
 /// Adds the security headers to every console answer; pages (not assets)
 /// are never cached, as they show data a person may no longer see.
 async fn security_headers(req: Request, next: Next) -> Response {

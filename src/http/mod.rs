@@ -35,6 +35,7 @@ pub fn router(app: Arc<App>) -> Router {
         .merge(health::routes())
         .merge(api)
         .merge(crate::console::routes())
+        .fallback(crate::console::not_found)
         .layer(axum::middleware::from_fn(problem::problems))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
             let id = req

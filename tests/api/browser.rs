@@ -512,3 +512,102 @@ async fn browser_a_newcomer_clicks_through_every_state_of_the_demo() {
     b.shot("demo-developers-390").await;
     b.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_staff_request_a_key_an_admin_approves_and_they_collect_it() {
+    let app = spawn_app().await;
+    let b = Browser::start(&app.base, 1280, 900).await;
+
+    // Staff without a key ask for one in the developer center.
+    b.goto("/developers").await;
+    b.type_into("#r-name", "Rina Kusuma").await;
+    b.type_into("#r-email", "rina@contoh.co.id").await;
+    b.find("#r-role")
+        .await
+        .select_by_value("approver")
+        .await
+        .unwrap();
+    b.type_into("#r-modules", "customers, orders").await;
+    b.type_into("#r-reason", "Menyetujui impor pelanggan cabang Bandung")
+        .await;
+    b.click("#request button[type=submit]").await;
+    let request_id = b
+        .find("#req-id")
+        .await
+        .prop("value")
+        .await
+        .unwrap()
+        .unwrap();
+    let token = b
+        .find("#req-token")
+        .await
+        .prop("value")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(request_id.starts_with("kr_"));
+    b.click("button[data-copy='#req-token']").await;
+    b.wait_text("button[data-copy='#req-token']", "Copied")
+        .await;
+    b.shot("developers-requested-1280").await;
+    // Collecting before a decision says to wait.
+    b.type_into("#c-id", &request_id).await;
+    b.type_into("#c-token", &token).await;
+    b.click("#claim button[type=submit]").await;
+    b.wait_text(".alert-info", "waits for an admin").await;
+
+    // The admin approves it in the console, and makes a key for a system.
+    b.sign_in(&app.admin).await;
+    b.goto("/keys").await;
+    let requests = b.text("section[aria-labelledby=requests-title]").await;
+    assert!(
+        requests.contains("Ri***a") && !requests.contains("Rina"),
+        "{requests}"
+    );
+    b.click("details.action > summary.btn-primary").await;
+    b.click(&format!(
+        "form[action='/keys/requests/{request_id}/approve'] button"
+    ))
+    .await;
+    b.wait_text("section[aria-labelledby=requests-title]", "0 pending")
+        .await;
+    b.type_into("#k-name", "Sistem Kasir Bandung").await;
+    b.click("form.grid-form button[type=submit]").await;
+    let made = b
+        .find("#new-key")
+        .await
+        .prop("value")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(made.starts_with("igk_"));
+    b.shot("keys-new-key-1280").await;
+    assert_eq!(
+        app.get(&made, "/api/jobs").await.status(),
+        reqwest::StatusCode::OK
+    );
+    b.sign_out().await;
+
+    // The requester collects the key once and signs in with it.
+    b.goto("/developers").await;
+    b.type_into("#c-id", &request_id).await;
+    b.type_into("#c-token", &token).await;
+    b.click("#claim button[type=submit]").await;
+    let key = b
+        .find("#new-key")
+        .await
+        .prop("value")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(key.starts_with("igk_"));
+    b.shot("developers-collected-1280").await;
+    let rows = app
+        .sql("SELECT role, modules FROM ig_keys WHERE name = 'Rina Kusuma'")
+        .await;
+    assert_eq!(rows[0][0].as_deref(), Some("approver"));
+    assert_eq!(rows[0][1].as_deref(), Some("[\"customers\",\"orders\"]"));
+    b.sign_in(&key).await;
+    assert!(b.text(".who").await.contains("Ri***a · approver"));
+    b.close().await;
+}

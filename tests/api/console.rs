@@ -168,6 +168,16 @@ async fn pages_need_a_session_and_carry_a_strict_policy() {
             "inline script: {script}"
         );
     }
+    // A page nobody serves is a page, an API path nobody serves a problem.
+    let resp = c.get("/nowhere").await;
+    assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+    assert!(resp.text().await.unwrap().contains("Page not found"));
+    problem(
+        app.get(&app.admin, "/api/nowhere").await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
     // Assets are embedded and served by the binary itself.
     for asset in [
         "/assets/console.css",
