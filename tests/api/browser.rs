@@ -145,6 +145,16 @@ impl Browser {
         self.find(css).await.text().await.expect("text")
     }
 
+    /// The current value of a form field.
+    pub async fn value(&self, css: &str) -> String {
+        self.find(css)
+            .await
+            .prop("value")
+            .await
+            .expect("value")
+            .unwrap_or_default()
+    }
+
     pub async fn click(&self, css: &str) {
         self.find(css).await.click().await.expect("click");
     }
@@ -513,6 +523,13 @@ async fn browser_a_newcomer_clicks_through_every_state_of_the_demo() {
     b.close().await;
 }
 
+/// Fills and sends the developer center's "collect your key" form.
+async fn claim(b: &Browser, request_id: &str, token: &str) {
+    b.type_into("#c-id", request_id).await;
+    b.type_into("#c-token", token).await;
+    b.click("#claim button[type=submit]").await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browser_staff_request_a_key_an_admin_approves_and_they_collect_it() {
     let app = spawn_app().await;
@@ -531,29 +548,15 @@ async fn browser_staff_request_a_key_an_admin_approves_and_they_collect_it() {
     b.type_into("#r-reason", "Menyetujui impor pelanggan cabang Bandung")
         .await;
     b.click("#request button[type=submit]").await;
-    let request_id = b
-        .find("#req-id")
-        .await
-        .prop("value")
-        .await
-        .unwrap()
-        .unwrap();
-    let token = b
-        .find("#req-token")
-        .await
-        .prop("value")
-        .await
-        .unwrap()
-        .unwrap();
+    let request_id = b.value("#req-id").await;
+    let token = b.value("#req-token").await;
     assert!(request_id.starts_with("kr_"));
     b.click("button[data-copy='#req-token']").await;
     b.wait_text("button[data-copy='#req-token']", "Copied")
         .await;
     b.shot("developers-requested-1280").await;
     // Collecting before a decision says to wait.
-    b.type_into("#c-id", &request_id).await;
-    b.type_into("#c-token", &token).await;
-    b.click("#claim button[type=submit]").await;
+    claim(&b, &request_id, &token).await;
     b.wait_text(".alert-info", "waits for an admin").await;
 
     // The admin approves it in the console, and makes a key for a system.
@@ -573,13 +576,7 @@ async fn browser_staff_request_a_key_an_admin_approves_and_they_collect_it() {
         .await;
     b.type_into("#k-name", "Sistem Kasir Bandung").await;
     b.click("form.grid-form button[type=submit]").await;
-    let made = b
-        .find("#new-key")
-        .await
-        .prop("value")
-        .await
-        .unwrap()
-        .unwrap();
+    let made = b.value("#new-key").await;
     assert!(made.starts_with("igk_"));
     b.shot("keys-new-key-1280").await;
     assert_eq!(
@@ -590,16 +587,8 @@ async fn browser_staff_request_a_key_an_admin_approves_and_they_collect_it() {
 
     // The requester collects the key once and signs in with it.
     b.goto("/developers").await;
-    b.type_into("#c-id", &request_id).await;
-    b.type_into("#c-token", &token).await;
-    b.click("#claim button[type=submit]").await;
-    let key = b
-        .find("#new-key")
-        .await
-        .prop("value")
-        .await
-        .unwrap()
-        .unwrap();
+    claim(&b, &request_id, &token).await;
+    let key = b.value("#new-key").await;
     assert!(key.starts_with("igk_"));
     b.shot("developers-collected-1280").await;
     let rows = app
