@@ -105,6 +105,12 @@ pub fn mask(name: &str) -> String {
     format!("{first}***{}", chars[chars.len() - 1])
 }
 
+/// An email address, masked like a name (`budi@contoh.id` → `bu***d`):
+/// an address names a person as surely as a name does.
+pub fn mask_email(email: &str) -> String {
+    mask(email)
+}
+
 /// A newly made key: the secret to show once, and what is stored.
 pub struct NewKey {
     pub id: String,

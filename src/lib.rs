@@ -14,6 +14,7 @@
 //! - [`commit`]: the writes of a commit and of a rollback;
 //! - [`worker`]: the leases that run validation, commit and rollback;
 //! - [`http`]: the API; [`keys`]: keys, roles and masking;
+//! - [`console`]: the web console at `/`; [`demo`]: `importgate demo`'s ledger;
 //! - [`config`] and [`app`]: settings and the running service;
 //! - [`client`]: `importgate import`, the command-line upload client.
 
@@ -22,6 +23,8 @@ pub mod catalog;
 pub mod client;
 pub mod commit;
 pub mod config;
+pub mod console;
+pub mod demo;
 pub mod http;
 pub mod ingest;
 pub mod keys;

@@ -24,6 +24,13 @@ struct Cli {
 enum Command {
     /// Run the service.
     Serve(ServeArgs),
+    /// The service in simulation over a fresh database with demo jobs in
+    /// every state; prints a submitter, an approver and an admin key.
+    Demo {
+        /// Address to listen on [default: 127.0.0.1:8080]
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+    },
     /// Manage API keys.
     Keys {
         #[command(subcommand)]
@@ -139,8 +146,13 @@ fn settings(common: &Common) -> anyhow::Result<Settings> {
 }
 
 fn init_logs(json: bool) {
+    init_logs_at(json, "info,sqlx=warn");
+}
+
+/// Logs to stderr at `default` unless `IMPORTGATE_LOG` says otherwise.
+fn init_logs_at(json: bool, default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("IMPORTGATE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -156,6 +168,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve(args).await,
+        Command::Demo { listen } => demo(listen).await,
         Command::Keys {
             command:
                 KeysCommand::Create {
@@ -246,6 +259,33 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen).await?;
     tracing::info!(address = %listener.local_addr()?, simulate = app.settings.simulate, "importgate listening");
     app.serve(listener).await
+}
+
+async fn demo(listen: Option<std::net::SocketAddr>) -> anyhow::Result<()> {
+    // Quiet by default: the keys and the URL are what a newcomer needs.
+    init_logs_at(false, "warn");
+    // The database lives as long as the demo: deleted with the directory.
+    let dir = tempfile::tempdir()?;
+    let mut s = Settings {
+        database: format!("sqlite://{}", dir.path().join("demo.db").display()),
+        simulate: true,
+        ..Settings::default()
+    };
+    if let Some(l) = listen {
+        s.listen = l;
+    }
+    let listener = tokio::net::TcpListener::bind(s.listen).await?;
+    let url = format!("http://{}/", listener.local_addr()?);
+    let app = App::open(s).await?;
+    let serving = tokio::spawn(app.clone().serve(listener));
+    eprintln!("preparing the demo ledger…");
+    let keys = importgate::demo::seed(&app).await?;
+    print!("{}", importgate::demo::banner(&url, &keys));
+    use std::io::Write as _;
+    std::io::stdout().flush()?;
+    serving.await??;
+    drop(dir);
+    Ok(())
 }
 
 async fn create_key(common: &Common, name: &str, role: &str, modules: &str) -> anyhow::Result<()> {

@@ -345,33 +345,46 @@ async fn expire(app: &App) -> anyhow::Result<()> {
         jobs::awaiting_since(&mut c.conn(), cutoff).await?
     };
     for id in ids {
-        let mut tx = app.db.begin().await?;
-        let Some(job) = jobs::get(&mut tx.conn(), &id).await? else {
-            continue;
-        };
-        let mut after = job.clone();
-        after.state = State::Expired;
-        after.updated_at = now();
-        after.decisions.push(Decision {
-            action: "commit".into(),
-            decision: "expired".into(),
-            by: None,
-            at: after.updated_at,
-            comment: None,
-        });
-        let by = MoveBy {
-            event: Move::Expire,
-            actor: None,
-            comment: None,
-            detail: None,
-            lease_owner: None,
-        };
-        if jobs::transition(&mut tx.conn(), &job, &after, by).await? {
-            tx.commit().await?;
-            app.job_moved.notify_waiters();
-        } else {
-            tx.rollback().await?;
-        }
+        expire_job(app, &id).await?;
     }
     Ok(())
+}
+
+/// Moves one job waiting at the gate to `expired` (the sweep's move; the
+/// demo uses it too). False when the job was not awaiting approval.
+pub async fn expire_job(app: &App, id: &str) -> anyhow::Result<bool> {
+    let mut tx = app.db.begin().await?;
+    let Some(job) = jobs::get(&mut tx.conn(), id).await? else {
+        tx.rollback().await?;
+        return Ok(false);
+    };
+    if job.state != State::AwaitingApproval {
+        tx.rollback().await?;
+        return Ok(false);
+    }
+    let mut after = job.clone();
+    after.state = State::Expired;
+    after.updated_at = now();
+    after.decisions.push(Decision {
+        action: "commit".into(),
+        decision: "expired".into(),
+        by: None,
+        at: after.updated_at,
+        comment: None,
+    });
+    let by = MoveBy {
+        event: Move::Expire,
+        actor: None,
+        comment: None,
+        detail: None,
+        lease_owner: None,
+    };
+    if jobs::transition(&mut tx.conn(), &job, &after, by).await? {
+        tx.commit().await?;
+        app.job_moved.notify_waiters();
+        Ok(true)
+    } else {
+        tx.rollback().await?;
+        Ok(false)
+    }
 }

@@ -29,15 +29,7 @@ impl FromRequestParts<Arc<App>> for Caller {
             .and_then(|v| v.to_str().ok())
             .map(str::trim)
             .ok_or_else(|| Problem::unauthorized("the X-API-Key header is missing"))?;
-        let bad = || Problem::unauthorized("the key is unknown, revoked or expired");
-        let lookup = keys::lookup_part(presented).ok_or_else(bad)?;
-        let mut c = app.db.acquire().await?;
-        let (record, hash) = store::keys::by_lookup(&mut c.conn(), lookup)
-            .await?
-            .ok_or_else(bad)?;
-        if !keys::matches(presented, &hash) || !record.is_live(chrono::Utc::now()) {
-            return Err(bad());
-        }
+        let record = verify(app, presented).await?;
         tracing::Span::current().record("key_id", record.id.as_str());
         let class = if parts.method == axum::http::Method::POST
             && parts.uri.path().starts_with("/api/import/")
@@ -56,6 +48,21 @@ impl FromRequestParts<Arc<App>> for Caller {
         }
         Ok(Caller(record))
     }
+}
+
+/// The live key a presented secret belongs to, or `401` (unknown, revoked
+/// or expired alike). Shared by the API and the console's sign-in.
+pub async fn verify(app: &App, presented: &str) -> Result<KeyRecord, Problem> {
+    let bad = || Problem::unauthorized("the key is unknown, revoked or expired");
+    let lookup = keys::lookup_part(presented).ok_or_else(bad)?;
+    let mut c = app.db.acquire().await?;
+    let (record, hash) = store::keys::by_lookup(&mut c.conn(), lookup)
+        .await?
+        .ok_or_else(bad)?;
+    if !keys::matches(presented, &hash) || !record.is_live(chrono::Utc::now()) {
+        return Err(bad());
+    }
+    Ok(record)
 }
 
 impl Caller {

@@ -45,9 +45,10 @@ async fn upload_or_close(
     caller: Caller,
     module: Path<String>,
     query: RawQuery,
-    request: Request,
+    headers: HeaderMap,
+    body: Body,
 ) -> ApiResult<Response> {
-    upload(app, caller, module, query, request)
+    upload(app, caller, module, query, headers, body)
         .await
         .map_err(|p| p.header(header::CONNECTION, "close".into()))
 }
@@ -201,6 +202,9 @@ fn too_large(limit: u64) -> Problem {
         format!("the body is larger than the limit of {limit} bytes"),
     )
     .with("limit", serde_json::json!(limit))
+    // The rest of the body is not read, so the connection cannot carry
+    // another request: say so, or a client may reuse it and fail.
+    .header(header::CONNECTION, "close".to_string())
 }
 
 /// The file name from `Content-Disposition`, if the client sent one.
@@ -223,13 +227,31 @@ async fn upload(
     caller: Caller,
     Path(key): Path<String>,
     RawQuery(query): RawQuery,
-    request: Request,
+    headers: HeaderMap,
+    body: Body,
 ) -> ApiResult<Response> {
-    let module = super::module(&app, &key)?.clone();
+    let job = accept(&app, &caller, &key, query.as_deref(), &headers, body).await?;
+    if let Some(wait) = super::prefer_wait(&headers) {
+        super::wait_for_job(&app, &job.id, wait).await?;
+    }
+    super::jobs::job_response(&app, &job.id, StatusCode::ACCEPTED).await
+}
+
+/// An upload, for the API and the console alike: checks the module, the
+/// caller's scope, the query and the format, streams the body into the
+/// store and records the job as `validating`. Returns the new job.
+pub async fn accept(
+    app: &App,
+    caller: &Caller,
+    module_key: &str,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    body: Body,
+) -> ApiResult<Job> {
+    let module = super::module(app, module_key)?.clone();
     caller.check_module(&module)?;
-    let params = params(query.as_deref())?;
-    let headers = request.headers().clone();
-    let declared = declared(&headers)?;
+    let params = params(query)?;
+    let declared = declared(headers)?;
     let limit = app.settings.limits.body_bytes;
     let length = headers
         .get(header::CONTENT_LENGTH)
@@ -239,15 +261,18 @@ async fn upload(
         return Err(too_large(limit));
     }
     let (stored, format, name) = match declared {
-        Declared::Multipart => multipart_file(&app, request, limit).await?,
+        Declared::Multipart => {
+            let mut request = Request::new(body);
+            *request.headers_mut() = headers.clone();
+            multipart_file(app, request, limit).await?
+        }
         other => {
-            let body = request.into_body().into_data_stream();
-            let stored = store_body(&app, body, limit).await?;
+            let stored = store_body(app, body.into_data_stream(), limit).await?;
             let format = match other {
                 Declared::Format(f) => f.refine(&stored.prefix),
                 _ => Format::sniff(&stored.prefix),
             };
-            (stored, format, file_name(&headers))
+            (stored, format, file_name(headers))
         }
     };
     let StoredBody {
@@ -258,7 +283,7 @@ async fn upload(
     } = stored;
     let mut params = params;
     if format == Format::Csv && params.options.encoding.is_none() {
-        params.options.encoding = charset(&headers);
+        params.options.encoding = charset(headers);
     }
     let now = store::now();
     let job = Job {
@@ -292,10 +317,7 @@ async fn upload(
     tx.commit().await?;
     tracing::info!(job = %job.id, module = %module.key, bytes, format = format.as_str(), "upload accepted");
     app.work.notify_one();
-    if let Some(wait) = super::prefer_wait(&headers) {
-        super::wait_for_job(&app, &job.id, wait).await?;
-    }
-    super::jobs::job_response(&app, &job.id, StatusCode::ACCEPTED).await
+    Ok(job)
 }
 
 /// The part named `file` of a `multipart/form-data` body, stored; its

@@ -38,7 +38,7 @@ pub fn routes() -> Router<Arc<App>> {
 type Params = Query<HashMap<String, String>>;
 
 /// The job with this id, if the caller's scope covers its module.
-async fn load(app: &App, caller: &Caller, id: &str) -> ApiResult<Job> {
+pub async fn load(app: &App, caller: &Caller, id: &str) -> ApiResult<Job> {
     let mut c = app.db.acquire().await?;
     let job = store::jobs::get(&mut c.conn(), id)
         .await?
@@ -47,7 +47,8 @@ async fn load(app: &App, caller: &Caller, id: &str) -> ApiResult<Job> {
     Ok(job)
 }
 
-async fn people(app: &App) -> ApiResult<HashMap<String, String>> {
+/// Names behind key ids, for masking people in views.
+pub async fn people(app: &App) -> ApiResult<HashMap<String, String>> {
     let mut c = app.db.acquire().await?;
     Ok(store::keys::names(&mut c.conn()).await?)
 }
@@ -171,24 +172,17 @@ async fn preview(
     };
     let offset = number(&q, "offset", 0, i64::MAX)?;
     let limit = number(&q, "limit", 100, 1000)?.max(1);
-    let mut c = app.db.acquire().await?;
-    let (total, page) = rows::page(&mut c.conn(), &job.id, action, offset, limit).await?;
-    let mut by_seq: HashMap<i64, Vec<JsonValue>> = HashMap::new();
-    if let (Some(first), Some(last)) = (page.first(), page.last()) {
-        for (seq, e) in rows::errors_of(&mut c.conn(), &job.id, first.seq, last.seq).await? {
-            by_seq.entry(seq).or_default().push(error_view(&e));
-        }
-    }
+    let (total, page) = preview_page(&app, &job.id, action, offset, limit).await?;
     let rows: Vec<JsonValue> = page
         .into_iter()
-        .map(|r| {
+        .map(|p| {
             let mut row = json!({
-                "row": r.row_no,
-                "action": r.action,
-                "values": r.vals,
-                "errors": by_seq.remove(&r.seq).unwrap_or_default(),
+                "row": p.row.row_no,
+                "action": p.row.action,
+                "values": p.row.vals,
+                "errors": p.errors.iter().map(error_view).collect::<Vec<_>>(),
             });
-            if let Some(before) = r.before {
+            if let Some(before) = p.row.before {
                 row["before"] = JsonValue::Object(before);
             }
             row
@@ -197,6 +191,39 @@ async fn preview(
     Ok(Json(
         json!({"total": total, "offset": offset, "limit": limit, "rows": rows}),
     ))
+}
+
+/// One row of the preview with its errors.
+pub struct PreviewRow {
+    pub row: rows::StoredRow,
+    pub errors: Vec<RowError>,
+}
+
+/// A page of a job's preview (one action, or all), in file order, read
+/// from the database page by page: never the whole job.
+pub async fn preview_page(
+    app: &App,
+    job_id: &str,
+    action: Option<&str>,
+    offset: i64,
+    limit: i64,
+) -> ApiResult<(i64, Vec<PreviewRow>)> {
+    let mut c = app.db.acquire().await?;
+    let (total, page) = rows::page(&mut c.conn(), job_id, action, offset, limit).await?;
+    let mut by_seq: HashMap<i64, Vec<RowError>> = HashMap::new();
+    if let (Some(first), Some(last)) = (page.first(), page.last()) {
+        for (seq, e) in rows::errors_of(&mut c.conn(), job_id, first.seq, last.seq).await? {
+            by_seq.entry(seq).or_default().push(e);
+        }
+    }
+    let rows = page
+        .into_iter()
+        .map(|row| PreviewRow {
+            errors: by_seq.remove(&row.seq).unwrap_or_default(),
+            row,
+        })
+        .collect();
+    Ok((total, rows))
 }
 
 /// Cells a spreadsheet would run as a formula get a leading apostrophe.
@@ -410,8 +437,9 @@ async fn events(
     Ok(Json(json!({"events": events})))
 }
 
-/// The optional `{"comment": "..."}` body of a gate move.
-fn comment(body: &Bytes) -> ApiResult<Option<String>> {
+/// The optional `{"comment": "..."}` body of a gate move (and of a
+/// decision on a key request).
+pub fn comment(body: &Bytes) -> ApiResult<Option<String>> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
@@ -490,8 +518,8 @@ fn invalid_state(job: &Job, event: Move) -> Problem {
 }
 
 /// `If-Match` must name the job's current version when it is given.
-fn check_etag(job: &Job, headers: &HeaderMap) -> ApiResult<()> {
-    let Some(wanted) = headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()) else {
+fn check_etag(job: &Job, if_match: Option<&str>) -> ApiResult<()> {
+    let Some(wanted) = if_match else {
         return Ok(());
     };
     let etag = job.etag();
@@ -511,8 +539,8 @@ fn check_etag(job: &Job, headers: &HeaderMap) -> ApiResult<()> {
     }
 }
 
-/// One move at the gate: authorise it, apply it if nobody moved the job
-/// meanwhile, and hand work to the workers.
+/// One move at the gate, over the API: the body's comment, the move, then
+/// (with `Prefer: wait`) the work it starts.
 async fn gate_move(
     app: &App,
     caller: &Caller,
@@ -522,20 +550,46 @@ async fn gate_move(
     body: &Bytes,
 ) -> ApiResult<Response> {
     let comment = comment(body)?;
+    let if_match = headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok());
+    let job = decide(app, caller, id, event, if_match, comment).await?;
+    if job.state.is_work()
+        && let Some(wait) = super::prefer_wait(headers)
+    {
+        super::wait_for_job(app, id, wait).await?;
+    }
+    job_response(app, id, StatusCode::ACCEPTED).await
+}
+
+/// Why a person may not make a move, as the problem the API answers.
+pub fn refusal_problem(job: &Job, event: Move, refusal: Refusal) -> Problem {
+    match refusal {
+        Refusal::InvalidState(_) => invalid_state(job, event),
+        Refusal::Forbidden(why) => Problem::forbidden(why),
+        Refusal::SelfApproval => Problem::new(
+            StatusCode::FORBIDDEN,
+            "self_approval",
+            "Four-eyes rule",
+            "the key that asked for this gate action may not decide it; another approver must",
+        ),
+    }
+}
+
+/// One move at the gate, for the API and the console alike: authorise it
+/// with [`gate::authorize`], check the version the person looked at
+/// (`if_match`), apply it if nobody moved the job meanwhile, and hand work
+/// to the workers. Returns the job after the move.
+pub async fn decide(
+    app: &App,
+    caller: &Caller,
+    id: &str,
+    event: Move,
+    if_match: Option<&str>,
+    comment: Option<String>,
+) -> ApiResult<Job> {
     let job = load(app, caller, id).await?;
-    check_etag(&job, headers)?;
-    let to = gate::authorize(&job, event, &caller.0, app.settings.allow_self_approval).map_err(
-        |r| match r {
-            Refusal::InvalidState(_) => invalid_state(&job, event),
-            Refusal::Forbidden(why) => Problem::forbidden(why),
-            Refusal::SelfApproval => Problem::new(
-                StatusCode::FORBIDDEN,
-                "self_approval",
-                "Four-eyes rule",
-                "the key that asked for this gate action may not decide it; another approver must",
-            ),
-        },
-    )?;
+    check_etag(&job, if_match)?;
+    let to = gate::authorize(&job, event, &caller.0, app.settings.allow_self_approval)
+        .map_err(|r| refusal_problem(&job, event, r))?;
     let mut after = job.clone();
     after.state = to;
     after.updated_at = store::now();
@@ -583,9 +637,7 @@ async fn gate_move(
     tracing::info!(job = %id, event = event.as_str(), to = to.as_str(), "gate move");
     if to.is_work() {
         app.work.notify_one();
-        if let Some(wait) = super::prefer_wait(headers) {
-            super::wait_for_job(app, id, wait).await?;
-        }
     }
-    job_response(app, id, StatusCode::ACCEPTED).await
+    after.version += 1;
+    Ok(after)
 }

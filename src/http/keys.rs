@@ -93,21 +93,40 @@ async fn create(
     })?;
     let modules = req.modules.unwrap_or_else(|| vec!["*".to_string()]);
     let role = check_new_key(&app, &req.name, &req.role, &modules)?;
-    let key = keys::generate();
-    let mut c = app.db.acquire().await?;
-    let record = store::keys::insert(
-        &mut c.conn(),
-        &key,
-        req.name.trim(),
-        role,
-        &modules,
-        req.expires_at,
-    )
-    .await?;
+    let (record, secret) = issue(&app, req.name.trim(), role, &modules, req.expires_at).await?;
     tracing::info!(key_id = %record.id, by = %caller.id(), role = role.as_str(), "key created");
     let mut body = view(&record);
-    body["key"] = JsonValue::String(key.secret);
+    body["key"] = JsonValue::String(secret);
     Ok((StatusCode::CREATED, Json(body)).into_response())
+}
+
+/// Makes and stores a new key; gives its record and the secret to show once.
+/// The name, role and modules must have passed [`check_new_key`].
+pub async fn issue(
+    app: &App,
+    name: &str,
+    role: Role,
+    modules: &[String],
+    expires_at: Option<DateTime<Utc>>,
+) -> ApiResult<(KeyRecord, String)> {
+    let key = keys::generate();
+    let mut c = app.db.acquire().await?;
+    let record = store::keys::insert(&mut c.conn(), &key, name, role, modules, expires_at).await?;
+    Ok((record, key.secret))
+}
+
+/// Revokes a key (an admin's act, checked by the caller); gives it back.
+pub async fn revoke_key(app: &App, caller: &Caller, id: &str) -> ApiResult<KeyRecord> {
+    caller.check_admin()?;
+    let mut c = app.db.acquire().await?;
+    if !store::keys::revoke(&mut c.conn(), id).await? {
+        return Err(Problem::not_found("key", id));
+    }
+    let record = store::keys::get(&mut c.conn(), id)
+        .await?
+        .ok_or_else(|| Problem::not_found("key", id))?;
+    tracing::info!(key_id = %id, by = %caller.id(), "key revoked");
+    Ok(record)
 }
 
 async fn list(State(app): State<Arc<App>>, caller: Caller) -> ApiResult<Json<JsonValue>> {
@@ -126,14 +145,5 @@ async fn revoke(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<JsonValue>> {
-    caller.check_admin()?;
-    let mut c = app.db.acquire().await?;
-    if !store::keys::revoke(&mut c.conn(), &id).await? {
-        return Err(Problem::not_found("key", &id));
-    }
-    let record = store::keys::get(&mut c.conn(), &id)
-        .await?
-        .ok_or_else(|| Problem::not_found("key", &id))?;
-    tracing::info!(key_id = %id, by = %caller.id(), "key revoked");
-    Ok(Json(view(&record)))
+    Ok(Json(view(&revoke_key(&app, &caller, &id).await?)))
 }

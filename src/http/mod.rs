@@ -5,6 +5,7 @@ pub mod auth;
 pub mod health;
 pub mod imports;
 pub mod jobs;
+pub mod key_requests;
 pub mod keys;
 pub mod limits;
 pub mod metrics;
@@ -32,11 +33,14 @@ pub fn router(app: Arc<App>) -> Router {
         .merge(modules::routes())
         .merge(imports::routes())
         .merge(jobs::routes())
-        .merge(keys::routes());
+        .merge(keys::routes())
+        .merge(key_requests::routes());
     Router::new()
         .merge(health::routes())
         .merge(metrics::routes())
         .merge(api)
+        .merge(crate::console::routes())
+        .fallback(crate::console::not_found)
         .route_layer(axum::middleware::from_fn(metrics::track))
         .layer(axum::middleware::from_fn(problem::problems))
         // Outside the problem renderer, so problems keep the fields too.

@@ -161,10 +161,16 @@ async fn template(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
     let m = super::module(&app, &key)?;
+    template_file(m, q.get("format").map(String::as_str).unwrap_or("csv"))
+}
+
+/// The template download of a module in a format (`csv`, `xlsx` or `json`), for the
+/// API and the console alike.
+pub fn template_file(m: &Module, format: &str) -> ApiResult<Response> {
     let names: Vec<&str> = m.columns.iter().map(|c| c.name.as_str()).collect();
     let examples: Vec<Example> = (0..m.columns.len()).map(|i| example(m, i)).collect();
     let file = format!("attachment; filename=\"{}-template", m.key);
-    let (content_type, ext, body) = match q.get("format").map(String::as_str).unwrap_or("csv") {
+    let (content_type, ext, body) = match format {
         "csv" => {
             let mut w = csv::Writer::from_writer(Vec::new());
             w.write_record(&names).map_err(Problem::internal)?;

@@ -120,6 +120,14 @@ impl Problem {
         self.0.status
     }
 
+    pub fn title(&self) -> &str {
+        &self.0.title
+    }
+
+    pub fn detail(&self) -> &str {
+        &self.0.detail
+    }
+
     /// Adds a response header (e.g. `Retry-After`).
     pub fn header(mut self, name: header::HeaderName, value: String) -> Problem {
         self.0.headers.push((name, value));

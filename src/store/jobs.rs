@@ -420,3 +420,32 @@ pub async fn awaiting_since(conn: &mut Conn<'_>, cutoff: DateTime<Utc>) -> Resul
         "SELECT id FROM ig_jobs WHERE state = 'awaiting_approval' AND updated_at < $1 ORDER BY id LIMIT 100")
         .bind(cutoff).fetch_all(c).await)?)
 }
+
+/// The jobs with these ids (those that exist), for refreshing a list.
+pub async fn get_many(conn: &mut Conn<'_>, ids: &[String]) -> Result<Vec<Job>> {
+    if ids.is_empty() {
+        return Ok(vec![]);
+    }
+    let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+    let sql = format!(
+        "SELECT {COLUMNS} FROM ig_jobs WHERE id IN ({}) ORDER BY id DESC",
+        marks.join(", ")
+    );
+    on_conn!(conn, c => {
+        let mut q = sqlx::query(&sql);
+        for id in ids {
+            q = q.bind(id);
+        }
+        q.fetch_all(c).await?.iter().map(job).collect()
+    })
+}
+
+/// Gives a job's work lease to `owner` until `until_ms`, whoever held it:
+/// no worker touches the job before then. The demo uses it to leave one job
+/// `validating` for a while; a lapsed hold is claimed like any lease.
+pub async fn hold(conn: &mut Conn<'_>, id: &str, owner: &str, until_ms: i64) -> Result<()> {
+    on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_jobs SET lease_owner = $2, lease_until = $3 WHERE id = $1")
+        .bind(id).bind(owner).bind(until_ms).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
+}

@@ -11,9 +11,11 @@
 
 pub mod blobs;
 pub mod jobs;
+pub mod key_requests;
 pub mod keys;
 pub mod rows;
 pub mod schema;
+pub mod sessions;
 pub mod staged;
 pub mod tables;
 pub mod values;

@@ -266,6 +266,11 @@ where
 }
 
 /// A page of the preview, optionally only one action, in file order.
+///
+/// The page's first row is found by counting entries of an index alone
+/// (`(job_id, seq)` or `(job_id, action, seq)`), and only the page's rows
+/// are read whole: the last page of a million-row job costs an index walk,
+/// not a million rows read and thrown away.
 pub async fn page(
     conn: &mut Conn<'_>,
     job_id: &str,
@@ -280,7 +285,10 @@ pub async fn page(
     let count_sql = format!("SELECT COUNT(*) FROM ig_job_rows WHERE job_id = $1{filter}");
     let page_sql = format!(
         "SELECT seq, row_no, action, nkey, vals, before FROM ig_job_rows \
-         WHERE job_id = $1{filter} ORDER BY seq LIMIT ${at} OFFSET ${}",
+         WHERE job_id = $1{filter} AND seq >= (\
+           SELECT seq FROM ig_job_rows WHERE job_id = $1{filter} \
+           ORDER BY seq LIMIT 1 OFFSET ${}) \
+         ORDER BY seq LIMIT ${at}",
         at + 1
     );
     on_conn!(conn, c => {

@@ -119,6 +119,36 @@ pub async fn by_keys(
     Ok(found)
 }
 
+/// Inserts whole rows (every catalog column, in catalog order) outside any
+/// job: for seeding tables (the demo). Imports write set-based, in `staged`.
+pub async fn insert(
+    conn: &mut Conn<'_>,
+    module: &Module,
+    rows: &[Vec<Option<Value>>],
+) -> Result<()> {
+    let width = module.columns.len();
+    let names: Vec<String> = module.columns.iter().map(|c| ident(&c.name)).collect();
+    let per_statement = (30_000 / width).clamp(1, super::rows::BATCH);
+    for part in rows.chunks(per_statement) {
+        let sql = format!(
+            "INSERT INTO {} ({}) VALUES {}",
+            ident(&module.table),
+            names.join(", "),
+            super::tuples(conn.dialect(), part.len(), width)
+        );
+        on_conn!(conn, c => {
+            let mut q = sqlx::query(&sql);
+            for row in part {
+                for (v, col) in row.iter().zip(&module.columns) {
+                    q = q.bind_value(v.as_ref(), col.ty);
+                }
+            }
+            q.execute(c).await?.rows_affected()
+        });
+    }
+    Ok(())
+}
+
 /// Reads a whole row back from the change log's JSON object.
 pub fn row_from_json(module: &Module, obj: &Map<String, Json>) -> Vec<Option<Value>> {
     module

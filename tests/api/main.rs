@@ -3,12 +3,16 @@
 
 mod common;
 
+mod browser;
 mod cli;
+mod console;
+mod demo;
 mod errors;
 mod fixtures;
 mod formats;
 mod gate;
 mod hostile;
+mod key_requests;
 mod ledger;
 mod modules;
 mod pipeline;

@@ -1,0 +1,210 @@
+// importgate console: the little the pages need beyond HTML.
+// No inline handlers anywhere (the Content-Security-Policy forbids them);
+// everything is wired here. The CSRF token comes from <meta name="csrf-token">.
+(function () {
+  'use strict';
+
+  var csrfMeta = document.querySelector('meta[name="csrf-token"]');
+  var csrf = csrfMeta ? csrfMeta.getAttribute('content') : '';
+
+  function getJSON(url) {
+    return fetch(url, { credentials: 'same-origin', headers: { Accept: 'application/json' } })
+      .then(function (r) {
+        if (r.status === 401) { window.location.reload(); throw new Error('signed out'); }
+        if (!r.ok) { throw new Error('HTTP ' + r.status); }
+        return r.json();
+      });
+  }
+
+  // Polls `fn` every `ms` while the page is visible.
+  function every(ms, fn) {
+    var timer = null;
+    function tick() {
+      timer = null;
+      if (document.hidden) { return; }
+      Promise.resolve(fn()).catch(function () {}).then(function (again) {
+        if (again !== false && timer === null) { timer = setTimeout(tick, ms); }
+      });
+    }
+    document.addEventListener('visibilitychange', function () {
+      if (!document.hidden && timer === null) { tick(); }
+    });
+    timer = setTimeout(tick, ms);
+  }
+
+  function formatCount(n) {
+    return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, '\u202f');
+  }
+
+  // Copy buttons: <button data-copy="#input-id">.
+  document.querySelectorAll('[data-copy]').forEach(function (button) {
+    button.addEventListener('click', function () {
+      var field = document.querySelector(button.getAttribute('data-copy'));
+      if (!field) { return; }
+      var done = function () {
+        var old = button.textContent;
+        button.textContent = 'Copied';
+        setTimeout(function () { button.textContent = old; }, 1500);
+      };
+      field.select();
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(field.value).then(done, function () {
+          document.execCommand('copy'); done();
+        });
+      } else {
+        document.execCommand('copy');
+        done();
+      }
+    });
+  });
+
+  // The job list: states and counts follow the service without a reload.
+  var jobs = document.querySelector('[data-live-jobs]');
+  if (jobs) {
+    var liveStatus = document.getElementById('live-status');
+    every(3000, function () {
+      var rows = jobs.querySelectorAll('tr[data-job-id]');
+      var ids = Array.prototype.map.call(rows, function (r) { return r.getAttribute('data-job-id'); });
+      if (ids.length === 0) { return false; }
+      return getJSON(jobs.getAttribute('data-live-jobs') + '?ids=' + encodeURIComponent(ids.join(',')))
+        .then(function (body) {
+          body.jobs.forEach(function (j) {
+            var row = jobs.querySelector('tr[data-job-id="' + j.id + '"]');
+            if (!row) { return; }
+            var badge = row.querySelector('.badge');
+            if (badge && badge.getAttribute('data-state') !== j.state) {
+              badge.className = 'badge state-' + j.state;
+              badge.setAttribute('data-state', j.state);
+              badge.textContent = j.label;
+              if (liveStatus) { liveStatus.textContent = j.id + ' is now ' + j.label; }
+            }
+            var rowsCell = row.querySelector('[data-count="rows"]');
+            if (rowsCell) { rowsCell.textContent = formatCount(j.counts.rows); }
+            var errCell = row.querySelector('[data-count="errors"]');
+            if (errCell) { errCell.textContent = formatCount(j.counts.errors); }
+          });
+        });
+    });
+  }
+
+  // The job page: while the service works on the job, follow it and show
+  // the new version when it moves.
+  var live = document.getElementById('job-live');
+  if (live && live.getAttribute('data-work') === 'true') {
+    var version = live.getAttribute('data-version');
+    var progress = live.querySelector('[data-progress-rows]');
+    every(1000, function () {
+      return getJSON(live.getAttribute('data-job-status')).then(function (j) {
+        if (progress) { progress.textContent = formatCount(j.counts.rows); }
+        if (String(j.version) !== version) {
+          window.location.replace(window.location.pathname);
+          return false;
+        }
+        return true;
+      });
+    });
+  }
+
+  // The upload page.
+  var form = document.getElementById('upload-form');
+  if (form) {
+    var select = form.querySelector('#module');
+    var showModule = function () {
+      form.querySelectorAll('.module-info').forEach(function (s) {
+        s.hidden = s.getAttribute('data-module') !== select.value;
+      });
+    };
+    select.addEventListener('change', showModule);
+    showModule();
+
+    var input = form.querySelector('#file');
+    var zone = document.getElementById('dropzone');
+    ['dragenter', 'dragover'].forEach(function (ev) {
+      zone.addEventListener(ev, function (e) { e.preventDefault(); zone.classList.add('over'); });
+    });
+    ['dragleave', 'drop'].forEach(function (ev) {
+      zone.addEventListener(ev, function (e) { e.preventDefault(); zone.classList.remove('over'); });
+    });
+    zone.addEventListener('drop', function (e) {
+      if (e.dataTransfer && e.dataTransfer.files.length > 0) { input.files = e.dataTransfer.files; }
+    });
+
+    var box = document.getElementById('upload-status');
+    var bar = document.getElementById('upload-progress');
+    var checking = document.getElementById('validate-progress');
+    var message = document.getElementById('upload-message');
+    var error = document.getElementById('upload-error');
+    var button = document.getElementById('upload-button');
+
+    var typeOf = function (file) {
+      var name = file.name.toLowerCase();
+      if (/\.(csv|txt)$/.test(name)) { return 'text/csv'; }
+      if (/\.xlsx$/.test(name)) { return 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet'; }
+      if (/\.xls$/.test(name)) { return 'application/vnd.ms-excel'; }
+      if (/\.json$/.test(name)) { return 'application/json'; }
+      if (/\.(jsonl|ndjson)$/.test(name)) { return 'application/x-ndjson'; }
+      return file.type || 'application/octet-stream';
+    };
+    var fail = function (text) {
+      error.textContent = text;
+      error.hidden = false;
+      button.disabled = false;
+      box.hidden = true;
+    };
+    var follow = function (answer) {
+      message.textContent = 'Checking the rows…';
+      every(500, function () {
+        return getJSON(answer.status).then(function (j) {
+          message.textContent = j.label + ': ' + formatCount(j.counts.rows) + ' rows checked';
+          if (!j.work) {
+            checking.max = 1; checking.value = 1;
+            window.location.assign(answer.url);
+            return false;
+          }
+          return true;
+        });
+      });
+    };
+
+    form.addEventListener('submit', function (e) {
+      e.preventDefault();
+      error.hidden = true;
+      var file = input.files && input.files[0];
+      if (!file) { fail('Choose a file first.'); return; }
+      var mode = form.querySelector('input[name="mode"]:checked').value;
+      var onError = form.querySelector('input[name="on_error"]:checked').value;
+      var url = form.getAttribute('data-upload') + encodeURIComponent(select.value) +
+        '?mode=' + encodeURIComponent(mode) + '&on_error=' + encodeURIComponent(onError);
+      var safeName = file.name.replace(/[^\x20-\x7e]|["\\]/g, '_');
+      var xhr = new XMLHttpRequest();
+      xhr.open('POST', url);
+      xhr.setRequestHeader('Content-Type', typeOf(file));
+      xhr.setRequestHeader('Content-Disposition', 'attachment; filename="' + safeName + '"');
+      xhr.setRequestHeader('X-CSRF-Token', csrf);
+      xhr.upload.addEventListener('progress', function (ev) {
+        if (ev.lengthComputable) {
+          bar.value = Math.round((ev.loaded / ev.total) * 100);
+          message.textContent = 'Uploading… ' + bar.value + '%';
+        }
+      });
+      xhr.addEventListener('load', function () {
+        var body = null;
+        try { body = JSON.parse(xhr.responseText); } catch (ignored) { body = null; }
+        if (xhr.status === 202 && body) {
+          bar.value = 100;
+          follow(body);
+        } else if (body && body.detail) {
+          fail(body.title + ': ' + body.detail);
+        } else {
+          fail('The upload failed (HTTP ' + xhr.status + ').');
+        }
+      });
+      xhr.addEventListener('error', function () { fail('The upload failed: the service could not be reached.'); });
+      button.disabled = true;
+      box.hidden = false;
+      bar.value = 0;
+      message.textContent = 'Uploading…';
+      xhr.send(file);
+    });
+  }
+})();

@@ -1,0 +1,290 @@
+//! The developer center: how to call the API, asking for a key (no key
+//! needed), and collecting it once an admin approved. The forms are open to
+//! anyone, so they carry the double-submit token of
+//! [`session::form_token`]; the work is done by [`http::key_requests`].
+//! The claim token travels in a form body, never in a URL.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Form, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum_extra::extract::cookie::CookieJar;
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::keys::module_list;
+use super::layout::{self, Ctx, Nav};
+use super::session::{self, Visitor, check_anonymous_form, form_token};
+use super::{Fail, PageResult};
+use crate::app::App;
+use crate::http::key_requests::{NewRequest, claim, submit};
+use crate::http::problem::Problem;
+use crate::store::key_requests::RequestState;
+
+pub fn routes() -> Router<Arc<App>> {
+    Router::new()
+        .route("/developers", get(page))
+        .route("/developers/request", post(request))
+        .route("/developers/claim", post(collect))
+}
+
+/// What the page says after a form.
+enum Notice {
+    /// A request was recorded: its id and claim token, shown once.
+    Requested {
+        id: String,
+        token: String,
+    },
+    /// The key, collected now (shown once).
+    Collected {
+        secret: String,
+    },
+    /// The request is not approved (yet).
+    Waiting(RequestState),
+    Refused(Problem),
+}
+
+async fn page(
+    State(app): State<Arc<App>>,
+    visitor: Visitor,
+    jar: CookieJar,
+    headers: HeaderMap,
+) -> Response {
+    let (jar, token) = form_token(jar, &headers);
+    let ctx = Ctx::new(&app, Nav::Developers, visitor.0.as_ref());
+    (jar, render(&app, &ctx, &token, None, &headers)).into_response()
+}
+
+fn base_url(headers: &HeaderMap) -> String {
+    let host = headers
+        .get(axum::http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("127.0.0.1:8080");
+    let scheme = if session::is_https(headers) {
+        "https"
+    } else {
+        "http"
+    };
+    format!("{scheme}://{host}")
+}
+
+fn render(
+    app: &App,
+    ctx: &Ctx,
+    token: &str,
+    notice: Option<Notice>,
+    headers: &HeaderMap,
+) -> Markup {
+    let base = base_url(headers);
+    let claim_id = match &notice {
+        Some(Notice::Requested { id, .. }) => id.as_str(),
+        _ => "",
+    };
+    let content = html! {
+        h1 { "Developer center" }
+        p.lead { "importgate takes files for " (app.catalog.modules().len()) " business modules over HTTP. Every upload becomes a validation job; a second person approves its preview before anything is written." }
+        @match &notice {
+            Some(Notice::Requested { id, token }) => {
+                section.alert.alert-ok aria-labelledby="requested-title" {
+                    h2 #requested-title { "Request sent" }
+                    p { strong { "Keep both values: the claim token is shown only this once." } " Once an admin approves, collect your key below with them." }
+                    div.copy-row {
+                        label for="req-id" { "Request id" }
+                        input #req-id .mono type="text" readonly value=(id);
+                        button.btn type="button" data-copy="#req-id" { "Copy" }
+                    }
+                    div.copy-row {
+                        label for="req-token" { "Claim token" }
+                        input #req-token .mono type="text" readonly value=(token);
+                        button.btn type="button" data-copy="#req-token" { "Copy" }
+                    }
+                }
+            }
+            Some(Notice::Collected { secret }) => {
+                section.alert.alert-ok.new-key aria-labelledby="collected-title" {
+                    h2 #collected-title { "Your key" }
+                    p { strong { "Copy it now: it is shown only this once." } " Send it as the X-API-Key header, or sign in with it." }
+                    div.copy-row {
+                        label.sr-only for="new-key" { "Your key" }
+                        input #new-key .mono type="text" readonly value=(secret);
+                        button.btn type="button" data-copy="#new-key" { "Copy" }
+                    }
+                }
+            }
+            Some(Notice::Waiting(state)) => {
+                div.alert.alert-info role="status" {
+                    @if *state == RequestState::Denied { "An admin denied this request. Ask them why, or send a new request." }
+                    @else { "Your request waits for an admin. Try again later." }
+                }
+            }
+            Some(Notice::Refused(p)) => div.alert.alert-error role="alert" { strong { (p.title()) } ": " (p.detail()) },
+            None => {},
+        }
+        div.two-col {
+            section.panel #request aria-labelledby="request-title" {
+                h2 #request-title { "Request a key" }
+                form method="post" action="/developers/request" {
+                    input type="hidden" name="_csrf" value=(token);
+                    div.field { label for="r-name" { "Your name" } input #r-name type="text" name="name" required maxlength="200" autocomplete="name"; }
+                    div.field { label for="r-email" { "Work email" } input #r-email type="email" name="email" required maxlength="254" autocomplete="email"; }
+                    (layout::role_and_modules("r"))
+                    div.field { label for="r-reason" { "What is the key for?" } textarea #r-reason name="reason" required maxlength="2000" rows="3" {} }
+                    p.help { "Your name and email are shown masked to admins (like Bu***o)." }
+                    button.btn.btn-primary type="submit" { "Send request" }
+                }
+            }
+            section.panel #claim aria-labelledby="claim-title" {
+                h2 #claim-title { "Collect your key" }
+                p { "After an admin approved your request, the key is handed out exactly once." }
+                form method="post" action="/developers/claim" autocomplete="off" {
+                    input type="hidden" name="_csrf" value=(token);
+                    div.field { label for="c-id" { "Request id" } input #c-id .mono type="text" name="id" required placeholder="kr_…" value=(claim_id); }
+                    div.field { label for="c-token" { "Claim token" } input #c-token .mono type="password" name="claim_token" required; }
+                    button.btn.btn-primary type="submit" { "Collect key" }
+                }
+            }
+        }
+        section.panel aria-labelledby="api-title" {
+            h2 #api-title { "Calling the API" }
+            p { "Every request carries your key in the " code { "X-API-Key" } " header. Upload a file, then follow its job:" }
+            pre.code { code {
+                "curl -X POST " (base) "/api/import/customers \\\n"
+                "     -H 'X-API-Key: igk_…' -H 'Content-Type: text/csv' \\\n"
+                "     -H 'Prefer: wait=10' --data-binary @customers.csv\n"
+                "# → 202, Location: /api/jobs/job_…\n\n"
+                "curl " (base) "/api/jobs/job_…/preview -H 'X-API-Key: igk_…'\n"
+                "curl " (base) "/api/jobs/job_…/errors  -H 'X-API-Key: igk_…'"
+            } }
+            div.table-wrap {
+                table.small.endpoints {
+                    (layout::table_head(&["Endpoint", "What it does"]))
+                    tbody {
+                        @for (ep, what) in ENDPOINTS {
+                            tr { td { code { (ep) } } td { (what) } }
+                        }
+                    }
+                }
+            }
+            p { "Errors are RFC 9457 problems with a " code { "code" } " to switch on. Modules: "
+                @for (i, m) in app.catalog.keys().iter().enumerate() {
+                    @if i > 0 { ", " } code { (m) }
+                }
+                "."
+            }
+        }
+    };
+    layout::page(ctx, "Developer center", content)
+}
+
+const ENDPOINTS: [(&str, &str); 11] = [
+    (
+        "GET /api/modules",
+        "the modules, their columns and natural keys",
+    ),
+    (
+        "GET /api/modules/{module}/template?format=csv|json",
+        "an empty template with one example row",
+    ),
+    (
+        "POST /api/import/{module}?mode=&on_error=",
+        "upload a file: a validation job",
+    ),
+    (
+        "GET /api/jobs?module=&state=&submitted_by=me",
+        "jobs, newest first",
+    ),
+    ("GET /api/jobs/{id}", "one job, with its ETag"),
+    (
+        "GET /api/jobs/{id}/preview?action=&offset=&limit=",
+        "what would be inserted, updated, left alone, or is wrong",
+    ),
+    (
+        "GET /api/jobs/{id}/errors",
+        "row errors (JSON, or CSV with Accept: text/csv)",
+    ),
+    ("GET /api/jobs/{id}/events", "the job's ledger"),
+    (
+        "POST /api/jobs/{id}/approve|reject|cancel|rollback",
+        "the Human-Gate (If-Match honoured)",
+    ),
+    ("POST /api/key-requests", "ask for a key (no key needed)"),
+    (
+        "GET /api/key-requests/{id}?claim_token=",
+        "collect the key once it is approved",
+    ),
+];
+
+#[derive(Deserialize)]
+struct RequestForm {
+    #[serde(rename = "_csrf")]
+    csrf: String,
+    name: String,
+    email: String,
+    role: String,
+    #[serde(default)]
+    modules: String,
+    reason: String,
+}
+
+async fn request(
+    State(app): State<Arc<App>>,
+    visitor: Visitor,
+    jar: CookieJar,
+    headers: HeaderMap,
+    Form(form): Form<RequestForm>,
+) -> Result<Response, Fail> {
+    check_anonymous_form(&headers, &jar, &form.csrf)?;
+    let ctx = Ctx::new(&app, Nav::Developers, visitor.0.as_ref());
+    let asked = submit(
+        &app,
+        NewRequest {
+            name: form.name,
+            email: form.email,
+            role: form.role,
+            modules: Some(module_list(&form.modules)),
+            reason: form.reason,
+        },
+    )
+    .await;
+    let (status, notice) = match asked {
+        Ok((r, token)) => (StatusCode::CREATED, Notice::Requested { id: r.id, token }),
+        Err(p) => (p.status(), Notice::Refused(p)),
+    };
+    Ok((
+        status,
+        render(&app, &ctx, &form.csrf, Some(notice), &headers),
+    )
+        .into_response())
+}
+
+#[derive(Deserialize)]
+struct ClaimForm {
+    #[serde(rename = "_csrf")]
+    csrf: String,
+    id: String,
+    claim_token: String,
+}
+
+async fn collect(
+    State(app): State<Arc<App>>,
+    visitor: Visitor,
+    jar: CookieJar,
+    headers: HeaderMap,
+    Form(form): Form<ClaimForm>,
+) -> PageResult {
+    check_anonymous_form(&headers, &jar, &form.csrf)?;
+    let ctx = Ctx::new(&app, Nav::Developers, visitor.0.as_ref());
+    let (status, notice) = match claim(&app, form.id.trim(), form.claim_token.trim()).await {
+        Ok((_, Some(secret))) => (StatusCode::OK, Notice::Collected { secret }),
+        Ok((r, None)) => (StatusCode::OK, Notice::Waiting(r.state)),
+        Err(p) => (p.status(), Notice::Refused(p)),
+    };
+    Ok((
+        status,
+        render(&app, &ctx, &form.csrf, Some(notice), &headers),
+    )
+        .into_response())
+}

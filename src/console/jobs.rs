@@ -1,0 +1,872 @@
+//! The job list and the job page: counts, warnings, the problem, the preview
+//! (paged in the database), the timeline, and the gate moves the signed-in
+//! key may make right now — decided by [`gate::authorize`], the same rule
+//! the API applies, and carried out by [`http::jobs::decide`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Form, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use maud::{Markup, html};
+use serde::Deserialize;
+use serde_json::{Value as JsonValue, json};
+
+use super::layout::{self, Ctx, Nav, badge, count, person};
+use super::session::Signed;
+use super::{Fail, PageResult};
+use crate::app::App;
+use crate::catalog::Module;
+use crate::http::jobs::{PreviewRow, decide, load, people, preview_page};
+use crate::http::problem::{ApiResult, Problem};
+use crate::ledger::gate::{self, Refusal};
+use crate::ledger::job::People;
+use crate::ledger::{ALL_STATES, Job, Move, State as JobState};
+use crate::store::{self, jobs::EventRecord};
+
+/// Preview rows per page.
+pub const PAGE: i64 = 50;
+/// Jobs per page of the list.
+const LIST_PAGE: i64 = 50;
+
+pub fn routes() -> Router<Arc<App>> {
+    Router::new()
+        .route("/jobs", get(list))
+        .route("/jobs/{id}", get(detail))
+        .route("/jobs/{id}/{action}", post(act))
+        .route("/console/jobs/states", get(states))
+        .route("/console/jobs/{id}/status", get(status))
+}
+
+/// A form value, with the empty string meaning "not given".
+fn given(v: &Option<String>) -> Option<&str> {
+    v.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+#[derive(Deserialize, Default)]
+struct ListQuery {
+    module: Option<String>,
+    state: Option<String>,
+    mine: Option<String>,
+    before: Option<String>,
+}
+
+async fn list(
+    State(app): State<Arc<App>>,
+    signed: Signed,
+    Query(q): Query<ListQuery>,
+) -> PageResult {
+    let caller = &signed.caller;
+    let module = match given(&q.module) {
+        Some(m) => {
+            let module = crate::http::module(&app, m)?;
+            caller.check_module(module)?;
+            Some(module.key.clone())
+        }
+        None => None,
+    };
+    let state = match given(&q.state) {
+        Some(s) => Some(JobState::parse(s).ok_or_else(|| {
+            Problem::invalid_parameter("state", format!("{s:?} is not a job state"))
+        })?),
+        None => None,
+    };
+    let mine = given(&q.mine).is_some();
+    let filter = store::jobs::Filter {
+        modules: caller.scope(),
+        module: module.clone(),
+        state,
+        submitter: mine.then(|| caller.id().to_string()),
+        before: given(&q.before).map(str::to_string),
+        limit: LIST_PAGE + 1,
+    };
+    let mut c = app.db.acquire().await?;
+    let mut jobs = store::jobs::list(&mut c.conn(), &filter).await?;
+    drop(c);
+    let older = if jobs.len() as i64 > LIST_PAGE {
+        jobs.truncate(LIST_PAGE as usize);
+        jobs.last().map(|j| j.id.clone())
+    } else {
+        None
+    };
+    let names = people(&app).await?;
+    let people = People(&names);
+    let ctx = signed.ctx(&app, Nav::Jobs);
+    let modules: Vec<&str> = app
+        .catalog
+        .modules()
+        .iter()
+        .filter(|m| caller.0.covers(&m.key))
+        .map(|m| m.key.as_str())
+        .collect();
+    let older_link = older.map(|id| {
+        let mut params = vec![("before", id)];
+        if let Some(m) = &module {
+            params.push(("module", m.clone()));
+        }
+        if let Some(s) = state {
+            params.push(("state", s.as_str().to_string()));
+        }
+        if mine {
+            params.push(("mine", "1".to_string()));
+        }
+        format!(
+            "/jobs?{}",
+            serde_urlencoded::to_string(params).unwrap_or_default()
+        )
+    });
+    let content = html! {
+        div.page-head {
+            h1 { "Jobs" }
+            a.btn.btn-primary href="/upload" { "Upload a file" }
+        }
+        form.filters method="get" action="/jobs" aria-label="Filter jobs" {
+            div.field {
+                label for="f-module" { "Module" }
+                select #f-module name="module" {
+                    option value="" { "All modules" }
+                    @for m in &modules {
+                        option value=(m) selected[module.as_deref() == Some(*m)] { (m) }
+                    }
+                }
+            }
+            div.field {
+                label for="f-state" { "State" }
+                select #f-state name="state" {
+                    option value="" { "All states" }
+                    @for s in ALL_STATES {
+                        option value=(s.as_str()) selected[state == Some(s)] { (layout::state_label(s)) }
+                    }
+                }
+            }
+            div.field.check {
+                input #f-mine type="checkbox" name="mine" value="1" checked[mine];
+                label for="f-mine" { "Only my uploads" }
+            }
+            button.btn type="submit" { "Filter" }
+        }
+        @if jobs.is_empty() {
+            p.empty { "No jobs match. " a href="/upload" { "Upload a file" } " to start one." }
+        } @else {
+            div.table-wrap {
+                table.jobs data-live-jobs="/console/jobs/states" {
+                    caption.sr-only { "Jobs, newest first. States update by themselves." }
+                    thead {
+                        tr {
+                            th scope="col" { "Job" }
+                            th scope="col" { "Module" }
+                            th scope="col" { "State" }
+                            th scope="col" .num { "Rows" }
+                            th scope="col" .num.col-errors { "Errors" }
+                            th scope="col" .col-file { "File" }
+                            th scope="col" .col-who { "Submitted by" }
+                            th scope="col" .col-time { "Created" }
+                        }
+                    }
+                    tbody {
+                        @for j in &jobs {
+                            tr data-job-id=(j.id) {
+                                th scope="row" {
+                                    a href=(format!("/jobs/{}", j.id)) { code { (short_id(&j.id)) } }
+                                }
+                                td { (j.module) }
+                                td.state-cell { (badge(j.state)) }
+                                td.num data-count="rows" { (count(j.counts.rows)) }
+                                td.num.col-errors data-count="errors" { (count(j.counts.errors)) }
+                                td.col-file { (j.file.name.as_deref().unwrap_or("—")) }
+                                td.col-who { (person(&people.person(&j.submitter))) }
+                                td.col-time { (ctx.when(&j.created_at)) }
+                            }
+                        }
+                    }
+                }
+            }
+            p.sr-only aria-live="polite" #live-status {}
+            @if let Some(link) = older_link {
+                p.pager { a.btn href=(link) { "Older jobs →" } }
+            }
+        }
+    };
+    Ok(layout::page(&ctx, "Jobs", content).into_response())
+}
+
+/// The end of a job id, enough to tell jobs apart at a glance.
+fn short_id(id: &str) -> &str {
+    let start = id.len().saturating_sub(10);
+    id.get(start..).unwrap_or(id)
+}
+
+#[derive(Deserialize, Default)]
+pub struct DetailQuery {
+    action: Option<String>,
+    offset: Option<i64>,
+    done: Option<String>,
+}
+
+/// What the page says above everything after a move.
+enum Notice {
+    Done(&'static str),
+    Refused(Problem),
+}
+
+async fn detail(
+    State(app): State<Arc<App>>,
+    signed: Signed,
+    Path(id): Path<String>,
+    Query(q): Query<DetailQuery>,
+) -> PageResult {
+    let notice = match q.done.as_deref() {
+        Some("approve") => Some(Notice::Done(
+            "Approved. The service carries out the decision now; this page shows the result.",
+        )),
+        Some("reject") => Some(Notice::Done(
+            "Rejected. Your reason is recorded in the timeline.",
+        )),
+        Some("cancel") => Some(Notice::Done("Cancelled. Nothing will be written.")),
+        Some("rollback") => Some(Notice::Done(
+            "Rollback requested. Another approver must approve it.",
+        )),
+        _ => None,
+    };
+    render_detail(&app, &signed, &id, &q, notice, StatusCode::OK).await
+}
+
+const PREVIEW_ACTIONS: [&str; 4] = ["insert", "update", "unchanged", "error"];
+
+async fn render_detail(
+    app: &App,
+    signed: &Signed,
+    id: &str,
+    q: &DetailQuery,
+    notice: Option<Notice>,
+    status: StatusCode,
+) -> PageResult {
+    let job = load(app, &signed.caller, id).await?;
+    let module = crate::http::module(app, &job.module)?.clone();
+    let action = given(&q.action).filter(|a| PREVIEW_ACTIONS.contains(a));
+    let total_for = |a: Option<&str>| match a {
+        Some("insert") => job.counts.insert,
+        Some("update") => job.counts.update,
+        Some("unchanged") => job.counts.unchanged,
+        Some("error") => job.counts.errors,
+        _ => job.counts.rows,
+    };
+    let last_page = ((total_for(action) - 1).max(0) / PAGE) * PAGE;
+    let offset = q.offset.unwrap_or(0).clamp(0, last_page);
+    let (total, rows) = preview_page(app, &job.id, action, offset, PAGE).await?;
+    let names = people(app).await?;
+    let people = People(&names);
+    let mut c = app.db.acquire().await?;
+    let events = store::jobs::events(&mut c.conn(), &job.id).await?;
+    drop(c);
+    let ctx = signed.ctx(app, Nav::Jobs);
+    let title = format!("{} import {}", job.module, short_id(&job.id));
+    let content = html! {
+        nav.crumbs aria-label="Breadcrumb" {
+            a href="/jobs" { "Jobs" } " › " span { code { (job.id) } }
+        }
+        div #job-live data-job-status=(format!("/console/jobs/{}/status", job.id))
+            data-version=(job.version) data-work=(job.state.is_work()) {
+            div.page-head {
+                h1 { (job.module) " import " (badge(job.state)) }
+            }
+            p.meta {
+                "File " strong { (job.file.name.as_deref().unwrap_or("(no name)")) }
+                " · " (job.file.format.as_str().to_uppercase())
+                " · " (layout::bytes(job.file.bytes))
+                " · into " code { (job.table) }
+                " · mode " strong { (job.mode.as_str()) }
+                " · on error " strong { (job.on_error.as_str()) }
+                " · submitted by " (person(&people.person(&job.submitter)))
+                " · " (ctx.when(&job.created_at))
+            }
+            @if job.simulated {
+                p.note { "This job runs in simulation: its commit and rollback are recorded but write nothing." }
+            }
+            @match &notice {
+                Some(Notice::Done(text)) => div.alert.alert-ok role="status" { (text) },
+                Some(Notice::Refused(p)) => div.alert.alert-error role="alert" {
+                    strong { (p.title()) } ": " (p.detail())
+                },
+                None => {},
+            }
+            @if job.state.is_work() {
+                div.alert.alert-info role="status" {
+                    (working_text(job.state)) " "
+                    span data-progress-rows { (count(job.counts.rows)) } " rows checked so far."
+                }
+            }
+            (counts_panel(&job))
+            (problem_panel(&job))
+            (warnings_panel(&job))
+            (gate_panel(&ctx, &job, &people, &events))
+            (actions_panel(app, signed, &job))
+        }
+        (preview_section(&job, &module, action, offset, total, &rows))
+        (timeline(&ctx, &events, &people))
+    };
+    Ok((status, layout::page(&ctx, &title, content)).into_response())
+}
+
+fn working_text(s: JobState) -> &'static str {
+    match s {
+        JobState::Validating => "The file is being checked.",
+        JobState::Committing => "The rows are being written.",
+        _ => "The import is being undone.",
+    }
+}
+
+fn counts_panel(job: &Job) -> Markup {
+    let c = &job.counts;
+    let items = [
+        ("Rows", c.rows, ""),
+        ("Valid", c.valid, ""),
+        ("Errors", c.errors, "stat-error"),
+        ("Insert", c.insert, "stat-insert"),
+        ("Update", c.update, "stat-update"),
+        ("Unchanged", c.unchanged, ""),
+    ];
+    html! {
+        dl.stats aria-label="Counts" {
+            @for (label, n, class) in items {
+                div class=(format!("stat {class}")) {
+                    dt { (label) }
+                    dd { (count(n)) }
+                }
+            }
+        }
+    }
+}
+
+fn problem_panel(job: &Job) -> Markup {
+    let Some(p) = &job.problem else {
+        return html! {};
+    };
+    let text = |k: &str| {
+        p.get(k)
+            .and_then(JsonValue::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let rows = p
+        .get("rows")
+        .and_then(JsonValue::as_array)
+        .cloned()
+        .unwrap_or_default();
+    html! {
+        section.alert.alert-error aria-labelledby="problem-title" {
+            h2 #problem-title { (text("title")) }
+            p { (text("detail")) " " span.muted { "(" code { (text("code")) } ")" } }
+            @if !rows.is_empty() {
+                div.table-wrap {
+                    table.small {
+                        (layout::table_head(&["Row", "Key", "Why"]))
+                        tbody {
+                            @for r in &rows {
+                                tr {
+                                    td { (r.get("row").map(|v| v.to_string()).unwrap_or_default()) }
+                                    td { code { (r.get("key").map(plain).unwrap_or_default()) } }
+                                    td { (r.get("reason").map(plain).unwrap_or_default()) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn warnings_panel(job: &Job) -> Markup {
+    if job.warnings.is_empty() {
+        return html! {};
+    }
+    html! {
+        section.alert.alert-warn aria-label="Warnings" {
+            h2 { "Warnings" }
+            ul {
+                @for w in &job.warnings {
+                    li { (w.get("message").map(plain).unwrap_or_else(|| w.to_string())) }
+                }
+            }
+        }
+    }
+}
+
+fn gate_panel(ctx: &Ctx, job: &Job, people: &People, events: &[EventRecord]) -> Markup {
+    // A rollback request's reason is what its approver decides on.
+    let reason = events
+        .iter()
+        .rev()
+        .find(|e| e.event == Move::Rollback.as_str())
+        .and_then(|e| e.comment.as_deref());
+    html! {
+        @if let Some(g) = &job.gate {
+            section.panel aria-labelledby="gate-title" {
+                h2 #gate-title { "Human-Gate" }
+                p {
+                    @if g.action == "rollback" { "Rollback" } @else { "Commit" }
+                    " requested by " (person(&people.person(&g.requested_by)))
+                    " · " (ctx.when(&g.requested_at))
+                }
+                @if g.action == "rollback" && let Some(r) = reason {
+                    blockquote.reason { (r) }
+                }
+                @if !job.decisions.is_empty() {
+                    ul.decisions {
+                        @for d in &job.decisions {
+                            li {
+                                strong { (d.action) " " (d.decision) }
+                                @if let Some(by) = &d.by { " by " (person(&people.person(by))) }
+                                " · " (ctx.when(&d.at))
+                                @if let Some(c) = &d.comment { blockquote { (c) } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The gate moves a person can be offered, in the order they are shown.
+const OFFERED: [Move; 4] = [Move::Approve, Move::Reject, Move::Cancel, Move::Rollback];
+
+/// What the button says and what the confirmation explains.
+fn move_text(job: &Job, m: Move) -> (&'static str, String, &'static str) {
+    let rollback = job.state == JobState::RollbackPending;
+    let sim = if job.simulated {
+        " Simulation: this is recorded, nothing is written."
+    } else {
+        ""
+    };
+    match (m, rollback) {
+        (Move::Approve, false) => (
+            "Approve…",
+            format!(
+                "Approve writing this file into {}: {} new rows, {} changed rows, {} unchanged{}. It is written in one transaction exactly as previewed.{sim}",
+                job.table,
+                count(job.counts.insert),
+                count(job.counts.update),
+                count(job.counts.unchanged),
+                if job.counts.errors > 0 {
+                    format!(", {} rows with errors left out", count(job.counts.errors))
+                } else {
+                    String::new()
+                },
+            ),
+            "Approve and commit",
+        ),
+        (Move::Approve, true) => (
+            "Approve rollback…",
+            format!(
+                "Approve undoing this import in {}: rows it inserted are deleted, rows it updated get their previous values back.{sim}",
+                job.table
+            ),
+            "Approve rollback",
+        ),
+        (Move::Reject, false) => (
+            "Reject…",
+            "Reject this import. Nothing is written; the submitter sees your reason.".to_string(),
+            "Reject import",
+        ),
+        (Move::Reject, true) => (
+            "Reject rollback…",
+            "Keep the import as it is and close the rollback request.".to_string(),
+            "Reject rollback",
+        ),
+        (Move::Cancel, _) => (
+            "Cancel…",
+            "Withdraw this import before anyone decides. Nothing is written.".to_string(),
+            "Cancel import",
+        ),
+        _ => (
+            "Request rollback…",
+            "Ask for this import to be undone. Another approver must approve the rollback."
+                .to_string(),
+            "Request rollback",
+        ),
+    }
+}
+
+/// Reject and rollback need a reason the other person can read.
+fn needs_comment(m: Move) -> bool {
+    matches!(m, Move::Reject | Move::Rollback)
+}
+
+fn actions_panel(app: &App, signed: &Signed, job: &Job) -> Markup {
+    let caller = &signed.caller.0;
+    let mut offered = Vec::new();
+    let mut four_eyes = false;
+    let mut approver_needed = false;
+    for m in OFFERED {
+        match gate::authorize(job, m, caller, app.settings.allow_self_approval) {
+            Ok(_) => offered.push(m),
+            Err(Refusal::SelfApproval) => four_eyes = true,
+            Err(Refusal::Forbidden(_)) if matches!(m, Move::Approve) => {
+                approver_needed = matches!(
+                    job.state,
+                    JobState::AwaitingApproval | JobState::RollbackPending
+                )
+            }
+            Err(_) => {}
+        }
+    }
+    if offered.is_empty() && !four_eyes && !approver_needed {
+        return html! {};
+    }
+    html! {
+        section.panel.actions aria-labelledby="actions-title" {
+            h2 #actions-title { "Your decision" }
+            @if four_eyes {
+                p.note { "You asked for this step, so another approver decides it (four-eyes rule)." }
+            }
+            @if approver_needed {
+                p.note { "An approver decides this step." }
+            }
+            div.action-list {
+                @for m in &offered {
+                    @let (label, explain, confirm) = move_text(job, *m);
+                    @let name = m.as_str();
+                    details class=(format!("action action-{name}")) {
+                        summary class=(if matches!(m, Move::Approve) { "btn btn-primary" } else if matches!(m, Move::Reject | Move::Cancel) { "btn btn-danger" } else { "btn" }) {
+                            (label)
+                        }
+                        form method="post" action=(format!("/jobs/{}/{name}", job.id)) {
+                            input type="hidden" name="_csrf" value=(signed.csrf);
+                            input type="hidden" name="etag" value=(job.etag());
+                            p { (explain) }
+                            label for=(format!("comment-{name}")) {
+                                "Comment" @if needs_comment(*m) { " (required: say why)" } @else { " (optional)" }
+                            }
+                            textarea id=(format!("comment-{name}")) name="comment" rows="2" maxlength="2000"
+                                required[needs_comment(*m)] {}
+                            button type="submit" class=(if matches!(m, Move::Approve) { "btn btn-primary" } else { "btn btn-danger" })
+                                data-confirm-button { (confirm) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A JSON value as plain text (strings without quotes).
+fn plain(v: &JsonValue) -> String {
+    match v {
+        JsonValue::String(s) => s.clone(),
+        JsonValue::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn cell_value(v: Option<&JsonValue>) -> Markup {
+    match v {
+        None | Some(JsonValue::Null) => html! { span.null { "empty" } },
+        Some(v) => html! { (plain(v)) },
+    }
+}
+
+/// The columns a page of rows shows: the module's columns the rows carry,
+/// in catalog order.
+fn shown_columns<'a>(module: &'a Module, rows: &[PreviewRow]) -> Vec<&'a str> {
+    module
+        .columns
+        .iter()
+        .map(|c| c.name.as_str())
+        .filter(|name| {
+            rows.iter().any(|r| {
+                r.row.vals.contains_key(*name)
+                    || r.row.before.as_ref().is_some_and(|b| b.contains_key(*name))
+            })
+        })
+        .collect()
+}
+
+fn preview_link(job: &Job, action: Option<&str>, offset: i64) -> String {
+    let mut params: Vec<(&str, String)> = Vec::new();
+    if let Some(a) = action {
+        params.push(("action", a.to_string()));
+    }
+    if offset > 0 {
+        params.push(("offset", offset.to_string()));
+    }
+    let q = serde_urlencoded::to_string(params).unwrap_or_default();
+    if q.is_empty() {
+        format!("/jobs/{}#preview", job.id)
+    } else {
+        format!("/jobs/{}?{q}#preview", job.id)
+    }
+}
+
+fn preview_section(
+    job: &Job,
+    module: &Module,
+    action: Option<&str>,
+    offset: i64,
+    total: i64,
+    rows: &[PreviewRow],
+) -> Markup {
+    let c = &job.counts;
+    let tabs = [
+        (None, "All", c.rows),
+        (Some("insert"), "Insert", c.insert),
+        (Some("update"), "Update", c.update),
+        (Some("unchanged"), "Unchanged", c.unchanged),
+        (Some("error"), "Errors", c.errors),
+    ];
+    let cols = shown_columns(module, rows);
+    let first = if total == 0 { 0 } else { offset + 1 };
+    let last = offset + rows.len() as i64;
+    let last_page = ((total - 1).max(0) / PAGE) * PAGE;
+    html! {
+        section #preview aria-labelledby="preview-title" {
+            h2 #preview-title { "Preview" }
+            nav.tabs aria-label="Rows by action" {
+                @for (a, label, n) in tabs {
+                    @if a == action {
+                        a href=(preview_link(job, a, 0)) aria-current="true" { (label) " " span.tab-count { (count(n)) } }
+                    } @else {
+                        a href=(preview_link(job, a, 0)) { (label) " " span.tab-count { (count(n)) } }
+                    }
+                }
+            }
+            @if rows.is_empty() {
+                p.empty {
+                    @if job.state == JobState::Validating { "The preview appears when the file has been checked." }
+                    @else if job.state == JobState::Invalid { "The file could not be read, so there is nothing to preview." }
+                    @else { "No rows here." }
+                }
+            } @else {
+                div.table-wrap tabindex="0" role="region" aria-label="Preview rows" {
+                    table.preview {
+                        thead {
+                            tr {
+                                th scope="col" { "Row" }
+                                th scope="col" { "Action" }
+                                @for col in &cols { th scope="col" { (col) } }
+                                th scope="col" { "Notes" }
+                            }
+                        }
+                        tbody {
+                            @for r in rows { (preview_row(r, &cols)) }
+                        }
+                    }
+                }
+                nav.pager aria-label="Preview pages" {
+                    span.range { "Rows " (count(first)) "–" (count(last)) " of " (count(total)) }
+                    @if offset > 0 {
+                        a.btn href=(preview_link(job, action, 0)) { "« First" }
+                        a.btn href=(preview_link(job, action, (offset - PAGE).max(0))) rel="prev" { "‹ Previous" }
+                    }
+                    @if last < total {
+                        a.btn href=(preview_link(job, action, offset + PAGE)) rel="next" { "Next ›" }
+                        a.btn href=(preview_link(job, action, last_page)) { "Last »" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn preview_row(r: &PreviewRow, cols: &[&str]) -> Markup {
+    let row = &r.row;
+    let mut by_col: HashMap<&str, Vec<&str>> = HashMap::new();
+    let mut notes: Vec<&str> = Vec::new();
+    for e in &r.errors {
+        match e.column.as_deref().filter(|c| cols.contains(c)) {
+            Some(c) => by_col.entry(c).or_default().push(&e.message),
+            None => notes.push(&e.message),
+        }
+    }
+    html! {
+        tr class=(format!("row-{}", row.action)) {
+            th scope="row" { (row.row_no) }
+            td { span class=(format!("row-action row-action-{}", row.action)) { (row.action) } }
+            @for col in cols {
+                @let after = row.vals.get(*col);
+                @let before = row.before.as_ref().and_then(|b| b.get(*col));
+                @if let Some(msgs) = by_col.get(col) {
+                    td.cell-error {
+                        (cell_value(after))
+                        @for m in msgs { span.cell-msg { (m) } }
+                    }
+                } @else if row.action == "update" && row.before.as_ref().is_some_and(|b| b.contains_key(*col)) && before != after {
+                    td.cell-changed {
+                        span.sr-only { "was " }
+                        del { (cell_value(before)) }
+                        span aria-hidden="true" { " → " }
+                        span.sr-only { ", becomes " }
+                        ins { (cell_value(after)) }
+                    }
+                } @else {
+                    td { (cell_value(after)) }
+                }
+            }
+            td.notes {
+                @for n in &notes { span.cell-msg { (n) } }
+            }
+        }
+    }
+}
+
+fn event_label(e: &str) -> &'static str {
+    match e {
+        "upload" => "Uploaded",
+        "checked" => "Checked: ready for approval",
+        "file_failure" => "File refused",
+        "row_errors" => "Rows have errors",
+        "approve" => "Approved",
+        "reject" => "Rejected",
+        "cancel" => "Cancelled",
+        "expire" => "Expired without a decision",
+        "written" => "Written",
+        "commit_failed" => "Commit refused",
+        "rollback" => "Rollback requested",
+        "undone" => "Undone",
+        "rollback_conflict" => "Rollback refused: rows changed",
+        _ => "Event",
+    }
+}
+
+fn timeline(ctx: &Ctx, events: &[EventRecord], people: &People) -> Markup {
+    html! {
+        section #timeline aria-labelledby="timeline-title" {
+            h2 #timeline-title { "Timeline" }
+            ol.timeline {
+                @for e in events {
+                    li {
+                        div.tl-head {
+                            strong { (event_label(&e.event)) }
+                            " · " (ctx.when(&e.at))
+                            @if let Some(a) = &e.actor { " · " (person(&people.person(a))) }
+                            @else { " · " span.muted { "the service" } }
+                        }
+                        div.tl-move {
+                            @if let Some(from) = e.from_state.as_deref().and_then(JobState::parse) {
+                                (badge(from)) span aria-hidden="true" { " → " } span.sr-only { " to " }
+                            }
+                            @if let Some(to) = JobState::parse(&e.to_state) { (badge(to)) }
+                        }
+                        @if let Some(c) = &e.comment { blockquote { (c) } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ActForm {
+    #[serde(rename = "_csrf")]
+    csrf: String,
+    etag: String,
+    #[serde(default)]
+    comment: Option<String>,
+}
+
+async fn act(
+    State(app): State<Arc<App>>,
+    signed: Signed,
+    Path((id, action)): Path<(String, String)>,
+    headers: HeaderMap,
+    Form(form): Form<ActForm>,
+) -> PageResult {
+    signed.check_form(&headers, &form.csrf)?;
+    let event = OFFERED
+        .into_iter()
+        .find(|m| m.as_str() == action)
+        .ok_or_else(|| Problem::not_found("action", &action))?;
+    let comment = form
+        .comment
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(str::to_string);
+    if comment.as_ref().is_some_and(|c| c.chars().count() > 2000) {
+        return Err(Fail(Problem::invalid_parameter(
+            "comment",
+            "a comment has at most 2000 characters",
+        )));
+    }
+    let refused = if needs_comment(event) && comment.is_none() {
+        Some(Problem::invalid_parameter(
+            "comment",
+            "say why: the other person reads your reason in the timeline",
+        ))
+    } else {
+        decide(&app, &signed.caller, &id, event, Some(&form.etag), comment)
+            .await
+            .err()
+    };
+    match refused {
+        None => Ok(Redirect::to(&format!("/jobs/{id}?done={action}")).into_response()),
+        Some(p) => {
+            let status = p.status();
+            render_detail(
+                &app,
+                &signed,
+                &id,
+                &DetailQuery::default(),
+                Some(Notice::Refused(p)),
+                status,
+            )
+            .await
+        }
+    }
+}
+
+fn status_view(job: &Job) -> JsonValue {
+    json!({
+        "id": job.id,
+        "state": job.state.as_str(),
+        "label": layout::state_label(job.state),
+        "version": job.version,
+        "work": job.state.is_work(),
+        "counts": job.counts,
+    })
+}
+
+/// `GET /console/jobs/{id}/status`: a job's state and counts, for the
+/// script that follows a job being worked on.
+async fn status(
+    State(app): State<Arc<App>>,
+    signed: Signed,
+    Path(id): Path<String>,
+) -> ApiResult<Json<JsonValue>> {
+    let job = load(&app, &signed.caller, &id).await?;
+    Ok(Json(status_view(&job)))
+}
+
+#[derive(Deserialize)]
+struct StatesQuery {
+    ids: String,
+}
+
+/// `GET /console/jobs/states?ids=a,b`: the states of the listed jobs the
+/// caller may see, for the job list to update without a reload.
+async fn states(
+    State(app): State<Arc<App>>,
+    signed: Signed,
+    Query(q): Query<StatesQuery>,
+) -> ApiResult<Response> {
+    let ids: Vec<String> = q
+        .ids
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .take(200)
+        .map(str::to_string)
+        .collect();
+    let mut c = app.db.acquire().await?;
+    let jobs = store::jobs::get_many(&mut c.conn(), &ids).await?;
+    let list: Vec<JsonValue> = jobs
+        .iter()
+        .filter(|j| signed.caller.0.covers(&j.module))
+        .map(status_view)
+        .collect();
+    Ok(Json(json!({"jobs": list})).into_response())
+}

@@ -1,0 +1,389 @@
+//! Signing in with an API key, the server-side session, and CSRF.
+//!
+//! - Sign-in takes a key in a form (never a URL) and makes a session: a
+//!   random id in an `HttpOnly`, `SameSite=Strict` cookie (`Secure` when the
+//!   request came over TLS), stored only as its SHA-256 with the key id, a
+//!   CSRF token and an expiry. The key itself is not kept anywhere.
+//! - Every request re-reads the session and its key: a revoked or expired
+//!   key ends its sessions at once. Sessions slide by [`IDLE`] and end after
+//!   [`ABSOLUTE`] whatever happens.
+//! - Every state-changing request must carry the session's CSRF token (a
+//!   hidden `_csrf` field, or the `X-CSRF-Token` header from the script) and
+//!   must not come from another site (`Origin`, `Sec-Fetch-Site`). Forms
+//!   shown before sign-in (sign-in itself, the developer center) use a
+//!   double-submit token: a random cookie the form repeats.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Form, FromRequestParts, Query, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum_extra::extract::cookie::{Cookie, CookieJar, SameSite};
+use chrono::Duration;
+use maud::html;
+use serde::Deserialize;
+use subtle::ConstantTimeEq;
+
+use super::layout::{self, Ctx, Nav};
+use super::{Fail, PageResult};
+use crate::app::App;
+use crate::http::auth::{self, Caller};
+use crate::http::problem::Problem;
+use crate::keys;
+use crate::store::{self, sessions};
+
+/// The session cookie.
+pub const SESSION_COOKIE: &str = "ig_session";
+/// The double-submit cookie of forms shown before sign-in.
+pub const FORM_COOKIE: &str = "ig_form";
+/// The header the script sends the CSRF token in.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+/// A session ends this long after its last use.
+pub const IDLE: Duration = Duration::hours(1);
+/// A session ends this long after sign-in, used or not.
+pub const ABSOLUTE: Duration = Duration::hours(12);
+/// A session's expiry is written again at most this often.
+const EXTEND_STEP: Duration = Duration::minutes(5);
+
+pub fn routes() -> Router<Arc<App>> {
+    Router::new()
+        .route("/signin", get(signin_page).post(signin))
+        .route("/signout", post(signout))
+}
+
+/// A signed-in person: the live key of their session and its CSRF token.
+#[derive(Debug, Clone)]
+pub struct Signed {
+    pub caller: Caller,
+    pub csrf: String,
+    id_hash: String,
+}
+
+impl Signed {
+    /// `403` unless `presented` is this session's CSRF token.
+    pub fn check_csrf(&self, presented: &str) -> Result<(), Problem> {
+        if bool::from(presented.as_bytes().ct_eq(self.csrf.as_bytes())) {
+            Ok(())
+        } else {
+            Err(csrf_problem())
+        }
+    }
+
+    /// `403` unless a state-changing request comes from the console's own
+    /// page ([`check_origin`]) with this session's CSRF token.
+    pub fn check_form(&self, headers: &HeaderMap, presented: &str) -> Result<(), Problem> {
+        check_origin(headers)?;
+        self.check_csrf(presented)
+    }
+
+    /// The layout context of a page this person sees.
+    pub fn ctx(&self, app: &App, nav: Nav) -> Ctx {
+        Ctx::new(app, nav, Some(self))
+    }
+}
+
+fn csrf_problem() -> Problem {
+    Problem::new(
+        StatusCode::FORBIDDEN,
+        "csrf",
+        "The form expired",
+        "the form's security token does not match your session; reload the page and try again",
+    )
+}
+
+/// Whether the request reached the service over TLS. The service itself
+/// speaks plain HTTP; TLS ends at a proxy, which says so in
+/// `X-Forwarded-Proto` or `Forwarded`. A client that claims TLS falsely only
+/// makes its own cookie stricter.
+pub fn is_https(headers: &HeaderMap) -> bool {
+    let forwarded_proto = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"));
+    let forwarded = headers
+        .get(header::FORWARDED)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().contains("proto=https"));
+    forwarded_proto || forwarded
+}
+
+fn cookie(name: &'static str, value: String, secure: bool) -> Cookie<'static> {
+    Cookie::build((name, value))
+        .path("/")
+        .http_only(true)
+        .same_site(SameSite::Strict)
+        .secure(secure)
+        .build()
+}
+
+/// `403` for a state-changing request from another site. Browsers send
+/// `Sec-Fetch-Site` and `Origin` with such requests; a request with neither
+/// (curl, tests) is judged by its CSRF token alone. `Origin: null` is what
+/// browsers send for the console's own forms under `Referrer-Policy:
+/// no-referrer`, so it says nothing; `Sec-Fetch-Site` still does.
+pub fn check_origin(headers: &HeaderMap) -> Result<(), Problem> {
+    let forbidden = || {
+        Problem::new(
+            StatusCode::FORBIDDEN,
+            "cross_site",
+            "Cross-site request refused",
+            "the console accepts changes only from its own pages",
+        )
+    };
+    if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok())
+        && !matches!(site, "same-origin" | "none")
+    {
+        return Err(forbidden());
+    }
+    if let Some(origin) = headers
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .filter(|o| *o != "null")
+    {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let origin_host = origin.split_once("://").map(|(_, h)| h).unwrap_or("");
+        if host.is_empty() || !origin_host.eq_ignore_ascii_case(host) {
+            return Err(forbidden());
+        }
+    }
+    Ok(())
+}
+
+/// The session a request's cookie names, if it is current and its key live.
+async fn load(app: &App, jar: &CookieJar) -> Result<Option<Signed>, Problem> {
+    let Some(id) = jar.get(SESSION_COOKIE).map(|c| c.value().to_string()) else {
+        return Ok(None);
+    };
+    let id_hash = keys::hash(&id);
+    let now = store::now();
+    let mut c = app.db.acquire().await?;
+    let Some(s) = sessions::get(&mut c.conn(), &id_hash, now).await? else {
+        return Ok(None);
+    };
+    let Some(key) = store::keys::get(&mut c.conn(), &s.key_id).await? else {
+        return Ok(None);
+    };
+    if !key.is_live(chrono::Utc::now()) {
+        sessions::delete(&mut c.conn(), &id_hash).await?;
+        return Ok(None);
+    }
+    let wanted = (now + IDLE).min(s.created_at + ABSOLUTE);
+    if wanted - s.expires_at > EXTEND_STEP {
+        sessions::extend(&mut c.conn(), &id_hash, wanted).await?;
+    }
+    tracing::Span::current().record("key_id", key.id.as_str());
+    Ok(Some(Signed {
+        caller: Caller(key),
+        csrf: s.csrf,
+        id_hash,
+    }))
+}
+
+/// Where to go after signing in: a path of this site only.
+pub fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(n)
+            if n.starts_with('/')
+                && !n.starts_with("//")
+                && !n.contains('\\')
+                && !n.chars().any(char::is_control) =>
+        {
+            n.to_string()
+        }
+        _ => "/jobs".to_string(),
+    }
+}
+
+impl FromRequestParts<Arc<App>> for Signed {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Signed, Response> {
+        let jar = CookieJar::from_headers(&parts.headers);
+        match load(app, &jar).await {
+            Ok(Some(s)) => Ok(s),
+            Ok(None) if parts.uri.path().starts_with("/console/") => Err(Problem::unauthorized(
+                "your console session ended; sign in again",
+            )
+            .into_response()),
+            Ok(None) => {
+                let here = parts
+                    .uri
+                    .path_and_query()
+                    .map(|p| p.as_str())
+                    .unwrap_or("/jobs");
+                let next: String =
+                    serde_urlencoded::to_string([("next", here)]).unwrap_or_default();
+                Err(Redirect::to(&format!("/signin?{next}")).into_response())
+            }
+            Err(p) => Err(Fail(p).into_response()),
+        }
+    }
+}
+
+/// Anyone: a signed-in person or nobody yet.
+pub struct Visitor(pub Option<Signed>);
+
+impl FromRequestParts<Arc<App>> for Visitor {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Visitor, Response> {
+        let jar = CookieJar::from_headers(&parts.headers);
+        load(app, &jar)
+            .await
+            .map(Visitor)
+            .map_err(|p| Fail(p).into_response())
+    }
+}
+
+/// The double-submit token of a form shown before sign-in: the cookie's if
+/// there is one, else a new one (and its cookie in the returned jar).
+pub fn form_token(jar: CookieJar, headers: &HeaderMap) -> (CookieJar, String) {
+    if let Some(c) = jar.get(FORM_COOKIE)
+        && c.value().len() >= 32
+    {
+        let token = c.value().to_string();
+        return (jar, token);
+    }
+    let token = keys::token(32);
+    let jar = jar.add(cookie(FORM_COOKIE, token.clone(), is_https(headers)));
+    (jar, token)
+}
+
+/// `403` unless a form shown before sign-in comes from the console's own
+/// page and repeats its cookie's token.
+pub fn check_anonymous_form(
+    headers: &HeaderMap,
+    jar: &CookieJar,
+    presented: &str,
+) -> Result<(), Problem> {
+    check_origin(headers)?;
+    match jar.get(FORM_COOKIE) {
+        Some(c)
+            if c.value().len() >= 32
+                && bool::from(c.value().as_bytes().ct_eq(presented.as_bytes())) =>
+        {
+            Ok(())
+        }
+        _ => Err(csrf_problem()),
+    }
+}
+
+#[derive(Deserialize)]
+struct NextQuery {
+    next: Option<String>,
+}
+
+async fn signin_page(
+    State(app): State<Arc<App>>,
+    visitor: Visitor,
+    jar: CookieJar,
+    headers: HeaderMap,
+    Query(q): Query<NextQuery>,
+) -> Response {
+    let next = safe_next(q.next.as_deref());
+    if visitor.0.is_some() {
+        return Redirect::to(&next).into_response();
+    }
+    let (jar, token) = form_token(jar, &headers);
+    let ctx = Ctx::new(&app, Nav::SignIn, None);
+    (jar, signin_markup(&ctx, &token, &next, None)).into_response()
+}
+
+fn signin_markup(ctx: &Ctx, token: &str, next: &str, error: Option<&str>) -> maud::Markup {
+    layout::page(
+        ctx,
+        "Sign in",
+        html! {
+            div.narrow {
+                h1 { "Sign in" }
+                p.lead { "Sign in with your API key to review and decide imports at the Human-Gate." }
+                @if let Some(e) = error {
+                    div.alert.alert-error role="alert" { (e) }
+                }
+                form.card method="post" action="/signin" {
+                    input type="hidden" name="_csrf" value=(token);
+                    input type="hidden" name="next" value=(next);
+                    label for="key" { "API key" }
+                    input #key type="password" name="key" required autocomplete="off"
+                        spellcheck="false" placeholder="igk_…" aria-describedby="key-help";
+                    p #key-help .help { "The key is sent once to start a session; it is not stored in this browser." }
+                    button.btn.btn-primary type="submit" { "Sign in" }
+                }
+                p { "No key yet? " a href="/developers#request" { "Request one in the developer center" } "." }
+            }
+        },
+    )
+}
+
+#[derive(Deserialize)]
+struct SignInForm {
+    #[serde(rename = "_csrf")]
+    csrf: String,
+    key: String,
+    next: Option<String>,
+}
+
+async fn signin(
+    State(app): State<Arc<App>>,
+    jar: CookieJar,
+    headers: HeaderMap,
+    Form(form): Form<SignInForm>,
+) -> PageResult {
+    check_anonymous_form(&headers, &jar, &form.csrf)?;
+    let next = safe_next(form.next.as_deref());
+    let key = match auth::verify(&app, form.key.trim()).await {
+        Ok(k) => k,
+        Err(p) if p.status() == StatusCode::UNAUTHORIZED => {
+            let ctx = Ctx::new(&app, Nav::SignIn, None);
+            let page = signin_markup(
+                &ctx,
+                &form.csrf,
+                &next,
+                Some("That key is unknown, revoked or expired."),
+            );
+            return Ok((StatusCode::UNAUTHORIZED, page).into_response());
+        }
+        Err(p) => return Err(Fail(p)),
+    };
+    let id = keys::token(43);
+    let csrf = keys::token(32);
+    let now = store::now();
+    let mut c = app.db.acquire().await?;
+    sessions::sweep(&mut c.conn(), now).await?;
+    sessions::insert(&mut c.conn(), &keys::hash(&id), &key.id, &csrf, now + IDLE).await?;
+    tracing::info!(key_id = %key.id, "console sign-in");
+    let jar = jar.remove(Cookie::build(FORM_COOKIE).path("/")).add(cookie(
+        SESSION_COOKIE,
+        id,
+        is_https(&headers),
+    ));
+    Ok((jar, Redirect::to(&next)).into_response())
+}
+
+#[derive(Deserialize)]
+pub struct CsrfOnly {
+    #[serde(rename = "_csrf")]
+    pub csrf: String,
+}
+
+async fn signout(
+    State(app): State<Arc<App>>,
+    signed: Signed,
+    jar: CookieJar,
+    headers: HeaderMap,
+    Form(form): Form<CsrfOnly>,
+) -> PageResult {
+    signed.check_form(&headers, &form.csrf)?;
+    let mut c = app.db.acquire().await?;
+    sessions::delete(&mut c.conn(), &signed.id_hash).await?;
+    tracing::info!(key_id = %signed.caller.id(), "console sign-out");
+    let jar = jar.remove(Cookie::build(SESSION_COOKIE).path("/"));
+    Ok((jar, Redirect::to("/signin")).into_response())
+}

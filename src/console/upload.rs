@@ -1,0 +1,189 @@
+//! The upload page: pick a module (its columns and a template shown),
+//! choose or drop a file, mode and on_error; the script sends the file with
+//! a progress bar, follows validation, and lands on the job page.
+//!
+//! The file goes through [`http::imports::accept`], exactly as an API
+//! upload does: the same checks, the same streaming into the store.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, Query, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use maud::html;
+use serde_json::json;
+
+use super::PageResult;
+use super::layout::{self, Nav};
+use super::session::{CSRF_HEADER, Signed};
+use crate::app::App;
+use crate::http::imports::accept;
+use crate::http::modules::template_file;
+use crate::http::problem::{ApiResult, Problem};
+
+pub fn routes() -> Router<Arc<App>> {
+    Router::new()
+        .route("/upload", get(page))
+        .route(
+            "/console/import/{module}",
+            post(upload).layer(axum::extract::DefaultBodyLimit::disable()),
+        )
+        .route("/console/modules/{module}/template", get(template))
+}
+
+async fn page(
+    State(app): State<Arc<App>>,
+    signed: Signed,
+    Query(q): Query<HashMap<String, String>>,
+) -> PageResult {
+    let ctx = signed.ctx(&app, Nav::Upload);
+    let modules: Vec<_> = app
+        .catalog
+        .modules()
+        .iter()
+        .filter(|m| signed.caller.0.covers(&m.key))
+        .cloned()
+        .collect();
+    let selected = q
+        .get("module")
+        .filter(|m| modules.iter().any(|x| &x.key == *m))
+        .cloned()
+        .or_else(|| modules.first().map(|m| m.key.clone()))
+        .unwrap_or_default();
+    let content = html! {
+        h1 { "Upload a file" }
+        p.lead { "The file becomes a validation job: nothing is written until a second person approves its preview." }
+        @if modules.is_empty() {
+            div.alert.alert-warn { "Your key covers no module, so there is nothing you can upload." }
+        } @else {
+            form #upload-form .card method="get" action="/upload" data-upload="/console/import/" {
+                div.field {
+                    label for="module" { "Module" }
+                    select #module name="module" required aria-describedby="module-help" {
+                        @for m in &modules {
+                            option value=(m.key) selected[m.key == selected] { (m.key) " — " (m.table) }
+                        }
+                    }
+                    noscript { button.btn type="submit" { "Show its columns" } }
+                    p #module-help .help { "Its columns, their types and a template are shown below." }
+                }
+                @for m in &modules {
+                    section.module-info data-module=(m.key) hidden[m.key != selected] aria-label=(format!("Columns of {}", m.key)) {
+                        p {
+                            "Natural key: " strong { (m.natural_key.join(", ")) }
+                            " · Template: "
+                            a href=(format!("/console/modules/{}/template?format=csv", m.key)) download { "CSV" }
+                            " · "
+                            a href=(format!("/console/modules/{}/template?format=json", m.key)) download { "JSON" }
+                        }
+                        div.table-wrap {
+                            table.small {
+                                (layout::table_head(&["Column", "Type", "Required", "Also accepted as"]))
+                                tbody {
+                                    @for c in &m.columns {
+                                        tr {
+                                            td { code { (c.name) } }
+                                            td { (c.ty.as_str()) }
+                                            td { @if c.required { strong { "required" } } @else { "optional" } }
+                                            td { (c.aliases.join(", ")) }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                div.field {
+                    label for="file" { "File" }
+                    div.dropzone #dropzone {
+                        input #file type="file" name="file" required
+                            accept=".csv,.txt,.xlsx,.xls,.json,.jsonl,.ndjson,text/csv" aria-describedby="file-help";
+                        p #file-help .help { "Choose a file or drop it here. CSV with a header row; the first data row is row 2." }
+                    }
+                }
+                fieldset {
+                    legend { "Mode" }
+                    div.radio { input #mode-insert type="radio" name="mode" value="insert" checked; label for="mode-insert" { strong { "insert" } " — every row must be new" } }
+                    div.radio { input #mode-update type="radio" name="mode" value="update"; label for="mode-update" { strong { "update" } " — every row must already exist" } }
+                    div.radio { input #mode-upsert type="radio" name="mode" value="upsert"; label for="mode-upsert" { strong { "upsert" } " — new or existing" } }
+                }
+                fieldset {
+                    legend { "Rows with errors" }
+                    div.radio { input #err-fail type="radio" name="on_error" value="fail" checked; label for="err-fail" { strong { "fail" } " — any error fails the whole job" } }
+                    div.radio { input #err-skip type="radio" name="on_error" value="skip"; label for="err-skip" { strong { "skip" } " — leave invalid rows out; the approver sees how many" } }
+                }
+                noscript {
+                    div.alert.alert-warn { "Uploading from the console needs JavaScript (for the progress bar). Without it, use the API: POST /api/import/{module}." }
+                }
+                button.btn.btn-primary #upload-button type="submit" { "Upload and validate" }
+                div #upload-status .progress-box hidden {
+                    label for="upload-progress" { "Upload" }
+                    progress #upload-progress max="100" value="0" {}
+                    label for="validate-progress" { "Validation" }
+                    progress #validate-progress {}
+                    p #upload-message aria-live="polite" {}
+                }
+                div #upload-error .alert.alert-error role="alert" hidden {}
+            }
+        }
+    };
+    Ok(layout::page(&ctx, "Upload", content).into_response())
+}
+
+/// `POST /console/import/{module}`: the body is the file, as on the API;
+/// the session and its CSRF header stand in for the API key.
+async fn upload(
+    State(app): State<Arc<App>>,
+    signed: Signed,
+    Path(module): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let presented = headers
+        .get(CSRF_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    signed.check_form(&headers, &presented)?;
+    let job = accept(
+        &app,
+        &signed.caller,
+        &module,
+        query.as_deref(),
+        &headers,
+        body,
+    )
+    .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({
+            "id": job.id,
+            "url": format!("/jobs/{}", job.id),
+            "status": format!("/console/jobs/{}/status", job.id),
+        })),
+    )
+        .into_response())
+}
+
+async fn template(
+    State(app): State<Arc<App>>,
+    signed: Signed,
+    Path(module): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Response> {
+    let m = crate::http::module(&app, &module)?;
+    signed.caller.check_module(m)?;
+    let format = q.get("format").map(String::as_str).unwrap_or("csv");
+    if !matches!(format, "csv" | "json") {
+        return Err(Problem::invalid_parameter(
+            "format",
+            "format must be csv or json",
+        ));
+    }
+    template_file(m, format)
+}

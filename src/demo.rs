@@ -1,0 +1,584 @@
+//! `importgate demo`: a ledger with jobs in every state, made through the
+//! real pipeline, so a newcomer can click through the whole Human-Gate.
+//!
+//! The jobs are real uploads of generated CSV files (Indonesian names,
+//! IDR amounts) validated by the workers, then moved by the same gate
+//! function the API and the console call ([`http::jobs::decide`]). The
+//! service runs in simulation, so commits and rollbacks are recorded but
+//! write nothing; a few rows of "existing business data" are put in the
+//! customers and products tables first, so that updates have something to
+//! change. Every persistent state exists once the seeding ends; one job is
+//! left `validating` for [`HOLD`] (the demo holds its work lease), and
+//! `committing` / `rolling_back` pass in a moment.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, header};
+use serde_json::{Map, Value as Json};
+
+use crate::app::App;
+use crate::http::auth::Caller;
+use crate::http::imports::accept;
+use crate::http::jobs::decide;
+use crate::keys::{self, KeyRecord, Role};
+use crate::ledger::{Job, Move, State};
+use crate::store::{self, tables};
+
+/// The keys the demo prints (secrets, shown once) and who they belong to.
+pub struct DemoKeys {
+    pub submitter: (KeyRecord, String),
+    pub approver: (KeyRecord, String),
+    pub admin: (KeyRecord, String),
+}
+
+/// Rows in the large file of the demo (enough to page through).
+pub const LARGE_ROWS: usize = 20_000;
+
+/// How long the demo keeps one job `validating`.
+pub const HOLD: Duration = Duration::from_secs(15 * 60);
+
+const FIRST: [&str; 20] = [
+    "Andi", "Budi", "Citra", "Dewi", "Eka", "Fajar", "Gita", "Hendra", "Indah", "Joko", "Kartika",
+    "Lestari", "Made", "Nur", "Putu", "Rina", "Sari", "Teguh", "Wahyu", "Yulia",
+];
+const LAST: [&str; 15] = [
+    "Wijaya",
+    "Santoso",
+    "Rahayu",
+    "Lestari",
+    "Hartono",
+    "Setiawan",
+    "Kusuma",
+    "Saputra",
+    "Hidayat",
+    "Nugroho",
+    "Pratama",
+    "Siregar",
+    "Simanjuntak",
+    "Gunawan",
+    "Halim",
+];
+const CITIES: [&str; 10] = [
+    "Jakarta",
+    "Bandung",
+    "Surabaya",
+    "Medan",
+    "Semarang",
+    "Makassar",
+    "Yogyakarta",
+    "Denpasar",
+    "Palembang",
+    "Malang",
+];
+const PRODUCTS: [(&str, &str, &str); 10] = [
+    ("Kaos Polos Hitam", "apparel", "DTF"),
+    ("Kaos Polos Putih", "apparel", "DTF"),
+    ("Hoodie Katun Abu", "apparel", "sablon"),
+    ("Tote Bag Kanvas", "bag", "sablon"),
+    ("Mug Keramik 11oz", "drinkware", "sublimasi"),
+    ("Tumbler Stainless", "drinkware", "UV"),
+    ("Stiker Vinyl A4", "sticker", "UV"),
+    ("Topi Baseball", "apparel", "bordir"),
+    ("Lanyard Custom", "accessory", "sublimasi"),
+    ("Poster A3 Art Paper", "print", "digital"),
+];
+
+/// A small deterministic generator: the same demo every time.
+struct Dice(u64);
+
+impl Dice {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+
+    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        from[(self.next() as usize) % from.len()]
+    }
+
+    fn between(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
+}
+
+fn name(d: &mut Dice) -> String {
+    format!("{} {}", d.pick(&FIRST), d.pick(&LAST))
+}
+
+fn wa(n: usize) -> String {
+    format!("0812{:08}", 31_000_000 + n)
+}
+
+fn customers_csv(d: &mut Dice, from: usize, n: usize) -> String {
+    let mut s =
+        String::from("customer_name,wa_number,city,grade,source_channel,consumable_cycle_days\n");
+    for i in from..from + n {
+        let grade = d.pick(&["A", "B", "C"]);
+        let channel = d.pick(&["WhatsApp", "Instagram", "Tokopedia", "Shopee", "Walk-in"]);
+        let _ = writeln!(
+            s,
+            "{},{},{},{grade},{channel},{}",
+            name(d),
+            wa(i),
+            d.pick(&CITIES),
+            d.between(7, 60)
+        );
+    }
+    s
+}
+
+fn product_row(d: &mut Dice, s: &mut String, i: usize) {
+    let (pname, category, method) = PRODUCTS[i % PRODUCTS.len()];
+    let cost = d.between(12, 300) * 1000;
+    let price = cost + d.between(5, 250) * 1000;
+    let _ = writeln!(
+        s,
+        "SKU-{i:06},{pname} #{i},{category},{method},pcs,{cost},{price},{}",
+        d.between(0, 900)
+    );
+}
+
+fn products_csv(d: &mut Dice, from: usize, n: usize) -> String {
+    let mut s =
+        String::from("sku,product_name,category,print_method,unit,cost_idr,price_idr,stock_qty\n");
+    for i in from..from + n {
+        product_row(d, &mut s, i);
+    }
+    s
+}
+
+fn orders_csv(d: &mut Dice, from: usize, n: usize) -> String {
+    let mut s =
+        String::from("order_no,customer_id,sku,qty,amount_idr,order_date,status,payment_method\n");
+    for i in from..from + n {
+        let qty = d.between(1, 24);
+        let unit = d.between(35, 350) * 1000;
+        let _ = writeln!(
+            s,
+            "SO-2024-{i:05},CUST-{:04},SKU-{:06},{qty},{},2024-05-{:02},{},{}",
+            d.between(1, 400),
+            d.between(1, 40),
+            qty * unit,
+            d.between(1, 28),
+            d.pick(&["paid", "pending", "shipped"]),
+            d.pick(&["transfer BCA", "QRIS", "COD", "Mandiri VA"]),
+        );
+    }
+    s
+}
+
+fn payments_csv(d: &mut Dice, from: usize, n: usize) -> String {
+    let mut s = String::from("payment_no,order_no,amount_idr,paid_at,method,bank_ref,status\n");
+    for i in from..from + n {
+        let _ = writeln!(
+            s,
+            "PAY-2024-{i:05},SO-2024-{i:05},{},2024-05-{:02} {:02}:{:02},{},REF{:09},verified",
+            d.between(50, 4_500) * 1000,
+            d.between(1, 28),
+            d.between(8, 20),
+            d.between(0, 59),
+            d.pick(&["QRIS", "transfer BCA", "Mandiri VA", "BRI VA"]),
+            d.next() % 1_000_000_000,
+        );
+    }
+    s
+}
+
+async fn key(app: &App, name: &str, role: Role) -> anyhow::Result<(KeyRecord, String)> {
+    let key = keys::generate();
+    let mut c = app.db.acquire().await?;
+    let record =
+        store::keys::insert(&mut c.conn(), &key, name, role, &["*".to_string()], None).await?;
+    Ok((record, key.secret))
+}
+
+/// Puts rows straight into a module table: the business data that existed
+/// before anyone used importgate (so updates have something to change).
+async fn existing_rows(app: &App, module: &str, csv_text: &str) -> anyhow::Result<()> {
+    let module = app
+        .catalog
+        .get(module)
+        .ok_or_else(|| anyhow::anyhow!("no module {module}"))?;
+    let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+    let header = reader.headers()?.clone();
+    let mut rows = Vec::new();
+    for rec in reader.records() {
+        let rec = rec?;
+        let mut obj = Map::new();
+        for (h, v) in header.iter().zip(rec.iter()) {
+            let col = module.columns.iter().find(|c| c.name == h);
+            let value = match col.map(|c| c.ty) {
+                Some(crate::catalog::ColumnType::Integer | crate::catalog::ColumnType::Bigint) => {
+                    v.parse::<i64>().map(Json::from).unwrap_or(Json::Null)
+                }
+                _ => Json::String(v.to_string()),
+            };
+            obj.insert(h.to_string(), value);
+        }
+        rows.push(tables::row_from_json(module, &obj));
+    }
+    let mut c = app.db.acquire().await?;
+    tables::insert(&mut c.conn(), module, &rows).await?;
+    Ok(())
+}
+
+/// Who uploads which file: uploader, module, query string, file name.
+struct Upload<'a>(&'a Caller, &'a str, &'a str, &'a str);
+
+/// Uploads a CSV file as its uploader would; the job starts validating.
+async fn start(app: &App, up: Upload<'_>, csv_text: String) -> anyhow::Result<Job> {
+    let Upload(who, module, query, file) = up;
+    let mut headers = HeaderMap::new();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/csv"));
+    headers.insert(
+        header::CONTENT_DISPOSITION,
+        HeaderValue::from_str(&format!("attachment; filename=\"{file}\""))?,
+    );
+    accept(
+        app,
+        who,
+        module,
+        Some(query),
+        &headers,
+        Body::from(csv_text),
+    )
+    .await
+    .map_err(|p| anyhow::anyhow!("demo upload {file}: {}", p.detail()))
+}
+
+/// One demo job: the upload, validation, then the gate moves made on it
+/// (who, what, comment); it must end in `end`.
+async fn story(
+    app: &App,
+    up: Upload<'_>,
+    csv_text: String,
+    moves: &[(&Caller, Move, &str)],
+    end: State,
+) -> anyhow::Result<Job> {
+    let job = start(app, up, csv_text).await?;
+    let mut job = settle(app, &job.id).await?;
+    for (who, m, comment) in moves {
+        job = act(app, who, &job, *m, comment).await?;
+    }
+    expect(&job, end)?;
+    Ok(job)
+}
+
+/// Waits until the service has finished working on a job.
+async fn settle(app: &App, id: &str) -> anyhow::Result<Job> {
+    crate::http::wait_for_job(app, id, Duration::from_secs(120))
+        .await
+        .map_err(|p| anyhow::anyhow!("{}", p.detail()))?;
+    let mut c = app.db.acquire().await?;
+    store::jobs::get(&mut c.conn(), id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("job {id} vanished"))
+}
+
+async fn act(app: &App, who: &Caller, job: &Job, m: Move, comment: &str) -> anyhow::Result<Job> {
+    let comment = (!comment.is_empty()).then(|| comment.to_string());
+    decide(app, who, &job.id, m, None, comment)
+        .await
+        .map_err(|p| anyhow::anyhow!("demo {} on {}: {}", m.as_str(), job.id, p.detail()))?;
+    settle(app, &job.id).await
+}
+
+fn expect(job: &Job, state: State) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        job.state == state,
+        "demo job {} ({}) is {}, expected {}",
+        job.id,
+        job.module,
+        job.state.as_str(),
+        state.as_str()
+    );
+    Ok(())
+}
+
+/// Makes the demo keys and the ledger's jobs. The app must be serving (its
+/// workers validate and commit). Returns when every persistent state exists;
+/// one job is left `validating` for [`HOLD`].
+pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
+    anyhow::ensure!(app.settings.simulate, "the demo runs only in simulation");
+    let submitter = key(app, "Budi Santoso", Role::Submitter).await?;
+    let approver = key(app, "Siti Rahayu", Role::Approver).await?;
+    let admin = key(app, "Dewi Anggraini", Role::Admin).await?;
+    let budi = Caller(submitter.0.clone());
+    let siti = Caller(approver.0.clone());
+    let eko = Caller(key(app, "Eko Prasetyo", Role::Approver).await?.0);
+    let agus = Caller(key(app, "Agus Setiawan", Role::Submitter).await?.0);
+    let mut d = Dice(20_240_517);
+
+    existing_rows(app, "customers", &customers_csv(&mut d, 0, 40)).await?;
+    existing_rows(app, "products", &products_csv(&mut d, 0, 30)).await?;
+
+    // Rejected: a supplier list the approver sends back.
+    let mut s = String::from(
+        "supplier_name,contact_person,phone,city,country,materials,lead_time_days,rating\n",
+    );
+    for (i, city) in CITIES.iter().enumerate().take(6) {
+        let _ = writeln!(
+            s,
+            "CV Sumber Kain {i},{},0813{:08},{city},Indonesia,katun;polyester,{},4.{}",
+            name(&mut d),
+            55_000_000 + i,
+            d.between(3, 21),
+            d.between(0, 9)
+        );
+    }
+    let reject = "Rating belum diverifikasi tim pembelian; kirim ulang setelah dicek.";
+    let file = Upload(&agus, "suppliers", "", "supplier-baru-mei.csv");
+    story(
+        app,
+        file,
+        s,
+        &[(&siti, Move::Reject, reject)],
+        State::Rejected,
+    )
+    .await?;
+
+    // Invalid: a payments export without the paid_at column.
+    let text = payments_csv(&mut d, 1, 8)
+        .lines()
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            [cells[0], cells[1], cells[2], cells[4], cells[5]].join(",")
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let file = Upload(&budi, "payments", "", "mutasi-bca-mei.csv");
+    story(app, file, text, &[], State::Invalid).await?;
+
+    // Failed: products with prices typed the way people type them.
+    let mut text = products_csv(&mut d, 100, 12);
+    text.push_str("SKU-000112,Kaos Anak Kuning,apparel,DTF,pcs,25000,Rp 45.000,10\n");
+    text.push_str("SKU-000113,,apparel,DTF,pcs,30000,55000,5\n");
+    text.push_str("SKU-000114,Mug Hitam,drinkware,sublimasi,pcs,18000,42000,banyak\n");
+    let file = Upload(&budi, "products", "", "produk-baru.csv");
+    story(app, file, text, &[], State::Failed).await?;
+
+    // Cancelled: withdrawn by its submitter before a decision.
+    let file = Upload(&budi, "orders", "", "order-tokopedia-minggu-1.csv");
+    let cancel = (&budi, Move::Cancel, "Salah file, ini data minggu lalu.");
+    story(
+        app,
+        file,
+        orders_csv(&mut d, 1, 15),
+        &[cancel],
+        State::Cancelled,
+    )
+    .await?;
+
+    // Expired: nobody decided in time.
+    let mut s = String::from("tech_name,phone,city,skills,level,jobs_done,rating,active\n");
+    for i in 0..7 {
+        let _ = writeln!(
+            s,
+            "{},0857{:08},{},DTF;sablon,{},{},4.{},ya",
+            name(&mut d),
+            12_000_000 + i,
+            d.pick(&CITIES),
+            d.pick(&["junior", "senior"]),
+            d.between(3, 250),
+            d.between(0, 9)
+        );
+    }
+    let file = Upload(&agus, "technicians", "", "teknisi-jawa-timur.csv");
+    let job = story(app, file, s, &[], State::AwaitingApproval).await?;
+    anyhow::ensure!(
+        crate::worker::expire_job(app, &job.id).await?,
+        "demo job {} did not expire",
+        job.id
+    );
+
+    // Committed, with updates shown before → after.
+    let mut text = customers_csv(&mut Dice(20_240_517), 0, 40)
+        .lines()
+        .take(7)
+        .map(|l| {
+            let mut cells: Vec<String> = l.split(',').map(str::to_string).collect();
+            if cells[0] != "customer_name" {
+                cells[2] = "Surabaya".into();
+                cells[3] = "A".into();
+            }
+            cells.join(",")
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    text.push('\n');
+    text.push_str(
+        customers_csv(&mut d, 40, 5)
+            .split_once('\n')
+            .map(|x| x.1)
+            .unwrap_or(""),
+    );
+    let file = Upload(
+        &budi,
+        "customers",
+        "mode=upsert",
+        "pelanggan-update-grade.csv",
+    );
+    let approve = (&siti, Move::Approve, "Sudah dicek dengan tim CS.");
+    story(app, file, text, &[approve], State::Committed).await?;
+
+    // Failed at commit: the table changed between the preview and the decision.
+    // The same products as the table holds, only the unit changes.
+    let mut again = Dice(20_240_517);
+    customers_csv(&mut again, 0, 40);
+    let text = products_csv(&mut again, 0, 30)
+        .lines()
+        .take(5)
+        .map(|l| l.replace(",pcs,", ",lusin,"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let file = Upload(&agus, "products", "mode=update", "satuan-lusin.csv");
+    let job = story(app, file, text, &[], State::AwaitingApproval).await?;
+    {
+        // Another system changes one of the previewed products meanwhile.
+        let module = app
+            .catalog
+            .get("products")
+            .ok_or_else(|| anyhow::anyhow!("no products module"))?;
+        let sql = format!(
+            "UPDATE {} SET stock_qty = 7 WHERE sku = $1",
+            store::ident(&module.table)
+        );
+        let mut c = app.db.acquire().await?;
+        crate::on_conn!(&mut c.conn(), c => sqlx::query(&sql).bind("SKU-000002").execute(c).await.map(|r| r.rows_affected()))?;
+    }
+    let job = act(app, &siti, &job, Move::Approve, "").await?;
+    expect(&job, State::Failed)?;
+
+    // Rolled back: committed, then undone through the gate (asked by one
+    // approver, approved by another: four-eyes holds for rollbacks too).
+    let file = Upload(&agus, "orders", "", "order-shopee-mei.csv");
+    let moves = [
+        (&siti, Move::Approve, ""),
+        (
+            &siti,
+            Move::Rollback,
+            "Nomor order bentrok dengan sistem kasir; batalkan dulu.",
+        ),
+        (&eko, Move::Approve, "Setuju, rollback."),
+    ];
+    story(
+        app,
+        file,
+        orders_csv(&mut d, 100, 25),
+        &moves,
+        State::RolledBack,
+    )
+    .await?;
+
+    // Committed again after a rollback request was turned down.
+    let mut s =
+        String::from("campaign_no,name,channel,audience,budget_idr,status,start_at,end_at\n");
+    for i in 1..=6 {
+        let _ = writeln!(
+            s,
+            "CMP-2024-{i:03},Promo Gajian {i},{},pelanggan grade A,{},planned,2024-06-{:02},2024-06-{:02}",
+            d.pick(&["WhatsApp", "Instagram", "TikTok"]),
+            d.between(5, 80) * 500_000,
+            i,
+            i + 10
+        );
+    }
+    let file = Upload(&budi, "marketing", "", "kampanye-juni.csv");
+    let moves = [
+        (&siti, Move::Approve, ""),
+        (&budi, Move::Rollback, "Budget belum final."),
+        (
+            &siti,
+            Move::Reject,
+            "Budget sudah disetujui manajer; kampanye tetap jalan.",
+        ),
+    ];
+    story(app, file, s, &moves, State::Committed).await?;
+
+    // Rollback pending: a committed payment import waits for its rollback decision.
+    let file = Upload(&budi, "payments", "", "pembayaran-qris-mei.csv");
+    let moves = [
+        (&siti, Move::Approve, "Cocok dengan mutasi rekening."),
+        (
+            &budi,
+            Move::Rollback,
+            "Ada 3 pembayaran dobel dari export QRIS; mohon dibatalkan.",
+        ),
+    ];
+    let text = payments_csv(&mut d, 1, 18);
+    story(app, file, text, &moves, State::RollbackPending).await?;
+
+    // Awaiting approval: orders with bad rows left out (on_error=skip).
+    let mut text = orders_csv(&mut d, 200, 20);
+    text.push_str("SO-2024-00221,CUST-0007,SKU-000003,dua,70000,2024-05-12,paid,QRIS\n");
+    text.push_str("SO-2024-00222,CUST-0008,SKU-000004,2,70000,31/02/2024,paid,QRIS\n");
+    let file = Upload(
+        &agus,
+        "orders",
+        "on_error=skip",
+        "order-offline-bandung.csv",
+    );
+    story(app, file, text, &[], State::AwaitingApproval).await?;
+
+    // Awaiting approval: new customers from Budi, for the approver to decide.
+    let file = Upload(&budi, "customers", "", "pelanggan-baru-pameran.csv");
+    let text = customers_csv(&mut d, 100, 24);
+    story(app, file, text, &[], State::AwaitingApproval).await?;
+
+    // Awaiting approval: a large catalogue export, to page through.
+    let file = Upload(&agus, "products", "", "katalog-lengkap-2024.csv");
+    let text = products_csv(&mut d, 10_000, LARGE_ROWS);
+    story(app, file, text, &[], State::AwaitingApproval).await?;
+
+    // Validating: left mid-way. The demo holds the job's work lease for a
+    // while, so no worker finishes it; when the hold lapses a worker takes
+    // the job over like any abandoned one and it goes to the gate.
+    let mut text = String::from("sku,warehouse,qty_on_hand,qty_reserved,safety_stock,unit\n");
+    for i in 0..5_000 {
+        let _ = writeln!(
+            text,
+            "SKU-{i:06},Surabaya,{},{},20,pcs",
+            d.between(0, 900),
+            d.between(0, 30)
+        );
+    }
+    let held = start(
+        app,
+        Upload(&budi, "inventory", "", "stok-gudang-surabaya.csv"),
+        text,
+    )
+    .await?;
+    let until = chrono::Utc::now().timestamp_millis() + HOLD.as_millis() as i64;
+    let mut c = app.db.acquire().await?;
+    store::jobs::hold(&mut c.conn(), &held.id, "demo-hold", until).await?;
+    drop(c);
+
+    Ok(DemoKeys {
+        submitter,
+        approver,
+        admin,
+    })
+}
+
+/// The lines `importgate demo` prints: the URL and the three keys, people
+/// masked as everywhere else.
+pub fn banner(url: &str, keys: &DemoKeys) -> String {
+    let line = |role: &str, (record, secret): &(KeyRecord, String)| {
+        format!("  {role:<10} {:<8} {secret}\n", record.person().display)
+    };
+    let mut s = String::new();
+    s.push_str("importgate demo: simulation mode, nothing is written to the module tables.\n");
+    let _ = writeln!(s, "Console: {url}");
+    s.push_str("Sign in with one of these keys (shown only now):\n");
+    s.push_str(&line("submitter", &keys.submitter));
+    s.push_str(&line("approver", &keys.approver));
+    s.push_str(&line("admin", &keys.admin));
+    s.push_str("Press Ctrl-C to stop; the demo database is deleted then.\n");
+    s
+}

@@ -1,0 +1,159 @@
+//! Key requests of the developer center (API.md section 7). Like the key
+//! table, this table keeps the requester's full name and email; everything
+//! that shows a request masks them. Only a hash of the claim token is kept,
+//! and the key itself is made when it is collected, so no key secret is
+//! ever at rest.
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use super::{Conn, Result, StoreError, json_col};
+use crate::keys::Role;
+use crate::on_conn;
+
+/// Where a request is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestState {
+    Pending,
+    Approved,
+    Denied,
+    /// Approved, and the key was handed out (once).
+    Collected,
+}
+
+impl RequestState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestState::Pending => "pending",
+            RequestState::Approved => "approved",
+            RequestState::Denied => "denied",
+            RequestState::Collected => "collected",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RequestState> {
+        match s {
+            "pending" => Some(RequestState::Pending),
+            "approved" => Some(RequestState::Approved),
+            "denied" => Some(RequestState::Denied),
+            "collected" => Some(RequestState::Collected),
+            _ => None,
+        }
+    }
+}
+
+/// A key request as stored (never the claim token).
+#[derive(Debug, Clone)]
+pub struct KeyRequest {
+    pub id: String,
+    pub name: String,
+    pub email: String,
+    pub role: Role,
+    pub modules: Vec<String>,
+    pub reason: String,
+    pub claim_hash: String,
+    pub state: RequestState,
+    pub created_at: DateTime<Utc>,
+    pub decided_at: Option<DateTime<Utc>>,
+    /// The admin key that decided.
+    pub decided_by: Option<String>,
+    pub comment: Option<String>,
+    /// The key made at collection.
+    pub key_id: Option<String>,
+    pub collected_at: Option<DateTime<Utc>>,
+}
+
+const COLUMNS: &str = "id, name, email, role, modules, reason, claim_hash, state, created_at, \
+    decided_at, decided_by, comment, key_id, collected_at";
+
+fn record<R: Row>(row: &R) -> Result<KeyRequest>
+where
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> DateTime<Utc>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> &'r str: sqlx::ColumnIndex<R>,
+{
+    let role: String = row.try_get("role")?;
+    let state: String = row.try_get("state")?;
+    let modules: String = row.try_get("modules")?;
+    Ok(KeyRequest {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        email: row.try_get("email")?,
+        role: Role::parse(&role).ok_or_else(|| StoreError::Corrupt(format!("role {role}")))?,
+        modules: json_col(&modules, "modules")?,
+        reason: row.try_get("reason")?,
+        claim_hash: row.try_get("claim_hash")?,
+        state: RequestState::parse(&state)
+            .ok_or_else(|| StoreError::Corrupt(format!("request state {state}")))?,
+        created_at: row.try_get("created_at")?,
+        decided_at: row.try_get("decided_at")?,
+        decided_by: row.try_get("decided_by")?,
+        comment: row.try_get("comment")?,
+        key_id: row.try_get("key_id")?,
+        collected_at: row.try_get("collected_at")?,
+    })
+}
+
+pub async fn insert(conn: &mut Conn<'_>, r: &KeyRequest) -> Result<()> {
+    let modules = serde_json::to_string(&r.modules).unwrap_or_else(|_| "[]".into());
+    on_conn!(conn, c => sqlx::query(
+        "INSERT INTO ig_key_requests (id, name, email, role, modules, reason, claim_hash, state, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)")
+        .bind(&r.id).bind(&r.name).bind(&r.email).bind(r.role.as_str()).bind(&modules)
+        .bind(&r.reason).bind(&r.claim_hash).bind(r.state.as_str()).bind(r.created_at)
+        .execute(c).await.map(|x| x.rows_affected()))?;
+    Ok(())
+}
+
+pub async fn get(conn: &mut Conn<'_>, id: &str) -> Result<Option<KeyRequest>> {
+    let sql = format!("SELECT {COLUMNS} FROM ig_key_requests WHERE id = $1");
+    on_conn!(conn, c => match sqlx::query(&sql).bind(id).fetch_optional(c).await? {
+        Some(row) => Ok(Some(record(&row)?)),
+        None => Ok(None),
+    })
+}
+
+/// Requests, newest first; only pending ones when `pending_only`.
+pub async fn list(conn: &mut Conn<'_>, pending_only: bool, limit: i64) -> Result<Vec<KeyRequest>> {
+    let filter = if pending_only {
+        "WHERE state = 'pending' "
+    } else {
+        ""
+    };
+    let sql = format!("SELECT {COLUMNS} FROM ig_key_requests {filter}ORDER BY id DESC LIMIT $1");
+    on_conn!(conn, c => sqlx::query(&sql).bind(limit).fetch_all(c).await?.iter().map(record).collect())
+}
+
+/// How many requests wait for a decision.
+pub async fn pending_count(conn: &mut Conn<'_>) -> Result<i64> {
+    Ok(on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT COUNT(*) FROM ig_key_requests WHERE state = 'pending'").fetch_one(c).await)?)
+}
+
+/// Records a decision on a pending request; false when it was not pending
+/// (somebody decided first).
+pub async fn decide(
+    conn: &mut Conn<'_>,
+    id: &str,
+    to: RequestState,
+    by: &str,
+    comment: Option<&str>,
+) -> Result<bool> {
+    let done = on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_key_requests SET state = $2, decided_at = $3, decided_by = $4, comment = $5 \
+         WHERE id = $1 AND state = 'pending'")
+        .bind(id).bind(to.as_str()).bind(super::now()).bind(by).bind(comment)
+        .execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(done > 0)
+}
+
+/// Marks an approved request collected with the key made for it; false when
+/// it was collected already (two claims at once: the first wins).
+pub async fn collect(conn: &mut Conn<'_>, id: &str, key_id: &str) -> Result<bool> {
+    let done = on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_key_requests SET state = 'collected', key_id = $2, collected_at = $3 \
+         WHERE id = $1 AND state = 'approved'")
+        .bind(id).bind(key_id).bind(super::now())
+        .execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(done > 0)
+}

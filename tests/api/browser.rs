@@ -1,0 +1,602 @@
+//! The console in a real browser: headless Chromium driven over WebDriver
+//! (Debian's `chromium` and `chromium-driver`, installed by `.ci/run`).
+//! Each test starts its own chromedriver and a fresh profile, clicks
+//! through the pages as a person would, checks the database, and saves
+//! screenshots under `tests/output/` to look at.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+const TABLE: &str = "uc_scrm_customers";
+
+/// A chromedriver with one Chromium session. Dropping it ends both (the
+/// driver runs in its own process group, so Chromium goes with it).
+pub struct Browser {
+    pub client: Client,
+    base: String,
+    driver: Child,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.driver.id());
+        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// Where screenshots go (gitignored).
+pub fn output_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/output");
+    std::fs::create_dir_all(&dir).expect("tests/output");
+    dir
+}
+
+impl Browser {
+    /// Starts chromedriver and a headless Chromium window of this size.
+    pub async fn start(base: &str, width: u32, height: u32) -> Browser {
+        use std::os::unix::process::CommandExt;
+        let driver_bin = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())
+            .expect("chromedriver is installed (apt-get install chromium chromium-driver; .ci/run does it)");
+        let port = free_port();
+        let driver = Command::new(driver_bin)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("chromedriver starts");
+        let profile = tempfile::tempdir().expect("profile dir");
+        let caps = json!({
+            "goog:chromeOptions": {
+                "binary": "/usr/bin/chromium",
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                    "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync",
+                    "--disable-dev-shm-usage",
+                    format!("--window-size={width},{height}"),
+                    format!("--user-data-dir={}", profile.path().display()),
+                ]
+            }
+        });
+        let caps = caps.as_object().expect("object").clone();
+        let url = format!("http://127.0.0.1:{port}");
+        let mut last_error = None;
+        for _ in 0..100 {
+            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            match ClientBuilder::new(connector)
+                .capabilities(caps.clone())
+                .connect(&url)
+                .await
+            {
+                Ok(client) => {
+                    let b = Browser {
+                        client,
+                        base: base.to_string(),
+                        driver,
+                        _profile: profile,
+                    };
+                    b.client
+                        .set_window_size(width, height)
+                        .await
+                        .expect("window size");
+                    return b;
+                }
+                Err(e) => last_error = Some(e),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("no WebDriver session: {last_error:?}");
+    }
+
+    pub async fn goto(&self, path: &str) {
+        self.client
+            .goto(&format!("{}{path}", self.base))
+            .await
+            .expect("goto");
+    }
+
+    pub async fn path(&self) -> String {
+        self.client
+            .current_url()
+            .await
+            .expect("url")
+            .path()
+            .to_string()
+    }
+
+    pub async fn find(&self, css: &str) -> fantoccini::elements::Element {
+        self.client
+            .wait()
+            .at_most(Duration::from_secs(10))
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no element {css}: {e}"))
+    }
+
+    pub async fn count(&self, css: &str) -> usize {
+        self.client
+            .find_all(Locator::Css(css))
+            .await
+            .expect("find_all")
+            .len()
+    }
+
+    pub async fn text(&self, css: &str) -> String {
+        self.find(css).await.text().await.expect("text")
+    }
+
+    /// The current value of a form field.
+    pub async fn value(&self, css: &str) -> String {
+        self.find(css)
+            .await
+            .prop("value")
+            .await
+            .expect("value")
+            .unwrap_or_default()
+    }
+
+    pub async fn click(&self, css: &str) {
+        self.find(css).await.click().await.expect("click");
+    }
+
+    pub async fn type_into(&self, css: &str, text: &str) {
+        let e = self.find(css).await;
+        e.clear().await.expect("clear");
+        e.send_keys(text).await.expect("keys");
+    }
+
+    /// Waits until the element's text contains `wanted` (pages reload by
+    /// themselves while the service works, so the element is found anew).
+    pub async fn wait_text(&self, css: &str, wanted: &str) {
+        let mut seen = String::new();
+        for _ in 0..150 {
+            if let Ok(e) = self.client.find(Locator::Css(css)).await
+                && let Ok(t) = e.text().await
+            {
+                if t.contains(wanted) {
+                    return;
+                }
+                seen = t;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let shot = self.shot("failure").await;
+        panic!(
+            "{css} never showed {wanted:?}; last {seen:?}; screenshot {}",
+            shot.display()
+        );
+    }
+
+    /// The whole page as a PNG under `tests/output/{name}.png`.
+    pub async fn shot(&self, name: &str) -> PathBuf {
+        let (w, h) = self.client.get_window_size().await.expect("size");
+        self.client
+            .execute("window.scrollTo(0, 0);", vec![])
+            .await
+            .expect("scroll");
+        let full: Value = self
+            .client
+            .execute(
+                "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight);",
+                vec![],
+            )
+            .await
+            .expect("height");
+        let full = full.as_u64().unwrap_or(h).clamp(h, 6000) as u32;
+        self.client
+            .set_window_size(w as u32, full)
+            .await
+            .expect("resize");
+        let png = self.client.screenshot().await.expect("screenshot");
+        self.client
+            .set_window_size(w as u32, h as u32)
+            .await
+            .expect("resize back");
+        let path = output_dir().join(format!("{name}.png"));
+        std::fs::write(&path, png).expect("write screenshot");
+        path
+    }
+
+    pub async fn sign_in(&self, key: &str) {
+        self.goto("/signin").await;
+        self.type_into("#key", key).await;
+        self.click("form.card button[type=submit]").await;
+        self.wait_path("/jobs").await;
+    }
+
+    /// Waits until the browser is at a path starting with `prefix`.
+    pub async fn wait_path(&self, prefix: &str) {
+        let mut at = String::new();
+        for _ in 0..100 {
+            at = self.path().await;
+            if at.starts_with(prefix) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let shot = self.shot("failure").await;
+        panic!(
+            "stayed at {at}, not {prefix}; screenshot {}",
+            shot.display()
+        );
+    }
+
+    pub async fn sign_out(&self) {
+        self.click(".who button[type=submit]").await;
+        self.wait_path("/signin").await;
+    }
+
+    /// Opens a gate action on the job page, writes a comment, confirms.
+    pub async fn decide(&self, action: &str, comment: &str) {
+        self.click(&format!("details.action-{action} > summary"))
+            .await;
+        if !comment.is_empty() {
+            self.type_into(&format!("#comment-{action}"), comment).await;
+        }
+        self.click(&format!(
+            "details.action-{action} button[data-confirm-button]"
+        ))
+        .await;
+    }
+
+    pub async fn close(self) {
+        let _ = self.client.clone().close().await;
+    }
+}
+
+fn file(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write file");
+    path.display().to_string()
+}
+
+const BAD_CUSTOMERS: &str = "customer_name,wa_number,city,grade,consumable_cycle_days\n\
+Andi Wijaya,0811000001,Jakarta,A,30\n\
+Budi Hartono,,Bandung,B,\n\
+Citra Lestari,0811000003,Surabaya,,tiga puluh\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_upload_fix_approve_and_roll_back_through_the_gate() {
+    let app = spawn_app().await;
+    let sub = app.key("Budi Santoso", "submitter", &["*"]).await.0;
+    let apr = app.key("Siti Rahayu", "approver", &["*"]).await.0;
+    let apr2 = app.key("Eko Prasetyo", "approver", &["*"]).await.0;
+    let files = tempfile::tempdir().unwrap();
+    let b = Browser::start(&app.base, 1280, 900).await;
+
+    // A submitter signs in and uploads a file with two wrong cells.
+    b.sign_in(&sub).await;
+    b.goto("/upload").await;
+    b.find("#module")
+        .await
+        .select_by_value("customers")
+        .await
+        .unwrap();
+    assert!(
+        b.text("section.module-info:not([hidden])")
+            .await
+            .contains("wa_number")
+    );
+    b.shot("upload-1280").await;
+    let bad = file(files.path(), "pelanggan.csv", BAD_CUSTOMERS);
+    b.find("#file").await.send_keys(&bad).await.unwrap();
+    b.click("#upload-button").await;
+    b.wait_text("h1 .badge", "Failed").await;
+    let failed_job = b.path().await;
+    assert!(failed_job.starts_with("/jobs/job_"), "{failed_job}");
+    // The preview shows the wrong cells highlighted with their message.
+    assert_eq!(b.count("td.cell-error").await, 2);
+    let cells = b.text("table.preview").await;
+    assert!(cells.contains("tiga puluh"), "{cells}");
+    b.click("nav.tabs a[href*='action=error']").await;
+    b.wait_text("nav.tabs a[aria-current]", "Errors").await;
+    assert_eq!(b.count("table.preview tbody tr").await, 2);
+    b.shot("job-failed-errors-1280").await;
+
+    // Fixed and uploaded again: waits at the gate, and the submitter may
+    // not approve it (four-eyes).
+    b.goto("/upload").await;
+    let good = file(files.path(), "pelanggan-fixed.csv", CUSTOMERS);
+    b.find("#file").await.send_keys(&good).await.unwrap();
+    b.click("#upload-button").await;
+    b.wait_text("h1 .badge", "Awaiting approval").await;
+    let job = b.path().await;
+    assert_ne!(job, failed_job);
+    assert_eq!(
+        b.count("details.action-approve").await,
+        0,
+        "no approve for the submitter"
+    );
+    assert!(
+        b.text("section.actions").await.contains("four-eyes")
+            || b.text("section.actions")
+                .await
+                .contains("An approver decides")
+    );
+    assert_eq!(b.count("details.action-cancel").await, 1);
+    assert_eq!(app.count(TABLE).await, 0);
+    b.shot("job-awaiting-submitter-1280").await;
+    b.sign_out().await;
+
+    // An approver approves: committed, and the rows are in the table.
+    b.sign_in(&apr).await;
+    b.shot("jobs-list-1280").await;
+    b.goto(&job).await;
+    assert!(b.text("dl.stats").await.contains("Insert\n3"));
+    b.click("details.action-approve > summary").await;
+    b.shot("job-approve-confirm-1280").await;
+    b.type_into("#comment-approve", "Cocok dengan data CRM.")
+        .await;
+    b.click("details.action-approve button[data-confirm-button]")
+        .await;
+    b.wait_text("h1 .badge", "Committed").await;
+    assert_eq!(app.count(TABLE).await, 3);
+    let names = app
+        .sql(&format!(
+            "SELECT customer_name FROM {TABLE} ORDER BY wa_number"
+        ))
+        .await;
+    assert_eq!(names[0][0].as_deref(), Some("Andi Wijaya"));
+    assert!(b.text("#timeline").await.contains("Cocok dengan data CRM."));
+    b.shot("job-committed-1280").await;
+    b.sign_out().await;
+
+    // The submitter asks for a rollback (a reason is required).
+    b.sign_in(&sub).await;
+    b.goto(&job).await;
+    b.decide("rollback", "Nomor WA salah format; batalkan.")
+        .await;
+    b.wait_text("h1 .badge", "Rollback pending").await;
+    assert!(
+        b.text("blockquote.reason")
+            .await
+            .contains("Nomor WA salah format")
+    );
+    b.shot("job-rollback-pending-1280").await;
+    b.sign_out().await;
+
+    // A second approver approves the rollback, with the keyboard only:
+    // Enter opens the confirmation, then types the comment and confirms.
+    b.sign_in(&apr2).await;
+    b.goto(&job).await;
+    const ENTER: &str = "\u{E007}";
+    b.find("details.action-approve > summary")
+        .await
+        .send_keys(ENTER)
+        .await
+        .unwrap();
+    b.find("#comment-approve")
+        .await
+        .send_keys("Setuju.")
+        .await
+        .unwrap();
+    b.find("details.action-approve button[data-confirm-button]")
+        .await
+        .send_keys(ENTER)
+        .await
+        .unwrap();
+    b.wait_text("h1 .badge", "Rolled back").await;
+    assert_eq!(app.count(TABLE).await, 0);
+    let api = app.job(&apr2, job.trim_start_matches("/jobs/")).await;
+    assert_eq!(api["state"], "rolled_back");
+    b.shot("job-rolled-back-1280").await;
+
+    // The same pages at phone width.
+    b.client.set_window_size(390, 844).await.unwrap();
+    b.goto("/jobs").await;
+    b.shot("jobs-list-390").await;
+    b.goto(&failed_job).await;
+    b.shot("job-failed-390").await;
+    b.goto("/upload").await;
+    b.shot("upload-390").await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_the_job_list_follows_states_without_a_reload() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let apr = app.approver().await;
+    let job = app.upload(&sub, "customers", "", CUSTOMERS).await;
+    let id = job["id"].as_str().unwrap().to_string();
+    let b = Browser::start(&app.base, 1280, 900).await;
+    b.sign_in(&sub).await;
+    let row = format!("tr[data-job-id='{id}'] .badge");
+    b.wait_text(&row, "Awaiting approval").await;
+    // Mark the page: a reload would lose the mark.
+    b.client
+        .execute("window.__stayed = true;", vec![])
+        .await
+        .unwrap();
+    app.act_ok(&apr, &id, "approve").await;
+    b.wait_text(&row, "Committed").await;
+    let stayed = b
+        .client
+        .execute("return window.__stayed === true;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(stayed, Value::Bool(true), "updated in place, not reloaded");
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_a_newcomer_clicks_through_every_state_of_the_demo() {
+    let demo = crate::demo::start_demo().await;
+    let [_, apr, admin] = demo.keys.clone();
+    let b = Browser::start(&demo.base, 1280, 900).await;
+    b.sign_in(&apr).await;
+    assert!(
+        b.text(".sim-banner")
+            .await
+            .contains("Simulation — nothing is written")
+    );
+    b.shot("demo-jobs-1280").await;
+    // Every job of the list opens, with its state, and every state is there.
+    let links = b
+        .client
+        .find_all(Locator::Css("table.jobs th a"))
+        .await
+        .unwrap();
+    let mut paths = Vec::new();
+    for l in &links {
+        paths.push(l.attr("href").await.unwrap().unwrap());
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for path in &paths {
+        b.goto(path).await;
+        let state = b
+            .find("h1 .badge")
+            .await
+            .attr("data-state")
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(b.text(".sim-banner").await.contains("nothing is written"));
+        let shot = match state.as_str() {
+            "awaiting_approval" if seen.contains("awaiting_approval") => None,
+            s => Some(format!("demo-job-{s}-1280")),
+        };
+        if seen.insert(state.clone())
+            && let Some(name) = shot
+        {
+            b.shot(&name).await;
+        }
+    }
+    for state in [
+        "validating",
+        "invalid",
+        "failed",
+        "awaiting_approval",
+        "committed",
+        "rejected",
+        "cancelled",
+        "expired",
+        "rollback_pending",
+        "rolled_back",
+    ] {
+        assert!(seen.contains(state), "no {state} page: {seen:?}");
+    }
+    // The update the approver decided shows before -> after.
+    b.goto("/jobs?module=customers&state=committed").await;
+    b.click("table.jobs th a").await;
+    b.click("nav.tabs a[href*='action=update']").await;
+    b.find("td.cell-changed del").await;
+    b.shot("demo-job-update-1280").await;
+    // The big job pages.
+    b.goto("/jobs?module=products&state=awaiting_approval")
+        .await;
+    b.click("table.jobs th a").await;
+    b.click("a[rel=next]").await;
+    b.wait_text(".pager .range", "Rows 51–100").await;
+    b.client.set_window_size(390, 844).await.unwrap();
+    b.goto("/jobs").await;
+    b.shot("demo-jobs-390").await;
+    b.sign_out().await;
+    b.client.set_window_size(1280, 900).await.unwrap();
+    b.sign_in(&admin).await;
+    b.goto("/keys").await;
+    b.shot("demo-keys-1280").await;
+    b.goto("/developers").await;
+    b.shot("demo-developers-1280").await;
+    b.client.set_window_size(390, 844).await.unwrap();
+    b.shot("demo-developers-390").await;
+    b.close().await;
+}
+
+/// Fills and sends the developer center's "collect your key" form.
+async fn claim(b: &Browser, request_id: &str, token: &str) {
+    b.type_into("#c-id", request_id).await;
+    b.type_into("#c-token", token).await;
+    b.click("#claim button[type=submit]").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_staff_request_a_key_an_admin_approves_and_they_collect_it() {
+    let app = spawn_app().await;
+    let b = Browser::start(&app.base, 1280, 900).await;
+
+    // Staff without a key ask for one in the developer center.
+    b.goto("/developers").await;
+    b.type_into("#r-name", "Rina Kusuma").await;
+    b.type_into("#r-email", "rina@contoh.co.id").await;
+    b.find("#r-role")
+        .await
+        .select_by_value("approver")
+        .await
+        .unwrap();
+    b.type_into("#r-modules", "customers, orders").await;
+    b.type_into("#r-reason", "Menyetujui impor pelanggan cabang Bandung")
+        .await;
+    b.click("#request button[type=submit]").await;
+    let request_id = b.value("#req-id").await;
+    let token = b.value("#req-token").await;
+    assert!(request_id.starts_with("kr_"));
+    b.click("button[data-copy='#req-token']").await;
+    b.wait_text("button[data-copy='#req-token']", "Copied")
+        .await;
+    b.shot("developers-requested-1280").await;
+    // Collecting before a decision says to wait.
+    claim(&b, &request_id, &token).await;
+    b.wait_text(".alert-info", "waits for an admin").await;
+
+    // The admin approves it in the console, and makes a key for a system.
+    b.sign_in(&app.admin).await;
+    b.goto("/keys").await;
+    let requests = b.text("section[aria-labelledby=requests-title]").await;
+    assert!(
+        requests.contains("Ri***a") && !requests.contains("Rina"),
+        "{requests}"
+    );
+    b.click("details.action > summary.btn-primary").await;
+    b.click(&format!(
+        "form[action='/keys/requests/{request_id}/approve'] button"
+    ))
+    .await;
+    b.wait_text("section[aria-labelledby=requests-title]", "0 pending")
+        .await;
+    b.type_into("#k-name", "Sistem Kasir Bandung").await;
+    b.click("form.grid-form button[type=submit]").await;
+    let made = b.value("#new-key").await;
+    assert!(made.starts_with("igk_"));
+    b.shot("keys-new-key-1280").await;
+    assert_eq!(
+        app.get(&made, "/api/jobs").await.status(),
+        reqwest::StatusCode::OK
+    );
+    b.sign_out().await;
+
+    // The requester collects the key once and signs in with it.
+    b.goto("/developers").await;
+    claim(&b, &request_id, &token).await;
+    let key = b.value("#new-key").await;
+    assert!(key.starts_with("igk_"));
+    b.shot("developers-collected-1280").await;
+    let rows = app
+        .sql("SELECT role, modules FROM ig_keys WHERE name = 'Rina Kusuma'")
+        .await;
+    assert_eq!(rows[0][0].as_deref(), Some("approver"));
+    assert_eq!(rows[0][1].as_deref(), Some("[\"customers\",\"orders\"]"));
+    b.sign_in(&key).await;
+    assert!(b.text(".who").await.contains("Ri***a · approver"));
+    b.close().await;
+}

@@ -1,0 +1,640 @@
+//! The console over plain HTTP: sessions, CSRF, security headers, masking,
+//! and the gate rules as the console applies them. (The browser tests in
+//! `browser.rs` click through the same pages in Chromium.)
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use reqwest::{Client, Response, StatusCode};
+
+use crate::common::*;
+
+const TABLE: &str = "uc_scrm_customers";
+
+/// A browser-like client: keeps cookies, does not follow redirects.
+pub struct Console<'a> {
+    app: &'a TestApp,
+    client: Client,
+    cookies: HashMap<String, String>,
+}
+
+/// The value of the first hidden `_csrf` field of a page.
+pub fn csrf_of(html: &str) -> String {
+    let at = html
+        .find("name=\"_csrf\" value=\"")
+        .expect("a form with _csrf");
+    let rest = &html[at + "name=\"_csrf\" value=\"".len()..];
+    rest[..rest.find('"').expect("end of value")].to_string()
+}
+
+impl<'a> Console<'a> {
+    pub fn new(app: &'a TestApp) -> Console<'a> {
+        Console {
+            app,
+            client: Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("client"),
+            cookies: HashMap::new(),
+        }
+    }
+
+    fn cookie_header(&self) -> String {
+        self.cookies
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    fn keep_cookies(&mut self, resp: &Response) {
+        for v in resp.headers().get_all("set-cookie") {
+            let text = v.to_str().unwrap_or("");
+            let pair = text.split(';').next().unwrap_or("");
+            if let Some((k, v)) = pair.split_once('=') {
+                if v.is_empty() {
+                    self.cookies.remove(k);
+                } else {
+                    self.cookies.insert(k.to_string(), v.to_string());
+                }
+            }
+        }
+    }
+
+    pub async fn get(&mut self, path: &str) -> Response {
+        let resp = self
+            .client
+            .get(self.app.url(path))
+            .header("Cookie", self.cookie_header())
+            .send()
+            .await
+            .expect("request");
+        self.keep_cookies(&resp);
+        resp
+    }
+
+    pub async fn page(&mut self, path: &str) -> String {
+        let resp = self.get(path).await;
+        assert_eq!(resp.status(), StatusCode::OK, "GET {path}");
+        resp.text().await.expect("text")
+    }
+
+    pub async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Response {
+        self.post_with(path, form, &[]).await
+    }
+
+    pub async fn post_with(
+        &mut self,
+        path: &str,
+        form: &[(&str, &str)],
+        headers: &[(&str, &str)],
+    ) -> Response {
+        let mut req = self
+            .client
+            .post(self.app.url(path))
+            .header("Cookie", self.cookie_header())
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(serde_urlencoded::to_string(form).expect("form"));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await.expect("request");
+        self.keep_cookies(&resp);
+        resp
+    }
+
+    pub async fn sign_in(&mut self, key: &str) -> Response {
+        let html = self.page("/signin").await;
+        let token = csrf_of(&html);
+        self.post(
+            "/signin",
+            &[("_csrf", &token), ("key", key), ("next", "/jobs")],
+        )
+        .await
+    }
+}
+
+fn location(resp: &Response) -> String {
+    resp.headers()
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_need_a_session_and_carry_a_strict_policy() {
+    let app = spawn_app().await;
+    let mut c = Console::new(&app);
+    let resp = c.get("/jobs/job_x?action=error").await;
+    assert_eq!(resp.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        location(&resp),
+        "/signin?next=%2Fjobs%2Fjob_x%3Faction%3Derror"
+    );
+    let resp = c.get("/console/jobs/states?ids=a").await;
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED, "scripts get a 401");
+
+    let resp = c.get("/signin").await;
+    let h = resp.headers().clone();
+    let csp = h["content-security-policy"].to_str().unwrap();
+    for part in [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "frame-ancestors 'none'",
+        "form-action 'self'",
+    ] {
+        assert!(csp.contains(part), "{csp} lacks {part}");
+    }
+    assert!(!csp.contains("unsafe-inline"));
+    assert_eq!(h["x-content-type-options"], "nosniff");
+    assert_eq!(h["referrer-policy"], "no-referrer");
+    let html = resp.text().await.unwrap();
+    // Nothing a strict policy would block: no inline handlers, no inline scripts.
+    for needle in [
+        " onclick=",
+        " onload=",
+        " onsubmit=",
+        " onchange=",
+        "javascript:",
+    ] {
+        assert!(!html.contains(needle), "{needle}");
+    }
+    for script in html.split("<script").skip(1) {
+        assert!(
+            script.trim_start().starts_with("src="),
+            "inline script: {script}"
+        );
+    }
+    // A page nobody serves is a page, an API path nobody serves a problem.
+    let resp = c.get("/nowhere").await;
+    assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+    assert!(resp.text().await.unwrap().contains("Page not found"));
+    problem(
+        app.get(&app.admin, "/api/nowhere").await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+    // Assets are embedded and served by the binary itself.
+    for asset in [
+        "/assets/console.css",
+        "/assets/console.js",
+        "/assets/icon.svg",
+    ] {
+        let resp = c.get(asset).await;
+        assert_eq!(resp.status(), StatusCode::OK, "{asset}");
+        assert!(html.contains(asset), "{asset} is linked");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_makes_a_strict_http_only_session_and_sign_out_ends_it() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let mut c = Console::new(&app);
+    let resp = c.sign_in(&sub).await;
+    assert_eq!(resp.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&resp), "/jobs");
+    let cookie = resp
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .find(|v| v.starts_with("ig_session="))
+        .expect("session cookie");
+    assert!(cookie.contains("HttpOnly"), "{cookie}");
+    assert!(cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(!cookie.contains("Secure"), "plain HTTP: {cookie}");
+    assert!(!cookie.contains(&sub), "the key is not the cookie");
+    // The database keeps a hash of the session id, never the id or the key.
+    let id = c.cookies["ig_session"].clone();
+    let rows = app.sql("SELECT id_hash, csrf FROM ig_sessions").await;
+    assert_eq!(rows.len(), 1);
+    assert_ne!(rows[0][0].as_deref(), Some(id.as_str()));
+
+    let html = c.page("/jobs").await;
+    assert!(html.contains("Bu***o") && !html.contains("Budi Santoso"));
+    let csrf = csrf_of(&html);
+    let resp = c.post("/signout", &[("_csrf", &csrf)]).await;
+    assert_eq!(resp.status(), StatusCode::SEE_OTHER);
+    assert_eq!(app.count("ig_sessions").await, 0);
+    assert_eq!(c.get("/jobs").await.status(), StatusCode::SEE_OTHER);
+
+    // Behind a TLS proxy the cookie is Secure.
+    let html = c.page("/signin").await;
+    let token = csrf_of(&html);
+    let resp = c
+        .post_with(
+            "/signin",
+            &[("_csrf", &token), ("key", &sub)],
+            &[("X-Forwarded-Proto", "https")],
+        )
+        .await;
+    let cookie = resp.headers()["set-cookie"].to_str().unwrap().to_string();
+    let all: Vec<String> = resp
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect();
+    assert!(
+        all.iter()
+            .any(|c| c.starts_with("ig_session=") && c.contains("Secure")),
+        "{cookie} {all:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_key_or_a_forged_sign_in_form_does_not_sign_in() {
+    let app = spawn_app().await;
+    let mut c = Console::new(&app);
+    let html = c.page("/signin").await;
+    let token = csrf_of(&html);
+    let resp = c
+        .post("/signin", &[("_csrf", &token), ("key", "igk_nope")])
+        .await;
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    assert!(
+        resp.text()
+            .await
+            .unwrap()
+            .contains("unknown, revoked or expired")
+    );
+    // A sign-in form from elsewhere lacks the form cookie's token.
+    let sub = app.submitter().await;
+    let mut other = Console::new(&app);
+    let resp = other
+        .post("/signin", &[("_csrf", &token), ("key", &sub)])
+        .await;
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+    let resp = c
+        .post_with(
+            "/signin",
+            &[("_csrf", &token), ("key", &sub)],
+            &[("Sec-Fetch-Site", "cross-site")],
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+    assert_eq!(app.count("ig_sessions").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gate_moves_need_the_token_the_version_and_the_gate_rules() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let apr = app.approver().await;
+    let job = app.upload(&sub, "customers", "", CUSTOMERS).await;
+    let id = job["id"].as_str().unwrap();
+    let path = format!("/jobs/{id}");
+
+    // The submitter is offered cancel, never approve or reject.
+    let mut s = Console::new(&app);
+    s.sign_in(&sub).await;
+    let html = s.page(&path).await;
+    assert!(html.contains(&format!("action=\"/jobs/{id}/cancel\"")));
+    assert!(!html.contains(&format!("action=\"/jobs/{id}/approve\"")));
+    assert!(!html.contains(&format!("action=\"/jobs/{id}/reject\"")));
+    assert!(html.contains("four-eyes") || html.contains("An approver decides"));
+    // Posting it anyway is refused by the same rule as the API.
+    let csrf = csrf_of(&html);
+    let etag = format!("\"{id}-{}\"", 2);
+    let resp = s
+        .post(
+            &format!("{path}/approve"),
+            &[("_csrf", &csrf), ("etag", &etag)],
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+
+    let mut a = Console::new(&app);
+    a.sign_in(&apr).await;
+    let html = a.page(&path).await;
+    assert!(html.contains(&format!("action=\"/jobs/{id}/approve\"")));
+    let csrf = csrf_of(&html);
+    // Without the session's token, or from another site: refused.
+    let resp = a
+        .post(
+            &format!("{path}/approve"),
+            &[("_csrf", "forged"), ("etag", &etag)],
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+    let resp = a
+        .post_with(
+            &format!("{path}/approve"),
+            &[("_csrf", &csrf), ("etag", &etag)],
+            &[("Origin", "http://evil.example")],
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+    // A version nobody looked at: 412, nothing moves.
+    let resp = a
+        .post(
+            &format!("{path}/approve"),
+            &[("_csrf", &csrf), ("etag", &format!("\"{id}-1\""))],
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::PRECONDITION_FAILED);
+    assert!(
+        resp.text()
+            .await
+            .unwrap()
+            .contains("changed since you looked")
+    );
+    // Reject needs a reason.
+    let resp = a
+        .post(
+            &format!("{path}/reject"),
+            &[("_csrf", &csrf), ("etag", &etag), ("comment", " ")],
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(app.job(&apr, id).await["state"], "awaiting_approval");
+    assert_eq!(app.count(TABLE).await, 0);
+
+    // The version the approver saw, with the token: committed.
+    let resp = a
+        .post(
+            &format!("{path}/approve"),
+            &[("_csrf", &csrf), ("etag", &etag), ("comment", "ok")],
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&resp), format!("{path}?done=approve"));
+    let job = app.wait_done(&apr, id).await;
+    assert_eq!(job["state"], "committed");
+    assert_eq!(job["decisions"][0]["comment"], "ok");
+    assert_eq!(app.count(TABLE).await, 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_key_or_an_expired_session_ends_the_session() {
+    let app = spawn_app().await;
+    let (sub, sub_id) = app.key("Budi Santoso", "submitter", &["*"]).await;
+    let mut c = Console::new(&app);
+    c.sign_in(&sub).await;
+    assert_eq!(c.get("/jobs").await.status(), StatusCode::OK);
+    app.sql("UPDATE ig_sessions SET expires_at = '2000-01-01T00:00:00Z'")
+        .await;
+    let resp = c.get("/jobs").await;
+    assert_eq!(resp.status(), StatusCode::SEE_OTHER, "expired");
+
+    c.sign_in(&sub).await;
+    assert_eq!(c.get("/jobs").await.status(), StatusCode::OK);
+    let resp = app
+        .client
+        .delete(app.url(&format!("/api/keys/{sub_id}")))
+        .header("X-API-Key", &app.admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        c.get("/jobs").await.status(),
+        StatusCode::SEE_OTHER,
+        "revoked"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn people_are_masked_on_every_page() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let apr = app.approver().await;
+    let job = app.upload(&sub, "customers", "", CUSTOMERS).await;
+    let id = job["id"].as_str().unwrap().to_string();
+    app.act_ok(&apr, &id, "approve").await;
+    let mut c = Console::new(&app);
+    c.sign_in(&app.admin).await;
+    for path in [
+        "/jobs".to_string(),
+        format!("/jobs/{id}"),
+        "/keys".to_string(),
+        "/developers".to_string(),
+        "/upload".to_string(),
+    ] {
+        let html = c.page(&path).await;
+        for full in ["Budi Santoso", "Siti Rahayu"] {
+            assert!(!html.contains(full), "{full} on {path}");
+        }
+    }
+    let html = c.page(&format!("/jobs/{id}")).await;
+    assert!(html.contains("Bu***o") && html.contains("Si***u"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admins_manage_keys_and_requests_in_the_console() {
+    let app = spawn_app().await;
+    // Anyone asks for a key in the developer center.
+    let mut visitor = Console::new(&app);
+    let html = visitor.page("/developers").await;
+    let token = csrf_of(&html);
+    let resp = visitor
+        .post(
+            "/developers/request",
+            &[
+                ("_csrf", &token),
+                ("name", "Rina Kusuma"),
+                ("email", "rina@contoh.co.id"),
+                ("role", "approver"),
+                ("modules", "customers, orders"),
+                ("reason", "Menyetujui impor pelanggan"),
+            ],
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    let html = resp.text().await.unwrap();
+    let value_of = |id: &str| {
+        let at = html.find(&format!("id=\"{id}\"")).expect(id);
+        let rest = &html[at..];
+        let v = &rest[rest.find("value=\"").unwrap() + 7..];
+        v[..v.find('"').unwrap()].to_string()
+    };
+    let request_id = value_of("req-id");
+    let claim_token = value_of("req-token");
+
+    // The admin sees it masked and approves it; creates and revokes a key.
+    let mut admin = Console::new(&app);
+    admin.sign_in(&app.admin).await;
+    let html = admin.page("/keys").await;
+    assert!(html.contains("Ri***a") && !html.contains("Rina Kusuma"));
+    assert!(!html.contains("rina@contoh.co.id"));
+    let csrf = csrf_of(&html);
+    let resp = admin
+        .post(
+            &format!("/keys/requests/{request_id}/approve"),
+            &[("_csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::SEE_OTHER);
+    let resp = admin
+        .post(
+            "/keys",
+            &[
+                ("_csrf", &csrf),
+                ("name", "Joko Widodo"),
+                ("role", "submitter"),
+                ("modules", "*"),
+                ("expires", ""),
+            ],
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    let html = resp.text().await.unwrap();
+    let at = html
+        .find("id=\"new-key\"")
+        .expect("the new key, shown once");
+    let shown = &html[at..];
+    let shown = &shown[shown.find("value=\"").unwrap() + 7..];
+    let new_key = shown[..shown.find('"').unwrap()].to_string();
+    assert!(new_key.starts_with("igk_"));
+    assert_eq!(
+        app.get(&new_key, "/api/jobs").await.status(),
+        StatusCode::OK
+    );
+    assert!(!admin.page("/keys").await.contains(&new_key), "shown once");
+    let key_id = app
+        .sql("SELECT id FROM ig_keys WHERE name = 'Joko Widodo'")
+        .await[0][0]
+        .clone()
+        .unwrap();
+    let resp = admin
+        .post(&format!("/keys/{key_id}/revoke"), &[("_csrf", &csrf)])
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        app.get(&new_key, "/api/jobs").await.status(),
+        StatusCode::UNAUTHORIZED
+    );
+
+    // The requester collects the key once, with the token in a form body.
+    let resp = visitor
+        .post(
+            "/developers/claim",
+            &[
+                ("_csrf", &token),
+                ("id", &request_id),
+                ("claim_token", &claim_token),
+            ],
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let html = resp.text().await.unwrap();
+    let at = html.find("id=\"new-key\"").expect("the key");
+    let shown = &html[at..];
+    let shown = &shown[shown.find("value=\"").unwrap() + 7..];
+    let collected = shown[..shown.find('"').unwrap()].to_string();
+    assert_eq!(
+        app.get(&collected, "/api/jobs").await.status(),
+        StatusCode::OK
+    );
+    let resp = visitor
+        .post(
+            "/developers/claim",
+            &[
+                ("_csrf", &token),
+                ("id", &request_id),
+                ("claim_token", &claim_token),
+            ],
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::GONE);
+
+    // Key pages are for admins only.
+    let sub = app.submitter().await;
+    let mut s = Console::new(&app);
+    s.sign_in(&sub).await;
+    assert_eq!(s.get("/keys").await.status(), StatusCode::FORBIDDEN);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_preview_pages_in_the_database_on_a_large_job() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let job = app.upload(&sub, "customers", "", CUSTOMERS).await;
+    let id = job["id"].as_str().unwrap().to_string();
+    // Stage a million rows for the job behind the service's back (what a
+    // million-row upload leaves), then page to the end.
+    let rows: i64 = 1_000_000;
+    let fill = if std::env::var("IMPORTGATE_TEST_POSTGRES").is_ok_and(|v| !v.is_empty()) {
+        format!(
+            "INSERT INTO ig_job_rows (job_id, seq, row_no, action, nkey, vals, before) \
+             SELECT '{id}', s, s + 2, 'insert', NULL, \
+             '{{\"customer_name\":\"Pelanggan ' || s || '\",\"wa_number\":\"08' || s || '\"}}', NULL \
+             FROM generate_series(3, {rows}) AS s"
+        )
+    } else {
+        format!(
+            "WITH RECURSIVE s(n) AS (SELECT 3 UNION ALL SELECT n + 1 FROM s WHERE n < {rows}) \
+             INSERT INTO ig_job_rows (job_id, seq, row_no, action, nkey, vals, before) \
+             SELECT '{id}', n, n + 2, 'insert', NULL, \
+             '{{\"customer_name\":\"Pelanggan ' || n || '\",\"wa_number\":\"08' || n || '\"}}', NULL FROM s"
+        )
+    };
+    app.sql(&fill).await;
+    // What the database's own statistics job (autovacuum) does after a
+    // large insert; without it PostgreSQL plans as if the table were empty.
+    app.sql("ANALYZE ig_job_rows").await;
+    let counts = format!(
+        "{{\"rows\":{},\"valid\":{},\"errors\":0,\"insert\":{},\"update\":0,\"unchanged\":0}}",
+        rows + 1,
+        rows + 1,
+        rows + 1
+    );
+    app.sql(&format!(
+        "UPDATE ig_jobs SET counts = '{counts}' WHERE id = '{id}'"
+    ))
+    .await;
+    let mut c = Console::new(&app);
+    c.sign_in(&sub).await;
+    let last = (rows / 50) * 50;
+    for path in [
+        format!("/jobs/{id}"),
+        format!("/jobs/{id}?offset={last}"),
+        format!("/jobs/{id}?action=insert&offset={last}"),
+    ] {
+        let started = Instant::now();
+        let html = c.page(&path).await;
+        let took = started.elapsed();
+        eprintln!("{path}: {took:?}");
+        assert!(took < Duration::from_millis(1500), "{path} took {took:?}");
+        assert!(html.contains("of 1\u{202f}000\u{202f}001"), "{path}");
+    }
+    let html = c.page(&format!("/jobs/{id}?offset={last}")).await;
+    assert!(
+        html.contains(&format!("Pelanggan {rows}")),
+        "the last row is shown"
+    );
+    assert_eq!(html.matches("<tr class=\"row-insert\"").count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_simulate_shows_the_banner_on_every_page() {
+    let plain = spawn_app().await;
+    let html = Console::new(&plain).page("/signin").await;
+    assert!(!html.contains("Simulation — nothing is written"));
+
+    let app = spawn_app_with(|s| s.simulate = true).await;
+    let sub = app.submitter().await;
+    let job = app.upload(&sub, "customers", "", CUSTOMERS).await;
+    let mut c = Console::new(&app);
+    for path in ["/signin", "/developers"] {
+        assert!(
+            c.page(path)
+                .await
+                .contains("Simulation — nothing is written")
+        );
+    }
+    c.sign_in(&sub).await;
+    for path in [
+        "/jobs".to_string(),
+        "/upload".to_string(),
+        format!("/jobs/{}", job["id"].as_str().unwrap()),
+    ] {
+        let html = c.page(&path).await;
+        assert!(html.contains("Simulation — nothing is written"), "{path}");
+    }
+}

@@ -1,0 +1,146 @@
+//! `importgate demo`: the real binary, a fresh database in simulation, jobs
+//! in every state, three keys printed, the banner on the console.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use reqwest::StatusCode;
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_importgate");
+
+pub struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A running `importgate demo`: its base URL, the three keys it printed
+/// (submitter, approver, admin) and everything it printed before them.
+pub struct Demo {
+    pub base: String,
+    pub keys: [String; 3],
+    pub printed: String,
+    _server: Server,
+}
+
+/// Starts the demo binary on a free port and reads its keys.
+pub async fn start_demo() -> Demo {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(BIN)
+        .args(["demo", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let server = Server(child);
+    let lines: Vec<String> = tokio::task::spawn_blocking(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .take_while(|l| !l.starts_with("Press Ctrl-C"))
+            .collect()
+    })
+    .await
+    .unwrap();
+    let printed = lines.join("\n");
+    let key = |role: &str| {
+        lines
+            .iter()
+            .find(|l| l.trim_start().starts_with(role))
+            .and_then(|l| l.split_whitespace().last())
+            .unwrap_or_else(|| panic!("no {role} key in {printed}"))
+            .to_string()
+    };
+    Demo {
+        base: format!("http://127.0.0.1:{port}"),
+        keys: [key("submitter"), key("approver"), key("admin")],
+        printed: printed.clone(),
+        _server: server,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_has_jobs_in_every_state_and_says_it_simulates() {
+    let demo = start_demo().await;
+    let [sub, apr, admin] = demo.keys.clone();
+    let text = &demo.printed;
+    assert!(sub.starts_with("igk_") && apr.starts_with("igk_") && admin.starts_with("igk_"));
+    assert!(text.contains(&format!("{}/", demo.base)), "{text}");
+    assert!(!text.contains("Budi Santoso"), "people are masked: {text}");
+
+    let client = reqwest::Client::new();
+    let base = demo.base.clone();
+    let body: Value = client
+        .get(format!("{base}/api/jobs?limit=200"))
+        .header("X-API-Key", &admin)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let jobs = body["jobs"].as_array().unwrap();
+    let states: BTreeSet<&str> = jobs.iter().filter_map(|j| j["state"].as_str()).collect();
+    for state in [
+        "validating",
+        "invalid",
+        "failed",
+        "awaiting_approval",
+        "committed",
+        "rejected",
+        "cancelled",
+        "expired",
+        "rollback_pending",
+        "rolled_back",
+    ] {
+        assert!(states.contains(state), "no {state} job: {states:?}");
+    }
+    assert!(jobs.iter().all(|j| j["simulated"] == true));
+    let modules: BTreeSet<&str> = jobs.iter().filter_map(|j| j["module"].as_str()).collect();
+    assert!(modules.len() >= 5, "{modules:?}");
+    // The approver has something to decide and the submitter may not.
+    let waiting = jobs
+        .iter()
+        .find(|j| j["state"] == "awaiting_approval" && j["submitter"]["display"] == "Bu***o")
+        .expect("a job of the submitter's at the gate");
+    let id = waiting["id"].as_str().unwrap();
+    let resp = client
+        .post(format!("{base}/api/jobs/{id}/approve"))
+        .header("X-API-Key", &sub)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+    let resp = client
+        .post(format!("{base}/api/jobs/{id}/approve"))
+        .header("X-API-Key", &apr)
+        .header("Prefer", "wait=30")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    let job: Value = resp.json().await.unwrap();
+    assert_eq!(job["state"], "committed");
+    assert_eq!(job["simulated"], true);
+
+    // Every console page says it simulates.
+    let page = client
+        .get(format!("{base}/signin"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("Simulation — nothing is written."), "{page}");
+}
