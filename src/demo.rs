@@ -249,6 +249,7 @@ async fn start(app: &App, up: Upload<'_>, csv_text: String) -> anyhow::Result<Jo
         Body::from(csv_text),
     )
     .await
+    .map(|accepted| accepted.job)
     .map_err(|p| anyhow::anyhow!("demo upload {file}: {}", p.detail()))
 }
 

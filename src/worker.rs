@@ -332,6 +332,8 @@ async fn purge_uploads(app: &App) -> anyhow::Result<()> {
     let mut c = app.db.acquire().await?;
     let before = now() - chrono::Duration::hours(1);
     let n = crate::store::blobs::purge_orphans(&mut c.conn(), before).await?;
+    // Idempotency keys answer for 24 hours; keep a day more for late retries' 422.
+    crate::store::idempotency::purge(&mut c.conn(), now() - chrono::Duration::hours(48)).await?;
     if n > 0 {
         info!(chunks = n, "dropped chunks of unfinished uploads");
     }

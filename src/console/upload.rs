@@ -158,7 +158,8 @@ async fn upload(
         &headers,
         body,
     )
-    .await?;
+    .await?
+    .job;
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({

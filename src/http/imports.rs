@@ -27,6 +27,7 @@ use crate::app::App;
 use crate::ingest::decode::encoding_for;
 use crate::ingest::{Declared, Format};
 use crate::ledger::{Counts, FileInfo, Job, JobOptions, Mode, OnError, State as JobState};
+use crate::store::idempotency::Claim;
 use crate::store::{self, blobs};
 
 pub fn routes() -> Router<Arc<App>> {
@@ -230,16 +231,54 @@ async fn upload(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let job = accept(&app, &caller, &key, query.as_deref(), &headers, body).await?;
+    let Accepted { job, replayed } =
+        accept(&app, &caller, &key, query.as_deref(), &headers, body).await?;
     if let Some(wait) = super::prefer_wait(&headers) {
         super::wait_for_job(&app, &job.id, wait).await?;
     }
-    super::jobs::job_response(&app, &job.id, StatusCode::ACCEPTED).await
+    let status = if replayed {
+        StatusCode::OK
+    } else {
+        StatusCode::ACCEPTED
+    };
+    super::jobs::job_response(&app, &job.id, status).await
+}
+
+/// How long an `Idempotency-Key` answers with its first job.
+const IDEMPOTENCY_HOURS: i64 = 24;
+
+/// An accepted upload: its job, and whether it was a retry of an earlier
+/// request with the same `Idempotency-Key` (nothing new was created).
+pub struct Accepted {
+    pub job: Job,
+    pub replayed: bool,
+}
+
+/// The `Idempotency-Key` header, checked (1 to 255 visible characters).
+fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
+    let Some(v) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    match v.to_str() {
+        Ok(k)
+            if !k.is_empty()
+                && k.len() <= 255
+                && k.bytes().all(|b| b.is_ascii_graphic() || b == b' ') =>
+        {
+            Ok(Some(k.to_string()))
+        }
+        _ => Err(Problem::invalid_parameter(
+            "Idempotency-Key",
+            "Idempotency-Key must be 1 to 255 visible ASCII characters",
+        )),
+    }
 }
 
 /// An upload, for the API and the console alike: checks the module, the
 /// caller's scope, the query and the format, streams the body into the
-/// store and records the job as `validating`. Returns the new job.
+/// store and records the job as `validating`. With an `Idempotency-Key`
+/// seen before from the same key within 24 hours, the same request answers
+/// with its first job and creates nothing; a different request is `422`.
 pub async fn accept(
     app: &App,
     caller: &Caller,
@@ -247,9 +286,10 @@ pub async fn accept(
     query: Option<&str>,
     headers: &HeaderMap,
     body: Body,
-) -> ApiResult<Job> {
+) -> ApiResult<Accepted> {
     let module = super::module(app, module_key)?.clone();
     caller.check_module(&module)?;
+    let idem_key = idempotency_key(headers)?;
     let params = params(query)?;
     let declared = declared(headers)?;
     let limit = app.settings.limits.body_bytes;
@@ -312,12 +352,69 @@ pub async fn accept(
         updated_at: now,
     };
     let mut tx = app.db.begin().await?;
+    if let Some(idem) = &idem_key {
+        // The same request: same module, parameters and bytes.
+        let fingerprint = hex::encode(Sha256::digest(format!(
+            "{}|{}|{}|{}|{}",
+            job.module,
+            job.mode.as_str(),
+            job.on_error.as_str(),
+            serde_json::to_string(&job.options).unwrap_or_default(),
+            sha256
+        )));
+        let expired = now - chrono::Duration::hours(IDEMPOTENCY_HOURS);
+        let claim = store::idempotency::claim(
+            &mut tx.conn(),
+            caller.id(),
+            idem,
+            &fingerprint,
+            &job.id,
+            now,
+            expired,
+        )
+        .await?;
+        if claim != Claim::New {
+            // Nothing of this request is kept.
+            tx.rollback().await?;
+            blobs::discard(&mut app.db.acquire().await?.conn(), &upload_id).await?;
+            return replayed_or_refused(app, claim).await;
+        }
+    }
     blobs::finish(&mut tx.conn(), &upload_id, &sha256, bytes as i64).await?;
     store::jobs::insert(&mut tx.conn(), &job).await?;
     tx.commit().await?;
     tracing::info!(job = %job.id, module = %module.key, bytes, format = format.as_str(), "upload accepted");
     app.work.notify_one();
-    Ok(job)
+    Ok(Accepted {
+        job,
+        replayed: false,
+    })
+}
+
+/// The answer to an upload whose `Idempotency-Key` was seen before.
+async fn replayed_or_refused(app: &App, claim: Claim) -> ApiResult<Accepted> {
+    match claim {
+        Claim::Replay(first) => {
+            let job = store::jobs::get(&mut app.db.acquire().await?.conn(), &first)
+                .await?
+                .ok_or_else(|| Problem::not_found("job", &first))?;
+            tracing::info!(job = %job.id, "upload replayed (Idempotency-Key)");
+            Ok(Accepted {
+                job,
+                replayed: true,
+            })
+        }
+        Claim::Reused => Err(Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "idempotency_key_reused",
+            "Idempotency key reused",
+            "this Idempotency-Key was used in the last 24 hours for a different request \
+                 (module, parameters or file); use a new key for a new upload",
+        )),
+        Claim::New => Err(Problem::internal(
+            "a new idempotency claim reached the replay answer",
+        )),
+    }
 }
 
 /// The part named `file` of a `multipart/form-data` body, stored; its

@@ -143,6 +143,17 @@ CREATE TABLE ig_key_requests (
 );
 CREATE INDEX ig_key_requests_state ON ig_key_requests (state, id);
 "#,
+    // 3: Idempotency-Key records of uploads.
+    r#"
+CREATE TABLE ig_idempotency (
+    key_id      TEXT NOT NULL,
+    idem_key    TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    job_id      TEXT NOT NULL,
+    created_at  {ts} NOT NULL,
+    PRIMARY KEY (key_id, idem_key)
+);
+"#,
 ];
 
 fn fill(sql: &str, dialect: Dialect) -> String {

@@ -12,6 +12,7 @@ mod fixtures;
 mod formats;
 mod gate;
 mod hostile;
+mod idempotency;
 mod key_requests;
 mod ledger;
 mod modules;
