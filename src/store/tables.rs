@@ -39,12 +39,16 @@ impl TableRow {
 
 /// The canonical text of a natural key, as validation computes it.
 pub fn key_text(module: &Module, values: &[Option<Value>]) -> String {
-    let parts: Vec<Json> = module
+    let parts: Option<Vec<Value>> = module
         .key_columns
         .iter()
-        .map(|&i| values[i].as_ref().map(Value::to_json).unwrap_or(Json::Null))
+        .map(|&i| values[i].clone())
         .collect();
-    Json::Array(parts).to_string()
+    match parts {
+        Some(parts) => crate::validate::key_text(&parts),
+        // Key columns are NOT NULL; a row without one matches no staged key.
+        None => String::new(),
+    }
 }
 
 /// Reads a natural key back from its canonical text.

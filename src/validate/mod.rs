@@ -10,8 +10,6 @@ pub mod value;
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value as Json};
-
 use crate::catalog::Module;
 use crate::ingest::{FileError, RawRow};
 pub use value::{CellError, Rules, Value};
@@ -117,32 +115,57 @@ pub struct CheckedRow {
 }
 
 impl CheckedRow {
-    /// The natural key as canonical JSON text, when every key cell is valid.
-    pub fn natural_key(&self, module: &Module, header: &HeaderMap) -> Option<String> {
-        let mut key = Vec::with_capacity(module.key_columns.len());
-        for &kc in &module.key_columns {
-            let i = header.provided.iter().position(|&(c, _)| c == kc)?;
-            key.push(self.values[i].as_ref()?.to_json());
-        }
-        Some(Json::Array(key).to_string())
+    /// The natural key's values, when every key cell is valid.
+    pub fn key(&self, module: &Module, header: &HeaderMap) -> Option<Vec<Value>> {
+        module
+            .key_columns
+            .iter()
+            .map(|&kc| {
+                let i = header.provided.iter().position(|&(c, _)| c == kc)?;
+                self.values[i].clone()
+            })
+            .collect()
     }
 
     /// The row's values as a JSON object keyed by column name; failed cells
-    /// carry their raw text.
-    pub fn values_json(&self, module: &Module, header: &HeaderMap) -> Map<String, Json> {
-        let mut map = Map::new();
+    /// carry their raw text. Written straight to text: this runs per row.
+    pub fn values_text(&self, module: &Module, header: &HeaderMap) -> String {
+        let mut out = Vec::with_capacity(64 * header.provided.len());
+        out.push(b'{');
         for (i, &(col, _)) in header.provided.iter().enumerate() {
-            let v = match &self.values[i] {
-                Some(v) => v.to_json(),
+            if i > 0 {
+                out.push(b',');
+            }
+            let _ = serde_json::to_writer(&mut out, &module.columns[col].name);
+            out.push(b':');
+            match &self.values[i] {
+                Some(v) => v.write_json(&mut out),
                 None => match self.raw.iter().find(|(r, _)| *r == i) {
-                    Some((_, text)) => Json::String(text.clone()),
-                    None => Json::Null,
+                    Some((_, text)) => {
+                        let _ = serde_json::to_writer(&mut out, text);
+                    }
+                    None => out.extend_from_slice(b"null"),
                 },
-            };
-            map.insert(module.columns[col].name.clone(), v);
+            }
         }
-        map
+        out.push(b'}');
+        // Only JSON (UTF-8) was written.
+        String::from_utf8(out).unwrap_or_default()
     }
+}
+
+/// The canonical text of a natural key (a JSON array of its values), as
+/// the staged rows and the table lookups both name keys.
+pub fn key_text(values: &[Value]) -> String {
+    let mut out = vec![b'['];
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        v.write_json(&mut out);
+    }
+    out.push(b']');
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// Type-checks one row of the file.

@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value as Json, json};
 use tokio::sync::mpsc;
 
-use super::{CheckedRow, HeaderMap, RowError, Rules, Value, check_row, match_header};
+use super::{CheckedRow, HeaderMap, RowError, Rules, Value, check_row, key_text, match_header};
 use crate::catalog::Module;
 use crate::ingest::{self, FileError};
 use crate::ledger::{Counts, Job, Mode};
 use crate::store::blobs::BlobReader;
 use crate::store::rows::{self, StagedRow};
-use crate::store::tables::{self, TableRow, key_values};
+use crate::store::tables::{self, TableRow};
 use crate::store::{self, Db};
 
 /// How a validation ended.
@@ -226,15 +226,16 @@ async fn stage(
     batch: Vec<CheckedRow>,
     seq: &mut i64,
 ) -> anyhow::Result<Vec<StagedRow>> {
-    let keys: Vec<Option<String>> = batch
+    let key_values: Vec<Option<Vec<Value>>> = batch.iter().map(|r| r.key(module, header)).collect();
+    let keys: Vec<Option<String>> = key_values
         .iter()
-        .map(|r| r.natural_key(module, header))
+        .map(|k| k.as_deref().map(key_text))
         .collect();
-    let lookup: Vec<Vec<Value>> = keys
-        .iter()
+    let lookup: Vec<Vec<Value>> = key_values
+        .into_iter()
         .zip(&batch)
-        .filter(|(k, r)| k.is_some() && r.errors.is_empty())
-        .filter_map(|(k, _)| key_values(module, k.as_deref()?))
+        .filter(|(_, r)| r.errors.is_empty())
+        .filter_map(|(k, _)| k)
         .collect();
     let current = tables::by_keys(&mut db.acquire().await?.conn(), module, &lookup, false).await?;
     let mut staged = Vec::with_capacity(batch.len());
@@ -271,7 +272,7 @@ async fn stage(
             seq: *seq,
             row_no: row.row as i64,
             action,
-            vals: Json::Object(row.values_json(module, header)).to_string(),
+            vals: row.values_text(module, header),
             nkey,
             before,
             errors: row.errors,

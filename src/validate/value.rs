@@ -3,7 +3,9 @@
 
 use std::str::FromStr;
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, SecondsFormat, TimeZone, Utc};
+use chrono::{
+    DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, SecondsFormat, TimeZone, Utc,
+};
 use chrono_tz::Tz;
 use rust_decimal::Decimal;
 use serde_json::Value as Json;
@@ -54,9 +56,34 @@ impl Value {
             Value::Int(i) => Json::from(*i),
             Value::Decimal(d) => Json::String(d.to_string()),
             Value::Bool(b) => Json::Bool(*b),
-            Value::Date(d) => Json::String(d.format("%Y-%m-%d").to_string()),
+            Value::Date(d) => Json::String(date_text(d)),
             Value::Timestamp(t) => Json::String(t.to_rfc3339_opts(SecondsFormat::AutoSi, true)),
         }
+    }
+
+    /// Appends the value as JSON text, exactly as [`Value::to_json`] would
+    /// serialise, without building a `serde_json::Value` (this runs for
+    /// every cell of every file).
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        use std::io::Write;
+        let quoted = |out: &mut Vec<u8>, text: &str| {
+            // Writing into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut *out, text);
+        };
+        let _ = match self {
+            Value::Text(s) => {
+                quoted(out, s);
+                Ok(())
+            }
+            Value::Int(i) => write!(out, "{i}"),
+            Value::Decimal(d) => write!(out, "\"{d}\""),
+            Value::Bool(b) => write!(out, "{b}"),
+            Value::Date(d) => write!(out, "\"{}\"", date_text(d)),
+            Value::Timestamp(_) => {
+                quoted(out, &self.to_text());
+                Ok(())
+            }
+        };
     }
 
     /// Reads back a value written by [`Value::to_json`] for a column type.
@@ -88,7 +115,7 @@ impl Value {
             Value::Int(i) => i.to_string(),
             Value::Decimal(d) => d.to_string(),
             Value::Bool(b) => b.to_string(),
-            Value::Date(d) => d.format("%Y-%m-%d").to_string(),
+            Value::Date(d) => date_text(d),
             Value::Timestamp(t) => t.to_rfc3339_opts(SecondsFormat::AutoSi, true),
         }
     }
@@ -101,6 +128,11 @@ impl Value {
             _ => a == b,
         }
     }
+}
+
+/// `YYYY-MM-DD`, without a format string to interpret for every cell.
+pub fn date_text(d: &NaiveDate) -> String {
+    format!("{:04}-{:02}-{:02}", d.year(), d.month(), d.day())
 }
 
 /// Parses one cell for its column. `Ok(None)` is an empty cell (null).
