@@ -77,6 +77,26 @@ impl Source<'_> {
         }
     }
 
+    /// `t.k1 = <k1> AND …` from the natural-key text column `nkey` (a JSON
+    /// array, in key order): cheaper than parsing the whole row's JSON
+    /// where only the key is needed.
+    fn nkey_match(&self, target: &str, nkey: &str) -> String {
+        self.module
+            .key_columns
+            .iter()
+            .enumerate()
+            .map(|(p, &i)| {
+                let c = &self.module.columns[i];
+                let value = match self.dialect {
+                    Dialect::Postgres => format!("(({nkey})::jsonb ->> {p})::{}", pg_type(c.ty)),
+                    Dialect::Sqlite => format!("json_extract({nkey}, '$[{p}]')"),
+                };
+                format!("{target}.{} = {value}", ident(&c.name))
+            })
+            .collect::<Vec<_>>()
+            .join(" AND ")
+    }
+
     /// `t.k1 = <k1> AND …`: a staged row meets its target row.
     fn key_match(&self, target: &str) -> String {
         self.module
@@ -143,9 +163,8 @@ pub async fn taken_keys(
     };
     let t = ident(&module.table);
     let sql = format!(
-        "FROM ig_job_rows r{} JOIN {t} ON {} WHERE r.job_id = $1 AND r.action = 'insert'",
-        src.lateral(),
-        src.key_match(&t)
+        "FROM ig_job_rows r JOIN {t} ON {} WHERE r.job_id = $1 AND r.action = 'insert'",
+        src.nkey_match(&t, "r.nkey")
     );
     find(conn, &sql, job_id, listed).await
 }
@@ -262,10 +281,9 @@ pub async fn delete_inserted(conn: &mut Conn<'_>, module: &Module, job_id: &str)
     };
     let t = ident(&module.table);
     let sql = format!(
-        "DELETE FROM {t} WHERE {id} IN (SELECT {t}.{id} FROM ig_job_rows r{} JOIN {t} ON {} \
+        "DELETE FROM {t} WHERE {id} IN (SELECT {t}.{id} FROM ig_job_rows r JOIN {t} ON {} \
          WHERE r.job_id = $1 AND r.action = 'insert')",
-        src.lateral(),
-        src.key_match(&t),
+        src.nkey_match(&t, "r.nkey"),
         id = ident("id"),
     );
     Ok(

@@ -103,7 +103,10 @@ pub async fn validate(
                 let Some(h) = header.as_ref() else { continue };
                 let staged = stage(db, module, job.mode, h, batch, &mut seq).await?;
                 tally(&mut counts, &staged);
-                rows::insert_batch(&mut db.acquire().await?.conn(), &job.id, &staged).await?;
+                // One transaction a batch: one commit instead of one per statement.
+                let mut tx = db.begin().await?;
+                rows::insert_batch(&mut tx.conn(), &job.id, &staged).await?;
+                tx.commit().await?;
                 if last_progress.elapsed() > Duration::from_millis(500) {
                     store::jobs::set_counts(&mut db.acquire().await?.conn(), &job.id, &counts)
                         .await?;
