@@ -13,7 +13,7 @@ use serde_json::{Map, Value as Json, json};
 use crate::catalog::Module;
 use crate::ledger::Job;
 use crate::store::rows::{self, BATCH, Change, StoredRow};
-use crate::store::staged;
+use crate::store::staged::{self, Seqs};
 use crate::store::tables::{self, TableRow, key_values, row_from_json};
 use crate::store::{Conn, Tx};
 use crate::validate::Value;
@@ -85,7 +85,9 @@ pub async fn commit(
         return Ok(conflicts.into_result());
     }
     if !simulated {
-        staged::update(&mut tx.conn(), module, &job.id, &provided).await?;
+        for seqs in Seqs::all(job.counts.rows) {
+            staged::update(&mut tx.conn(), module, &job.id, &provided, seqs).await?;
+        }
         staged::insert(&mut tx.conn(), module, &job.id, &provided).await?;
     }
     Ok(Ok(()))
@@ -180,8 +182,10 @@ pub async fn rollback(
     if conflicts.total > 0 {
         return Ok(conflicts.into_result());
     }
-    staged::delete_inserted(&mut tx.conn(), module, &job.id).await?;
-    staged::restore_updated(&mut tx.conn(), module, &job.id).await?;
+    for seqs in Seqs::all(job.counts.rows) {
+        staged::delete_inserted(&mut tx.conn(), module, &job.id, seqs).await?;
+        staged::restore_updated(&mut tx.conn(), module, &job.id, seqs).await?;
+    }
     Ok(Ok(()))
 }
 

@@ -122,6 +122,30 @@ fn same(dialect: Dialect, a: &str, b: &str) -> String {
     }
 }
 
+/// A range of staged rows, `from..to` by sequence number. SQLite gathers
+/// the rows an UPDATE or DELETE touches in memory before changing them, so
+/// the writes of a large job go a range at a time to keep memory flat.
+#[derive(Debug, Clone, Copy)]
+pub struct Seqs {
+    pub from: i64,
+    pub to: i64,
+}
+
+impl Seqs {
+    /// Rows per range.
+    pub const STEP: i64 = 50_000;
+
+    /// The ranges covering `rows` staged rows.
+    pub fn all(rows: i64) -> impl Iterator<Item = Seqs> {
+        (0..rows.max(1))
+            .step_by(Self::STEP as usize)
+            .map(|from| Seqs {
+                from,
+                to: from + Self::STEP,
+            })
+    }
+}
+
 /// Rows found by a check: how many in all, and the first ones (row number,
 /// natural key text).
 pub struct Found {
@@ -206,6 +230,7 @@ pub async fn update(
     module: &Module,
     job_id: &str,
     provided: &[usize],
+    seqs: Seqs,
 ) -> Result<u64> {
     let src = Source {
         dialect: conn.dialect(),
@@ -223,13 +248,13 @@ pub async fn update(
     }
     let sql = format!(
         "UPDATE {t} SET {} FROM ig_job_rows r{} \
-         WHERE r.job_id = $1 AND r.action = 'update' AND {}",
+         WHERE r.job_id = $1 AND r.seq >= $2 AND r.seq < $3 AND r.action = 'update' AND {}",
         sets.join(", "),
         src.lateral(),
         src.key_match(&t)
     );
     Ok(
-        on_conn!(conn, c => sqlx::query(&sql).bind(job_id).execute(c).await.map(|r| r.rows_affected()))?,
+        on_conn!(conn, c => sqlx::query(&sql).bind(job_id).bind(seqs.from).bind(seqs.to).execute(c).await.map(|r| r.rows_affected()))?,
     )
 }
 
@@ -273,7 +298,12 @@ pub async fn changed_inserts(
 }
 
 /// Deletes the rows the job inserted.
-pub async fn delete_inserted(conn: &mut Conn<'_>, module: &Module, job_id: &str) -> Result<u64> {
+pub async fn delete_inserted(
+    conn: &mut Conn<'_>,
+    module: &Module,
+    job_id: &str,
+    seqs: Seqs,
+) -> Result<u64> {
     let src = Source {
         dialect: conn.dialect(),
         module,
@@ -282,17 +312,22 @@ pub async fn delete_inserted(conn: &mut Conn<'_>, module: &Module, job_id: &str)
     let t = ident(&module.table);
     let sql = format!(
         "DELETE FROM {t} WHERE {id} IN (SELECT {t}.{id} FROM ig_job_rows r JOIN {t} ON {} \
-         WHERE r.job_id = $1 AND r.action = 'insert')",
+         WHERE r.job_id = $1 AND r.seq >= $2 AND r.seq < $3 AND r.action = 'insert')",
         src.nkey_match(&t, "r.nkey"),
         id = ident("id"),
     );
     Ok(
-        on_conn!(conn, c => sqlx::query(&sql).bind(job_id).execute(c).await.map(|r| r.rows_affected()))?,
+        on_conn!(conn, c => sqlx::query(&sql).bind(job_id).bind(seqs.from).bind(seqs.to).execute(c).await.map(|r| r.rows_affected()))?,
     )
 }
 
 /// Puts back the before-image of every row the job updated.
-pub async fn restore_updated(conn: &mut Conn<'_>, module: &Module, job_id: &str) -> Result<u64> {
+pub async fn restore_updated(
+    conn: &mut Conn<'_>,
+    module: &Module,
+    job_id: &str,
+    seqs: Seqs,
+) -> Result<u64> {
     let src = Source {
         dialect: conn.dialect(),
         module,
@@ -305,12 +340,45 @@ pub async fn restore_updated(conn: &mut Conn<'_>, module: &Module, job_id: &str)
         .collect();
     let sql = format!(
         "UPDATE {t} SET {} FROM ig_job_changes ch{} \
-         WHERE ch.job_id = $1 AND ch.op = 'update' AND {}",
+         WHERE ch.job_id = $1 AND ch.seq >= $2 AND ch.seq < $3 AND ch.op = 'update' AND {}",
         sets.join(", "),
         src.lateral(),
         src.key_match(&t)
     );
     Ok(
-        on_conn!(conn, c => sqlx::query(&sql).bind(job_id).execute(c).await.map(|r| r.rows_affected()))?,
+        on_conn!(conn, c => sqlx::query(&sql).bind(job_id).bind(seqs.from).bind(seqs.to).execute(c).await.map(|r| r.rows_affected()))?,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Seqs;
+
+    /// Every staged row, numbered from 0, falls in exactly one range.
+    #[test]
+    fn ranges_cover_every_row_once() {
+        for rows in [
+            0,
+            1,
+            Seqs::STEP - 1,
+            Seqs::STEP,
+            Seqs::STEP + 1,
+            3 * Seqs::STEP + 7,
+        ] {
+            let ranges: Vec<Seqs> = Seqs::all(rows).collect();
+            for seq in [0, rows / 2, rows - 1]
+                .into_iter()
+                .filter(|s| *s >= 0 && *s < rows)
+            {
+                let hits = ranges
+                    .iter()
+                    .filter(|r| r.from <= seq && seq < r.to)
+                    .count();
+                assert_eq!(hits, 1, "seq {seq} of {rows} rows");
+            }
+            assert!(ranges.windows(2).all(|w| w[0].to == w[1].from));
+            assert_eq!(ranges[0].from, 0);
+            assert!(ranges.last().unwrap().to >= rows);
+        }
+    }
 }
