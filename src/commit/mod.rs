@@ -76,6 +76,7 @@ pub async fn commit(
     job: &Job,
     simulated: bool,
 ) -> anyhow::Result<Result<(), Refused>> {
+    tables::lock_for_writing(&mut tx.conn(), module).await?;
     let provided = rows::provided_columns(&mut tx.conn(), module, &job.id).await?;
     let mut conflicts = Conflicts::default();
     let taken = staged::taken_keys(&mut tx.conn(), module, &job.id, LISTED as i64).await?;
@@ -101,9 +102,23 @@ async fn check_updates(
     job: &Job,
     conflicts: &mut Conflicts,
 ) -> anyhow::Result<()> {
+    for action in ["update", "unchanged"] {
+        check_action(tx, module, job, action, conflicts).await?;
+    }
+    Ok(())
+}
+
+/// [`check_updates`] for the rows previewed with one action.
+async fn check_action(
+    tx: &mut Tx,
+    module: &Module,
+    job: &Job,
+    action: &str,
+    conflicts: &mut Conflicts,
+) -> anyhow::Result<()> {
     let mut after = -1i64;
     loop {
-        let batch = rows::to_check(&mut tx.conn(), &job.id, after, BATCH as i64).await?;
+        let batch = rows::to_check(&mut tx.conn(), &job.id, action, after, BATCH as i64).await?;
         let Some(last) = batch.last() else { break };
         after = last.seq;
         let current = current_rows(
@@ -152,6 +167,7 @@ pub async fn rollback(
         // Nothing was written, so there is nothing to find or undo.
         return Ok(Ok(()));
     }
+    tables::lock_for_writing(&mut tx.conn(), module).await?;
     let provided = rows::provided_columns(&mut tx.conn(), module, &job.id).await?;
     let mut conflicts = Conflicts::default();
     let changed =
@@ -189,14 +205,15 @@ pub async fn rollback(
     Ok(Ok(()))
 }
 
-/// The table's rows for these natural keys, locked for the transaction.
+/// The table's rows for these natural keys (the table is locked, see
+/// [`tables::lock_for_writing`]).
 async fn current_rows<'a>(
     conn: &mut Conn<'_>,
     module: &Module,
     nkeys: impl Iterator<Item = &'a str>,
 ) -> anyhow::Result<HashMap<String, TableRow>> {
     let keys: Vec<Vec<Value>> = nkeys.filter_map(|k| key_values(module, k)).collect();
-    Ok(tables::by_keys(conn, module, &keys, true).await?)
+    Ok(tables::by_keys(conn, module, &keys).await?)
 }
 
 /// The whole row a staged row leads to: the current row (or nulls) with the

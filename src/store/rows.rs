@@ -267,10 +267,12 @@ where
 
 /// A page of the preview, optionally only one action, in file order.
 ///
-/// The page's first row is found by counting entries of an index alone
-/// (`(job_id, seq)` or `(job_id, action, seq)`), and only the page's rows
-/// are read whole: the last page of a million-row job costs an index walk,
-/// not a million rows read and thrown away.
+/// Every row of the file is staged with the next sequence number from 0,
+/// so without a filter the page starts at `seq = offset` and the total is
+/// the last seq + 1: two index probes, whatever the offset. With a filter
+/// the page's first row is found by counting entries of the
+/// `(job_id, action, seq)` index alone, and only the page's rows are read
+/// whole.
 pub async fn page(
     conn: &mut Conn<'_>,
     job_id: &str,
@@ -278,28 +280,31 @@ pub async fn page(
     offset: i64,
     limit: i64,
 ) -> Result<(i64, Vec<StoredRow>)> {
-    let (filter, at) = match action {
-        Some(_) => (" AND action = $2", 3),
-        None => ("", 2),
-    };
-    let count_sql = format!("SELECT COUNT(*) FROM ig_job_rows WHERE job_id = $1{filter}");
-    let page_sql = format!(
-        "SELECT seq, row_no, action, nkey, vals, before FROM ig_job_rows \
-         WHERE job_id = $1{filter} AND seq >= (\
-           SELECT seq FROM ig_job_rows WHERE job_id = $1{filter} \
-           ORDER BY seq LIMIT 1 OFFSET ${}) \
-         ORDER BY seq LIMIT ${at}",
-        at + 1
-    );
+    const COLUMNS: &str = "SELECT seq, row_no, action, nkey, vals, before FROM ig_job_rows";
     on_conn!(conn, c => {
-        let mut count = sqlx::query_scalar(&count_sql).bind(job_id);
-        let mut select = sqlx::query(&page_sql).bind(job_id);
-        if let Some(a) = action {
-            count = count.bind(a);
-            select = select.bind(a);
-        }
-        let total: i64 = count.fetch_one(&mut *c).await?;
-        let rows = select.bind(limit).bind(offset).fetch_all(&mut *c).await?;
+        let (total, rows) = match action {
+            None => {
+                let last: Option<i64> = sqlx::query_scalar(
+                    "SELECT MAX(seq) FROM ig_job_rows WHERE job_id = $1")
+                    .bind(job_id).fetch_one(&mut *c).await?;
+                let rows = sqlx::query(&format!(
+                    "{COLUMNS} WHERE job_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3"))
+                    .bind(job_id).bind(offset).bind(limit).fetch_all(&mut *c).await?;
+                (last.map_or(0, |l| l + 1), rows)
+            }
+            Some(a) => {
+                let total: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM ig_job_rows WHERE job_id = $1 AND action = $2")
+                    .bind(job_id).bind(a).fetch_one(&mut *c).await?;
+                let rows = sqlx::query(&format!(
+                    "{COLUMNS} WHERE job_id = $1 AND action = $2 AND seq >= (\
+                       SELECT seq FROM ig_job_rows WHERE job_id = $1 AND action = $2 \
+                       ORDER BY seq LIMIT 1 OFFSET $4) \
+                     ORDER BY seq LIMIT $3"))
+                    .bind(job_id).bind(a).bind(limit).bind(offset).fetch_all(&mut *c).await?;
+                (total, rows)
+            }
+        };
         let rows = rows.iter().map(stored).collect::<Result<Vec<_>>>()?;
         Ok((total, rows))
     })
@@ -355,20 +360,24 @@ pub async fn errors(
     })
 }
 
-/// The next rows previewed as updates or unchanged after `after_seq` (the
-/// rows a commit re-checks one by one).
+/// The next rows previewed with `action` (`update` or `unchanged`) after
+/// `after_seq`: the rows a commit re-checks one by one. One action at a
+/// time, so each page is a range of the (job_id, action, seq) index; with
+/// `action IN (..)` PostgreSQL sorted every remaining row for each page
+/// (23 ms a page, 9 s of a 100k-row upsert commit).
 pub async fn to_check(
     conn: &mut Conn<'_>,
     job_id: &str,
+    action: &str,
     after_seq: i64,
     limit: i64,
 ) -> Result<Vec<StoredRow>> {
     on_conn!(conn, c => {
         let rows = sqlx::query(
             "SELECT seq, row_no, action, nkey, vals, before FROM ig_job_rows \
-             WHERE job_id = $1 AND seq > $2 AND action IN ('update', 'unchanged') \
-             ORDER BY seq LIMIT $3")
-            .bind(job_id).bind(after_seq).bind(limit).fetch_all(c).await?;
+             WHERE job_id = $1 AND action = $2 AND seq > $3 \
+             ORDER BY seq LIMIT $4")
+            .bind(job_id).bind(action).bind(after_seq).bind(limit).fetch_all(c).await?;
         rows.iter().map(stored).collect()
     })
 }

@@ -71,14 +71,29 @@ fn select_columns(module: &Module) -> String {
     cols.join(", ")
 }
 
-/// The rows holding these natural keys, by key text. With `lock`, rows are
-/// locked for the rest of the transaction on PostgreSQL (SQLite's
-/// transaction already holds the write lock).
+/// Takes the module's table for a commit or rollback: other writers wait
+/// until the transaction ends, readers do not. The re-check then sees the
+/// table exactly as the writes will find it, and no key can be added
+/// between the check and the insert. One table lock instead of a row lock
+/// per checked row: `FOR UPDATE` on every row cost 8 of the 9 s of a
+/// 100k-row upsert commit. SQLite's write transaction already excludes
+/// other writers.
+pub async fn lock_for_writing(conn: &mut Conn<'_>, module: &Module) -> Result<()> {
+    if conn.dialect() == Dialect::Postgres {
+        let sql = format!(
+            "LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE",
+            ident(&module.table)
+        );
+        on_conn!(conn, c => sqlx::query(&sql).execute(c).await.map(|_| ()))?;
+    }
+    Ok(())
+}
+
+/// The rows holding these natural keys, by key text.
 pub async fn by_keys(
     conn: &mut Conn<'_>,
     module: &Module,
     keys: &[Vec<Value>],
-    lock: bool,
 ) -> Result<HashMap<String, TableRow>> {
     let mut found = HashMap::new();
     if keys.is_empty() {
@@ -95,13 +110,8 @@ pub async fn by_keys(
             let tuples = super::tuples(d, part.len(), width);
             format!("({}) IN (VALUES {tuples})", key_cols.join(", "))
         };
-        let lock_clause = if lock && conn.dialect() == Dialect::Postgres {
-            " FOR UPDATE"
-        } else {
-            ""
-        };
         let sql = format!(
-            "SELECT {} FROM {} WHERE {condition}{lock_clause}",
+            "SELECT {} FROM {} WHERE {condition}",
             select_columns(module),
             ident(&module.table)
         );

@@ -240,7 +240,7 @@ async fn stage(
         .filter(|(_, r)| r.errors.is_empty())
         .filter_map(|(k, _)| k)
         .collect();
-    let current = tables::by_keys(&mut db.acquire().await?.conn(), module, &lookup, false).await?;
+    let current = tables::by_keys(&mut db.acquire().await?.conn(), module, &lookup).await?;
     let mut staged = Vec::with_capacity(batch.len());
     for (mut row, nkey) in batch.into_iter().zip(keys) {
         let existing = nkey.as_ref().and_then(|k| current.get(k));

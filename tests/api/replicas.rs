@@ -285,15 +285,16 @@ async fn replicas_finish_the_jobs_of_a_replica_killed_mid_validation_and_mid_com
     assert_eq!(job["counts"]["insert"], 1000);
     let sum_before = count(&db, "SELECT SUM(qty) FROM uc_sales_orders", None).await;
     let postgres = url.starts_with("postgres");
-    // On PostgreSQL, a lock held here stops the commit at its first write to
-    // the table, after it has written its change log: a kill then is
-    // certainly mid-transaction. (SQLite has one writer at a time, so there
+    // On PostgreSQL, a lock held here on one row it updates stops the commit
+    // at its first write to the table, after it has taken the table and
+    // written its change log: a kill then is certainly mid-transaction. (SQLite has one writer at a time, so there
     // the replica is killed as soon as it holds the job.)
     let mut blocker = None;
     if postgres {
         let mut tx = db.begin().await.unwrap();
         on_conn!(&mut tx.conn(), c => {
-            sqlx::query("LOCK TABLE uc_sales_orders IN SHARE MODE").execute(c).await.unwrap();
+            sqlx::query("SELECT id FROM uc_sales_orders ORDER BY id LIMIT 1 FOR UPDATE")
+                .execute(c).await.unwrap();
         });
         blocker = Some(tx);
     }
