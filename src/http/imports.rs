@@ -298,10 +298,12 @@ fn file_name(headers: &HeaderMap) -> Option<String> {
     clean_name(name.trim_matches('"'))
 }
 
-/// Only the last path segment of a client's file name, and not too long.
+/// Only the last path segment of a client's file name, without control
+/// characters (a NUL cannot be stored), and not too long.
 fn clean_name(name: &str) -> Option<String> {
     let name = name.rsplit(['/', '\\']).next().unwrap_or(name);
-    Some(name.chars().take(255).collect()).filter(|n: &String| !n.is_empty())
+    Some(name.chars().filter(|c| !c.is_control()).take(255).collect())
+        .filter(|n: &String| !n.is_empty())
 }
 
 async fn upload(

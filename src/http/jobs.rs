@@ -505,6 +505,10 @@ pub fn comment(body: &Bytes) -> ApiResult<Option<String>> {
     })?;
     match v.get("comment") {
         None | Some(JsonValue::Null) => Ok(None),
+        Some(JsonValue::String(s)) if s.contains('\0') => Err(Problem::invalid_parameter(
+            "comment",
+            "a comment may not hold NUL characters",
+        )),
         Some(JsonValue::String(s)) if s.chars().count() <= 2000 => Ok(Some(s.clone())),
         Some(JsonValue::String(_)) => Err(Problem::invalid_parameter(
             "comment",

@@ -58,7 +58,7 @@ pub struct NewRequest {
 
 fn check_email(email: &str) -> ApiResult<()> {
     let ok = email.len() <= 254
-        && !email.chars().any(char::is_whitespace)
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
         && email
             .split_once('@')
             .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.'));
@@ -83,6 +83,12 @@ pub async fn submit(app: &App, req: NewRequest) -> ApiResult<(KeyRequest, String
         return Err(Problem::invalid_parameter(
             "reason",
             "reason must have 1 to 2000 characters: say what the key is for",
+        ));
+    }
+    if reason.contains('\0') {
+        return Err(Problem::invalid_parameter(
+            "reason",
+            "reason may not hold NUL characters",
         ));
     }
     let token = keys::token(40);

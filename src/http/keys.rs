@@ -6,7 +6,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Utc};
 use serde::Deserialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -38,7 +38,7 @@ pub struct NewKey {
     #[serde(default)]
     #[schema(nullable = false, min_items = 1, example = json!(["*"]))]
     modules: Option<Vec<String>>,
-    /// When the key stops working; never if absent.
+    /// When the key stops working (years 1 to 9999); never if absent.
     #[serde(default)]
     #[schema(nullable = false)]
     expires_at: Option<DateTime<Utc>>,
@@ -51,6 +51,12 @@ pub fn check_new_key(app: &App, name: &str, role: &str, modules: &[String]) -> A
         return Err(Problem::invalid_parameter(
             "name",
             "name must have 1 to 200 characters",
+        ));
+    }
+    if name.contains('\0') {
+        return Err(Problem::invalid_parameter(
+            "name",
+            "name may not hold NUL characters",
         ));
     }
     let role = Role::parse(role).ok_or_else(|| {
@@ -98,6 +104,14 @@ async fn create(
     })?;
     let modules = req.modules.unwrap_or_else(|| vec!["*".to_string()]);
     let role = check_new_key(&app, &req.name, &req.role, &modules)?;
+    if let Some(at) = req.expires_at
+        && !(1..=9999).contains(&at.year())
+    {
+        return Err(Problem::invalid_parameter(
+            "expires_at",
+            "expires_at must be a time in the years 1 to 9999",
+        ));
+    }
     let (record, secret) = issue(&app, req.name.trim(), role, &modules, req.expires_at).await?;
     tracing::info!(key_id = %record.id, by = %caller.id(), role = role.as_str(), "key created");
     let body = NewKeyView {

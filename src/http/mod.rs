@@ -32,7 +32,8 @@ pub fn router(app: Arc<App>) -> Router {
     // Install the metrics recorder before anything records.
     metrics::handle();
     // Every /api route comes with its part of the OpenAPI document.
-    let api: Router<Arc<App>> = openapi::api_routes().into();
+    let api: Router<Arc<App>> = Router::from(openapi::api_routes())
+        .layer(axum::middleware::from_fn(problem::no_nul_in_url));
     Router::new()
         .merge(health::routes())
         .merge(metrics::routes())

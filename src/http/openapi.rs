@@ -120,6 +120,7 @@ pub fn document() -> &'static Document {
                 if keyed(op) {
                     add_key_answers(op);
                 }
+                add_nul_answer(op);
                 problems_for_errors(op);
                 job_headers(op);
                 add_links(op);
@@ -182,6 +183,19 @@ fn add_key_answers(op: &mut Operation) {
     op.responses
         .responses
         .insert("429".into(), RefOr::T(limited));
+}
+
+/// Every `/api` URL holding `%00` is `400` ([`super::problem::no_nul_in_url`]).
+fn add_nul_answer(op: &mut Operation) {
+    const NUL: &str = "`bad_request`: the URL holds a NUL character (`%00`)";
+    match op.responses.responses.get_mut("400") {
+        Some(RefOr::T(r)) => r.description = format!("{}; or {NUL}", r.description),
+        _ => {
+            op.responses
+                .responses
+                .insert("400".into(), RefOr::T(problem(NUL)));
+        }
+    }
 }
 
 /// Every 4xx answer is a problem: the handlers' annotations give the

@@ -342,6 +342,27 @@ pub async fn problems(req: Request, next: Next) -> Response {
     Problem::new(status, code_for(status), title, detail).render(Some(&path))
 }
 
+/// The detail of the `400` for a URL holding `%00`.
+pub const NUL_IN_URL: &str =
+    "the URL holds a NUL character (%00), which no identifier or parameter may contain";
+
+/// Refuses a URL that holds a NUL character (`%00`) before any handler
+/// runs: no id or parameter the service issues or takes contains one, and
+/// PostgreSQL text cannot hold it, so such a request would otherwise fail
+/// in the database instead of being answered.
+pub async fn no_nul_in_url(req: Request, next: Next) -> Response {
+    let has_nul = |s: &str| {
+        s.as_bytes()
+            .windows(3)
+            .any(|w| w.eq_ignore_ascii_case(b"%00"))
+    };
+    let uri = req.uri();
+    if has_nul(uri.path()) || uri.query().is_some_and(has_nul) {
+        return Problem::bad_request(NUL_IN_URL).into_response();
+    }
+    next.run(req).await
+}
+
 /// An empty response body (for answers such as `204`).
 pub fn empty(status: StatusCode) -> Response {
     let mut r = Response::new(Body::empty());
