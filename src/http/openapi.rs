@@ -2,8 +2,11 @@
 //! from the handlers themselves. Every `/api` route is registered through
 //! utoipa-axum's `routes!`, which takes its path and method from the
 //! handler's `#[utoipa::path]`: a route cannot exist without being in the
-//! document. What every keyed operation shares (the `401` and `429`
-//! answers, the rate-limit fields) is added here once.
+//! document. What operations share is added here once, by rule: the
+//! `401` and `429` answers and the rate-limit fields of every keyed
+//! operation, the `400` for a URL with `%00`, the problem body of every
+//! 4xx, `ETag` and `Location` on every job, and the links from an
+//! answer's id to the operations that take it.
 
 use std::sync::{Arc, OnceLock};
 
