@@ -18,7 +18,9 @@ const LOOKUP_LEN: usize = 12;
 const SECRET_LEN: usize = 32;
 
 /// What a key may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Submitter,
@@ -80,7 +82,7 @@ impl KeyRecord {
 }
 
 /// A person as shown anywhere outside the key table: key id and masked name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Person {
     pub key_id: String,
     pub display: String,

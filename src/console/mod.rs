@@ -36,7 +36,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 
 use crate::app::App;
-use crate::http::problem::Problem;
+use crate::http::problem::{Code, Problem};
 
 /// The Content-Security-Policy of every console answer: nothing but the
 /// service's own scripts, styles and images, no framing, forms only to itself.
@@ -72,7 +72,7 @@ pub async fn not_found(uri: axum::http::Uri) -> Response {
     }
     let p = Problem::new(
         StatusCode::NOT_FOUND,
-        "not_found",
+        Code::NotFound,
         "Page not found",
         format!("there is no page at {}", uri.path()),
     );

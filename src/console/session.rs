@@ -31,7 +31,7 @@ use super::layout::{self, Ctx, Nav};
 use super::{Fail, PageResult};
 use crate::app::App;
 use crate::http::auth::{self, Caller};
-use crate::http::problem::Problem;
+use crate::http::problem::{Code, Problem};
 use crate::keys;
 use crate::store::{self, sessions};
 
@@ -89,7 +89,7 @@ impl Signed {
 fn csrf_problem() -> Problem {
     Problem::new(
         StatusCode::FORBIDDEN,
-        "csrf",
+        Code::Csrf,
         "The form expired",
         "the form's security token does not match your session; reload the page and try again",
     )
@@ -129,7 +129,7 @@ pub fn check_origin(headers: &HeaderMap) -> Result<(), Problem> {
     let forbidden = || {
         Problem::new(
             StatusCode::FORBIDDEN,
-            "cross_site",
+            Code::CrossSite,
             "Cross-site request refused",
             "the console accepts changes only from its own pages",
         )

@@ -8,7 +8,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
-use super::problem::Problem;
+use super::problem::{Code, Problem};
 use crate::app::App;
 
 pub fn routes() -> Router<Arc<App>> {
@@ -29,7 +29,7 @@ async fn readyz(State(app): State<Arc<App>>) -> Result<Json<Value>, Problem> {
     } else {
         Err(Problem::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "not_ready",
+            Code::NotReady,
             "Not ready",
             "the database does not answer",
         ))

@@ -12,17 +12,20 @@ use std::sync::Arc;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Multipart, Path, RawQuery, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
-use axum::routing::post;
 use futures::{Stream, StreamExt};
 use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
 
 use super::auth::Caller;
-use super::problem::{ApiResult, Problem};
+use super::openapi::Binary;
+use super::problem::{ApiResult, Code, Problem};
+use super::views::JobView;
 use crate::app::App;
 use crate::ingest::decode::encoding_for;
 use crate::ingest::{Declared, Format};
@@ -30,17 +33,95 @@ use crate::ledger::{Counts, FileInfo, Job, JobOptions, Mode, OnError, State as J
 use crate::store::idempotency::Claim;
 use crate::store::{self, blobs};
 
-pub fn routes() -> Router<Arc<App>> {
-    Router::new().route(
-        "/api/import/{module}",
+pub fn routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new().routes(
         // The service enforces its own, larger limit while streaming.
-        post(upload_or_close).layer(axum::extract::DefaultBodyLimit::disable()),
+        routes!(upload_or_close).layer(axum::extract::DefaultBodyLimit::disable()),
     )
 }
 
+/// The encodings `?encoding=` names (`ingest::decode::encoding_for`).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub enum CsvEncoding {
+    #[schema(rename = "utf-8")]
+    Utf8,
+    #[schema(rename = "utf8")]
+    Utf8Short,
+    #[schema(rename = "utf-16")]
+    Utf16,
+    #[schema(rename = "utf16")]
+    Utf16Short,
+    #[schema(rename = "utf-16le")]
+    Utf16Le,
+    #[schema(rename = "utf-16be")]
+    Utf16Be,
+    #[schema(rename = "windows-1252")]
+    Windows1252,
+    #[schema(rename = "cp1252")]
+    Cp1252,
+    #[schema(rename = "iso-8859-1")]
+    Iso88591,
+    #[schema(rename = "latin1")]
+    Latin1,
+    #[schema(rename = "latin-1")]
+    Latin1Hyphen,
+}
+
+/// A `multipart/form-data` upload, as a browser form sends it.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct UploadForm {
+    /// The file; its format from the part's type, else its file name,
+    /// else its bytes. Other parts are skipped.
+    file: Binary,
+}
+
+/// Uploads a file for a module: it becomes a validation job (`202`), never
+/// a write to the module's table. The format comes from `Content-Type`;
+/// `application/octet-stream` or none has it detected from the bytes.
+///
 /// A refused upload may leave the body unread (a `413` is sent before the
-/// body is), so the connection cannot carry another request: the answer
-/// says `Connection: close`, and a client does not reuse it and fail.
+/// body is), so the answer says `Connection: close`, and a client does
+/// not reuse the connection and fail.
+#[utoipa::path(post, path = "/api/import/{module}", operation_id = "upload", tag = "uploads",
+    params(
+        ("module" = String, Path, description = "The module's key (`customers`, …)"),
+        ("mode" = Option<crate::ledger::Mode>, Query, description = "`insert` (the default): every row must be new; `update`: every row must exist; `upsert`: either"),
+        ("on_error" = Option<crate::ledger::OnError>, Query, description = "`fail` (the default): any row error fails the job; `skip`: invalid rows are left out"),
+        ("sheet" = Option<String>, Query, description = "Excel: the sheet (default the first)", min_length = 1, max_length = 255),
+        ("delimiter" = Option<String>, Query, description = "CSV: one ASCII character other than a quote or a line break, or `\\t`/`tab` (default detected)", pattern = "^([\t -!#-~]|\\\\t|tab)$"),
+        ("encoding" = Option<CsvEncoding>, Query, description = "CSV: the text's encoding, in any case (default UTF-8, BOM honoured)"),
+        ("unknown_columns" = Option<String>, Query, description = "`ignore` (the default; listed as warnings) or `reject` (the job is `invalid`)", pattern = "^(ignore|reject)$"),
+        ("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters: the same request with the same key within 24 hours answers `200` with the first job and creates nothing; a different request is `422 idempotency_key_reused`"),
+        ("Prefer" = Option<String>, Header, description = "`wait=N` (N ≤ 60): answer once validation has ended, or after N seconds"),
+        ("Content-Disposition" = Option<String>, Header, description = "`attachment; filename=\"…\"`: the file's name, shown in the job"),
+    ),
+    request_body(description = "The file itself", content(
+        (String = "text/csv"),
+        (String = "application/csv"),
+        (String = "text/plain"),
+        (String = "text/tab-separated-values"),
+        (Binary = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+        (Binary = "application/vnd.ms-excel"),
+        (serde_json::Value = "application/json"),
+        (String = "application/x-ndjson"),
+        (String = "application/jsonl"),
+        (String = "application/x-jsonlines"),
+        (String = "application/jsonlines"),
+        (UploadForm = "multipart/form-data"),
+        (Binary = "application/octet-stream"),
+    )),
+    responses(
+        (status = 202, description = "A new job, `validating` (or further on with `Prefer: wait`)", body = JobView),
+        (status = 200, description = "A retry with the same `Idempotency-Key`: the first job, as it is now", body = JobView),
+        (status = 400, description = "`empty_body`, or `bad_request` (a form without a `file` part, an unreadable body)"),
+        (status = 403, description = "`forbidden`: outside the key's module scope"),
+        (status = 404, description = "`unknown_module`"),
+        (status = 413, description = "`too_large`: over the body limit (`limit`)"),
+        (status = 415, description = "`unsupported_media_type`"),
+        (status = 422, description = "`invalid_parameter`, or `idempotency_key_reused`"),
+    ))]
 async fn upload_or_close(
     app: State<Arc<App>>,
     caller: Caller,
@@ -149,7 +230,7 @@ fn essence(content_type: &str) -> String {
 fn unsupported(essence: &str) -> Problem {
     Problem::new(
         StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "unsupported_media_type",
+        Code::UnsupportedMediaType,
         "Unsupported media type",
         format!(
             "Content-Type {essence:?} is not an accepted file format (send CSV, XLSX, XLS, \
@@ -198,7 +279,7 @@ fn part_format(content_type: Option<&str>, name: Option<&str>) -> ApiResult<Opti
 fn too_large(limit: u64) -> Problem {
     Problem::new(
         StatusCode::PAYLOAD_TOO_LARGE,
-        "too_large",
+        Code::TooLarge,
         "File too large",
         format!("the body is larger than the limit of {limit} bytes"),
     )
@@ -217,10 +298,12 @@ fn file_name(headers: &HeaderMap) -> Option<String> {
     clean_name(name.trim_matches('"'))
 }
 
-/// Only the last path segment of a client's file name, and not too long.
+/// Only the last path segment of a client's file name, without control
+/// characters (a NUL cannot be stored), and not too long.
 fn clean_name(name: &str) -> Option<String> {
     let name = name.rsplit(['/', '\\']).next().unwrap_or(name);
-    Some(name.chars().take(255).collect()).filter(|n: &String| !n.is_empty())
+    Some(name.chars().filter(|c| !c.is_control()).take(255).collect())
+        .filter(|n: &String| !n.is_empty())
 }
 
 async fn upload(
@@ -406,7 +489,7 @@ async fn replayed_or_refused(app: &App, claim: Claim) -> ApiResult<Accepted> {
         }
         Claim::Reused => Err(Problem::new(
             StatusCode::UNPROCESSABLE_ENTITY,
-            "idempotency_key_reused",
+            Code::IdempotencyKeyReused,
             "Idempotency key reused",
             "this Idempotency-Key was used in the last 24 hours for a different request \
                  (module, parameters or file); use a new key for a new upload",
@@ -529,7 +612,7 @@ where
         if total == 0 {
             return Err(Problem::new(
                 StatusCode::BAD_REQUEST,
-                "empty_body",
+                Code::EmptyBody,
                 "Empty body",
                 "the request has no file",
             ));

@@ -4,35 +4,38 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use axum::Json;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde_json::{Map, Value as JsonValue, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::auth::Caller;
 use super::modules::XLSX_TYPE;
-use super::problem::{ApiResult, Problem};
+use super::openapi::Binary;
+use super::problem::{ApiResult, Code, Problem};
+use super::views::{CommentBody, ErrorsPage, EventList, EventView, JobList, JobView, PreviewPage};
 use crate::app::App;
 use crate::ledger::gate::{self, Refusal};
-use crate::ledger::job::{People, time};
+use crate::ledger::job::People;
 use crate::ledger::{Decision, Gate, Job, Move, State as JobState};
 use crate::store::{self, jobs::MoveBy, rows};
 use crate::validate::RowError;
 
-pub fn routes() -> Router<Arc<App>> {
-    Router::new()
-        .route("/api/jobs", get(list))
-        .route("/api/jobs/{id}", get(one))
-        .route("/api/jobs/{id}/preview", get(preview))
-        .route("/api/jobs/{id}/errors", get(errors))
-        .route("/api/jobs/{id}/events", get(events))
-        .route("/api/jobs/{id}/approve", post(approve))
-        .route("/api/jobs/{id}/reject", post(reject))
-        .route("/api/jobs/{id}/cancel", post(cancel))
-        .route("/api/jobs/{id}/rollback", post(rollback))
+pub fn routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(one))
+        .routes(routes!(preview))
+        .routes(routes!(errors))
+        .routes(routes!(events))
+        .routes(routes!(approve))
+        .routes(routes!(reject))
+        .routes(routes!(cancel))
+        .routes(routes!(rollback))
 }
 
 type Params = Query<HashMap<String, String>>;
@@ -61,7 +64,7 @@ pub async fn job_response(app: &App, id: &str, status: StatusCode) -> ApiResult<
         .ok_or_else(|| Problem::not_found("job", id))?;
     drop(c);
     let names = people(app).await?;
-    let mut resp = (status, Json(job.view(&People(&names)))).into_response();
+    let mut resp = (status, Json(JobView::new(&job, &People(&names)))).into_response();
     let h = resp.headers_mut();
     if let Ok(v) = HeaderValue::from_str(&job.etag()) {
         h.insert(header::ETAG, v);
@@ -85,11 +88,25 @@ fn number(q: &HashMap<String, String>, name: &str, default: i64, max: i64) -> Ap
     }
 }
 
+/// Jobs the key's scope covers, newest first.
+#[utoipa::path(get, path = "/api/jobs", operation_id = "list_jobs", tag = "jobs",
+    params(
+        ("module" = Option<String>, Query, description = "Only this module's jobs"),
+        ("state" = Option<JobState>, Query, description = "Only jobs in this state"),
+        ("submitted_by" = Option<String>, Query, description = "`me` (this key's uploads) or `any` (the default)", pattern = "^(me|any)$"),
+        ("limit" = Option<i64>, Query, description = "Jobs a page (default 50)", minimum = 0, maximum = 200),
+        ("cursor" = Option<String>, Query, description = "`next_cursor` of the page before"),
+    ),
+    responses(
+        (status = 200, description = "A page of jobs", body = JobList),
+        (status = 404, description = "`unknown_module`"),
+        (status = 422, description = "`invalid_parameter`"),
+    ))]
 async fn list(
     State(app): State<Arc<App>>,
     caller: Caller,
     Query(q): Params,
-) -> ApiResult<Json<JsonValue>> {
+) -> ApiResult<Json<JobList>> {
     let limit = number(&q, "limit", 50, 200)?.max(1);
     let state = match q.get("state") {
         None => None,
@@ -129,13 +146,26 @@ async fn list(
     };
     let names = people(&app).await?;
     let people = People(&names);
-    let jobs: Vec<JsonValue> = found.iter().map(|j| j.view(&people)).collect();
-    Ok(Json(json!({"jobs": jobs, "next_cursor": next})))
+    let jobs = found.iter().map(|j| JobView::new(j, &people)).collect();
+    Ok(Json(JobList {
+        jobs,
+        next_cursor: next,
+    }))
 }
 
 /// One job. With `Prefer: wait=N` (an addition to API.md), answers once
 /// the job has left `validating`, `committing` and `rolling_back`, or after
 /// N seconds: clients wait for a stage without polling.
+#[utoipa::path(get, path = "/api/jobs/{id}", operation_id = "get_job", tag = "jobs",
+    params(
+        ("id" = String, Path, description = "The job's id (`job_…`)"),
+        ("Prefer" = Option<String>, Header, description = "`wait=N` (N ≤ 60): answer once the job has left `validating`, `committing` and `rolling_back`, or after N seconds"),
+    ),
+    responses(
+        (status = 200, description = "The job", body = JobView),
+        (status = 403, description = "`forbidden`: outside the key's module scope"),
+        (status = 404, description = "`not_found`: no such job"),
+    ))]
 async fn one(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -149,16 +179,26 @@ async fn one(
     job_response(&app, &id, StatusCode::OK).await
 }
 
-fn error_view(e: &RowError) -> JsonValue {
-    json!({"row": e.row, "column": e.column, "value": e.value, "code": e.code, "message": e.message})
-}
-
+/// A page of the job's preview: what each row would do.
+#[utoipa::path(get, path = "/api/jobs/{id}/preview", operation_id = "get_preview", tag = "jobs",
+    params(
+        ("id" = String, Path, description = "The job's id (`job_…`)"),
+        ("action" = Option<super::views::RowAction>, Query, description = "Only rows with this action"),
+        ("offset" = Option<i64>, Query, description = "Rows to skip (default 0)", minimum = 0),
+        ("limit" = Option<i64>, Query, description = "Rows a page (default 100)", minimum = 0, maximum = 1000),
+    ),
+    responses(
+        (status = 200, description = "A page of rows, in file order", body = PreviewPage),
+        (status = 403, description = "`forbidden`: outside the key's module scope"),
+        (status = 404, description = "`not_found`: no such job"),
+        (status = 422, description = "`invalid_parameter`"),
+    ))]
 async fn preview(
     State(app): State<Arc<App>>,
     caller: Caller,
     Path(id): Path<String>,
     Query(q): Params,
-) -> ApiResult<Json<JsonValue>> {
+) -> ApiResult<Json<PreviewPage>> {
     let job = load(&app, &caller, &id).await?;
     let action = match q.get("action").map(String::as_str) {
         None => None,
@@ -173,24 +213,22 @@ async fn preview(
     let offset = number(&q, "offset", 0, i64::MAX)?;
     let limit = number(&q, "limit", 100, 1000)?.max(1);
     let (total, page) = preview_page(&app, &job.id, action, offset, limit).await?;
-    let rows: Vec<JsonValue> = page
+    let rows = page
         .into_iter()
-        .map(|p| {
-            let mut row = json!({
-                "row": p.row.row_no,
-                "action": p.row.action,
-                "values": p.row.vals,
-                "errors": p.errors.iter().map(error_view).collect::<Vec<_>>(),
-            });
-            if let Some(before) = p.row.before {
-                row["before"] = JsonValue::Object(before);
-            }
-            row
+        .map(|p| super::views::PreviewRow {
+            row: p.row.row_no,
+            action: p.row.action,
+            values: p.row.vals,
+            before: p.row.before,
+            errors: p.errors,
         })
         .collect();
-    Ok(Json(
-        json!({"total": total, "offset": offset, "limit": limit, "rows": rows}),
-    ))
+    Ok(Json(PreviewPage {
+        total,
+        offset,
+        limit,
+        rows,
+    }))
 }
 
 /// One row of the preview with its errors.
@@ -234,6 +272,27 @@ pub fn neutralise(cell: &str) -> String {
     }
 }
 
+/// The job's row errors: JSON pages, or the whole report as CSV or XLSX
+/// (`?format=`, or `Accept`). Report cells that a spreadsheet would run
+/// as a formula are neutralised.
+#[utoipa::path(get, path = "/api/jobs/{id}/errors", operation_id = "get_errors", tag = "jobs",
+    params(
+        ("id" = String, Path, description = "The job's id (`job_…`)"),
+        ("format" = Option<String>, Query, description = "`json` (the default), `csv` or `xlsx`", pattern = "^(json|csv|xlsx)$"),
+        ("offset" = Option<i64>, Query, description = "JSON: errors to skip (default 0)", minimum = 0),
+        ("limit" = Option<i64>, Query, description = "JSON: errors a page (default 1000)", minimum = 0, maximum = 10000),
+        ("Accept" = Option<String>, Header, description = "`text/csv` or the XLSX type asks for that report when `format` is not given"),
+    ),
+    responses(
+        (status = 200, description = "The errors", content(
+            (ErrorsPage = "application/json"),
+            (String = "text/csv"),
+            (Binary = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+        ), headers(("Content-Disposition" = String, description = "CSV and XLSX: `attachment; filename=\"errors.{ext}\"`"))),
+        (status = 403, description = "`forbidden`: outside the key's module scope"),
+        (status = 404, description = "`not_found`: no such job"),
+        (status = 422, description = "`invalid_parameter`"),
+    ))]
 async fn errors(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -267,11 +326,13 @@ async fn errors(
     let limit = number(&q, "limit", 1000, 10_000)?.max(1);
     let mut c = app.db.acquire().await?;
     let (total, list) = rows::errors(&mut c.conn(), &job.id, offset, limit).await?;
-    let errors: Vec<JsonValue> = list.iter().map(error_view).collect();
-    Ok(
-        Json(json!({"total": total, "offset": offset, "limit": limit, "errors": errors}))
-            .into_response(),
-    )
+    Ok(Json(ErrorsPage {
+        total,
+        offset,
+        limit,
+        errors: list,
+    })
+    .into_response())
 }
 
 /// Excel's last row: a report longer than this ends with a note.
@@ -409,32 +470,26 @@ fn tokio_stream_from<T: Send + 'static>(
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 
+/// The job's ledger: every move with its actor (masked), time and comment.
+#[utoipa::path(get, path = "/api/jobs/{id}/events", operation_id = "get_events", tag = "jobs",
+    params(("id" = String, Path, description = "The job's id (`job_…`)")),
+    responses(
+        (status = 200, description = "The events, oldest first", body = EventList),
+        (status = 403, description = "`forbidden`: outside the key's module scope"),
+        (status = 404, description = "`not_found`: no such job"),
+    ))]
 async fn events(
     State(app): State<Arc<App>>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<JsonValue>> {
+) -> ApiResult<Json<EventList>> {
     let job = load(&app, &caller, &id).await?;
     let mut c = app.db.acquire().await?;
     let list = store::jobs::events(&mut c.conn(), &job.id).await?;
     let names = store::keys::names(&mut c.conn()).await?;
     let people = People(&names);
-    let events: Vec<JsonValue> = list
-        .iter()
-        .map(|e| {
-            json!({
-                "n": e.n,
-                "event": e.event,
-                "from": e.from_state,
-                "to": e.to_state,
-                "actor": e.actor.as_deref().map(|a| people.person(a)),
-                "at": time(&e.at),
-                "comment": e.comment,
-                "detail": e.detail,
-            })
-        })
-        .collect();
-    Ok(Json(json!({"events": events})))
+    let events = list.iter().map(|e| EventView::new(e, &people)).collect();
+    Ok(Json(EventList { events }))
 }
 
 /// The optional `{"comment": "..."}` body of a gate move (and of a
@@ -450,6 +505,10 @@ pub fn comment(body: &Bytes) -> ApiResult<Option<String>> {
     })?;
     match v.get("comment") {
         None | Some(JsonValue::Null) => Ok(None),
+        Some(JsonValue::String(s)) if s.contains('\0') => Err(Problem::invalid_parameter(
+            "comment",
+            "a comment may not hold NUL characters",
+        )),
         Some(JsonValue::String(s)) if s.chars().count() <= 2000 => Ok(Some(s.clone())),
         Some(JsonValue::String(_)) => Err(Problem::invalid_parameter(
             "comment",
@@ -462,50 +521,68 @@ pub fn comment(body: &Bytes) -> ApiResult<Option<String>> {
     }
 }
 
-async fn approve(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> ApiResult<Response> {
-    gate_move(&app, &caller, &id, Move::Approve, &headers, &body).await
+/// A gate move's handler and its part of the document: the four moves
+/// differ only in their path, their doc and the move they make.
+macro_rules! gate_handler {
+    ($name:ident, $event:expr, $path:tt, $doc:tt) => {
+        #[doc = $doc]
+        #[utoipa::path(post, path = $path, tag = "gate", operation_id = concat!(stringify!($name), "_job"),
+            params(
+                ("id" = String, Path, description = "The job's id (`job_…`)"),
+                ("If-Match" = Option<String>, Header, description = "The `ETag` of the version decided on (`412` if the job moved since)"),
+                ("Prefer" = Option<String>, Header, description = "`wait=N` (N ≤ 60): answer once the work the move starts has ended, or after N seconds"),
+            ),
+            request_body(content = Option<CommentBody>, description = "An optional comment"),
+            responses(
+                (status = 202, description = "The job after the move", body = JobView),
+                (status = 400, description = "`bad_request`: the body is not a JSON object"),
+                (status = 403, description = "`forbidden` (role, scope) or `self_approval` (four-eyes)"),
+                (status = 404, description = "`not_found`: no such job"),
+                (status = 409, description = "`invalid_state`: not possible from the job's state"),
+                (status = 412, description = "`precondition_failed`: `If-Match` names another version"),
+                (status = 422, description = "`invalid_parameter`: a comment that is not a string of at most 2000 characters"),
+            ))]
+        async fn $name(
+            State(app): State<Arc<App>>,
+            caller: Caller,
+            Path(id): Path<String>,
+            headers: HeaderMap,
+            body: Bytes,
+        ) -> ApiResult<Response> {
+            gate_move(&app, &caller, &id, $event, &headers, &body).await
+        }
+    };
 }
 
-async fn reject(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> ApiResult<Response> {
-    gate_move(&app, &caller, &id, Move::Reject, &headers, &body).await
-}
-
-async fn cancel(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> ApiResult<Response> {
-    gate_move(&app, &caller, &id, Move::Cancel, &headers, &body).await
-}
-
-async fn rollback(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> ApiResult<Response> {
-    gate_move(&app, &caller, &id, Move::Rollback, &headers, &body).await
-}
+gate_handler!(
+    approve,
+    Move::Approve,
+    "/api/jobs/{id}/approve",
+    "Approves the gate request (approvers, not its requester): the commit or the rollback starts."
+);
+gate_handler!(
+    reject,
+    Move::Reject,
+    "/api/jobs/{id}/reject",
+    "Rejects the gate request (approvers, not its requester): a commit is `rejected`, a rollback request withdrawn."
+);
+gate_handler!(
+    cancel,
+    Move::Cancel,
+    "/api/jobs/{id}/cancel",
+    "Withdraws a job waiting for approval (its submitter or an admin)."
+);
+gate_handler!(
+    rollback,
+    Move::Rollback,
+    "/api/jobs/{id}/rollback",
+    "Asks for a committed job to be undone; the rollback waits at the gate."
+);
 
 fn invalid_state(job: &Job, event: Move) -> Problem {
     Problem::new(
         StatusCode::CONFLICT,
-        "invalid_state",
+        Code::InvalidState,
         "The job is not in a state for this move",
         format!(
             "{} is {}; {} is not possible from there",
@@ -531,7 +608,7 @@ fn check_etag(job: &Job, if_match: Option<&str>) -> ApiResult<()> {
     } else {
         Err(Problem::new(
             StatusCode::PRECONDITION_FAILED,
-            "precondition_failed",
+            Code::PreconditionFailed,
             "The job changed since you looked at it",
             format!("If-Match {wanted} does not match the job's current version {etag}; reload it and decide again"),
         )
@@ -567,7 +644,7 @@ pub fn refusal_problem(job: &Job, event: Move, refusal: Refusal) -> Problem {
         Refusal::Forbidden(why) => Problem::forbidden(why),
         Refusal::SelfApproval => Problem::new(
             StatusCode::FORBIDDEN,
-            "self_approval",
+            Code::SelfApproval,
             "Four-eyes rule",
             "the key that asked for this gate action may not decide it; another approver must",
         ),

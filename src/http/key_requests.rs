@@ -9,64 +9,56 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
-use serde_json::{Value as JsonValue, json};
+use serde_json::json;
 use subtle::ConstantTimeEq;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::auth::Caller;
-use super::problem::{ApiResult, Problem};
+use super::problem::{ApiResult, Code, Problem};
+use super::views::{CommentBody, KeyRequestCreated, KeyRequestList, KeyRequestView};
 use crate::app::App;
-use crate::keys::{self, Person};
-use crate::ledger::job::time;
+use crate::keys::{self, Role};
 use crate::store::{self, key_requests::KeyRequest, key_requests::RequestState};
 
-pub fn routes() -> Router<Arc<App>> {
-    Router::new()
-        .route("/api/key-requests", get(list).post(create))
-        .route("/api/key-requests/{id}", get(claim_route))
-        .route("/api/key-requests/{id}/approve", post(approve))
-        .route("/api/key-requests/{id}/deny", post(deny))
-}
-
-/// A request as every answer shows it: people masked, never the token.
-pub fn view(r: &KeyRequest, names: &HashMap<String, String>) -> JsonValue {
-    json!({
-        "id": r.id,
-        "person": {"key_id": r.key_id, "display": keys::mask(&r.name)},
-        "email": keys::mask_email(&r.email),
-        "role": r.role.as_str(),
-        "modules": r.modules,
-        "reason": r.reason,
-        "state": r.state.as_str(),
-        "created_at": time(&r.created_at),
-        "decided_at": r.decided_at.as_ref().map(time),
-        "decided_by": r.decided_by.as_deref().map(|id| Person::new(id, names.get(id).map(String::as_str).unwrap_or(""))),
-        "comment": r.comment,
-        "collected_at": r.collected_at.as_ref().map(time),
-    })
+pub fn routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(claim_route))
+        .routes(routes!(approve))
+        .routes(routes!(deny))
 }
 
 /// What a person asks for.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewRequest {
+    /// Who the key is for (1 to 200 characters).
+    #[schema(min_length = 1, max_length = 200, example = "Rina Kusuma")]
     pub name: String,
+    #[schema(max_length = 254, example = "rina.kusuma@contoh.co.id")]
     pub email: String,
+    #[schema(value_type = Role)]
     pub role: String,
+    /// Module keys, or `["*"]` (the default) for all.
     #[serde(default)]
+    #[schema(nullable = false, min_items = 1, example = json!(["customers"]))]
     pub modules: Option<Vec<String>>,
+    /// What the key is for: the admin decides on it (1 to 2000 characters).
+    #[schema(min_length = 1, max_length = 2000)]
     pub reason: String,
 }
 
 fn check_email(email: &str) -> ApiResult<()> {
     let ok = email.len() <= 254
-        && !email.chars().any(char::is_whitespace)
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
         && email
             .split_once('@')
             .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.'));
@@ -93,6 +85,12 @@ pub async fn submit(app: &App, req: NewRequest) -> ApiResult<(KeyRequest, String
             "reason must have 1 to 2000 characters: say what the key is for",
         ));
     }
+    if reason.contains('\0') {
+        return Err(Problem::invalid_parameter(
+            "reason",
+            "reason may not hold NUL characters",
+        ));
+    }
     let token = keys::token(40);
     let r = KeyRequest {
         id: format!("kr_{}", ulid::Ulid::generate()),
@@ -116,6 +114,15 @@ pub async fn submit(app: &App, req: NewRequest) -> ApiResult<(KeyRequest, String
     Ok((r, token))
 }
 
+/// Asks for a key (no key needed): an admin approves or denies, and the
+/// requester collects the key once with the claim token.
+#[utoipa::path(post, path = "/api/key-requests", operation_id = "create_key_request", tag = "key requests", security(()),
+    request_body(content = NewRequest, description = "Who asks, for what, and why"),
+    responses(
+        (status = 201, description = "Recorded; the claim token is shown this once", body = KeyRequestCreated),
+        (status = 400, description = "`bad_request`: the body is not such an object"),
+        (status = 422, description = "`invalid_parameter`: a name, email, role, module or reason that cannot be"),
+    ))]
 async fn create(State(app): State<Arc<App>>, body: Bytes) -> ApiResult<Response> {
     let req: NewRequest = serde_json::from_slice(&body).map_err(|e| {
         Problem::bad_request(format!(
@@ -123,18 +130,27 @@ async fn create(State(app): State<Arc<App>>, body: Bytes) -> ApiResult<Response>
         ))
     })?;
     let (r, token) = submit(&app, req).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(json!({"id": r.id, "claim_token": token, "state": r.state.as_str()})),
-    )
-        .into_response())
+    let body = KeyRequestCreated {
+        id: r.id,
+        claim_token: token,
+        state: r.state.as_str().to_string(),
+    };
+    Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
+/// Key requests (admins), newest first, 500 at most.
+#[utoipa::path(get, path = "/api/key-requests", operation_id = "list_key_requests", tag = "key requests",
+    params(("state" = Option<String>, Query, description = "`pending`, or `any` (the default)", pattern = "^(pending|any)$")),
+    responses(
+        (status = 200, description = "The requests", body = KeyRequestList),
+        (status = 403, description = "`forbidden`: not an admin key"),
+        (status = 422, description = "`invalid_parameter`: `state` is neither"),
+    ))]
 async fn list(
     State(app): State<Arc<App>>,
     caller: Caller,
     Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<JsonValue>> {
+) -> ApiResult<Json<KeyRequestList>> {
     caller.check_admin()?;
     let pending_only = match q.get("state").map(String::as_str) {
         None | Some("any") => false,
@@ -149,14 +165,17 @@ async fn list(
     let mut c = app.db.acquire().await?;
     let list = store::key_requests::list(&mut c.conn(), pending_only, 500).await?;
     let names = store::keys::names(&mut c.conn()).await?;
-    let requests: Vec<JsonValue> = list.iter().map(|r| view(r, &names)).collect();
-    Ok(Json(json!({"requests": requests})))
+    let requests = list
+        .iter()
+        .map(|r| KeyRequestView::new(r, &names))
+        .collect();
+    Ok(Json(KeyRequestList { requests }))
 }
 
 fn request_not_pending(r: &KeyRequest) -> Problem {
     Problem::new(
         StatusCode::CONFLICT,
-        "invalid_state",
+        Code::InvalidState,
         "The request is not pending",
         format!("{} is {}", r.id, r.state.as_str()),
     )
@@ -203,31 +222,53 @@ async fn decision(
     id: &str,
     approve: bool,
     body: &Bytes,
-) -> ApiResult<Json<JsonValue>> {
+) -> ApiResult<Json<KeyRequestView>> {
     let comment = super::jobs::comment(body)?;
     let r = decide_request(app, caller, id, approve, comment).await?;
     let mut c = app.db.acquire().await?;
     let names = store::keys::names(&mut c.conn()).await?;
-    Ok(Json(view(&r, &names)))
+    Ok(Json(KeyRequestView::new(&r, &names)))
 }
 
-async fn approve(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    Path(id): Path<String>,
-    body: Bytes,
-) -> ApiResult<Json<JsonValue>> {
-    decision(&app, &caller, &id, true, &body).await
+/// An admin's decision's handler and its part of the document: approve
+/// and deny differ only in their path, their doc and the decision.
+macro_rules! decision_handler {
+    ($name:ident, $approve:expr, $path:tt, $doc:tt) => {
+        #[doc = $doc]
+        #[utoipa::path(post, path = $path, tag = "key requests", operation_id = concat!(stringify!($name), "_key_request"),
+            params(("id" = String, Path, description = "The request's id (`kr_…`)")),
+            request_body(content = Option<CommentBody>, description = "An optional comment"),
+            responses(
+                (status = 200, description = "The request, decided", body = KeyRequestView),
+                (status = 400, description = "`bad_request`: the body is not a JSON object"),
+                (status = 403, description = "`forbidden`: not an admin key"),
+                (status = 404, description = "`not_found`: no such request"),
+                (status = 409, description = "`invalid_state`: the request is not pending"),
+                (status = 422, description = "`invalid_parameter`: a comment that is not a string of at most 2000 characters"),
+            ))]
+        async fn $name(
+            State(app): State<Arc<App>>,
+            caller: Caller,
+            Path(id): Path<String>,
+            body: Bytes,
+        ) -> ApiResult<Json<KeyRequestView>> {
+            decision(&app, &caller, &id, $approve, &body).await
+        }
+    };
 }
 
-async fn deny(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    Path(id): Path<String>,
-    body: Bytes,
-) -> ApiResult<Json<JsonValue>> {
-    decision(&app, &caller, &id, false, &body).await
-}
+decision_handler!(
+    approve,
+    true,
+    "/api/key-requests/{id}/approve",
+    "Approves a pending request (admins); the key is made when collected."
+);
+decision_handler!(
+    deny,
+    false,
+    "/api/key-requests/{id}/deny",
+    "Denies a pending request (admins)."
+);
 
 /// The requester's look at their request with the claim token: once it is
 /// approved, the first look makes the key and hands it out; later looks get
@@ -253,7 +294,7 @@ pub async fn claim(app: &App, id: &str, token: &str) -> ApiResult<(KeyRequest, O
             tx.rollback().await?;
             Err(Problem::new(
                 StatusCode::GONE,
-                "already_collected",
+                Code::AlreadyCollected,
                 "The key was already collected",
                 format!(
                     "the key of {id} was handed out once and is not kept; ask an admin to revoke it if it was not you"
@@ -279,20 +320,31 @@ pub async fn claim(app: &App, id: &str, token: &str) -> ApiResult<(KeyRequest, O
     }
 }
 
+/// The requester's look at their request (no key needed, the claim token
+/// instead). The first look after approval carries the key, once.
+#[utoipa::path(get, path = "/api/key-requests/{id}", operation_id = "get_key_request", tag = "key requests", security(()),
+    params(
+        ("id" = String, Path, description = "The request's id (`kr_…`)"),
+        ("claim_token" = String, Query, description = "The token given when the request was made"),
+    ),
+    responses(
+        (status = 200, description = "The request; `key` on the first look after approval", body = KeyRequestView),
+        (status = 404, description = "`not_found`: no such request, or a wrong token"),
+        (status = 410, description = "`already_collected`: the key was handed out before"),
+        (status = 422, description = "`invalid_parameter`: no `claim_token`"),
+    ))]
 async fn claim_route(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<JsonValue>> {
+) -> ApiResult<Json<KeyRequestView>> {
     let token = q
         .get("claim_token")
         .ok_or_else(|| Problem::invalid_parameter("claim_token", "claim_token is required"))?;
     let (r, secret) = claim(&app, &id, token).await?;
     let mut c = app.db.acquire().await?;
     let names = store::keys::names(&mut c.conn()).await?;
-    let mut body = view(&r, &names);
-    if let Some(s) = secret {
-        body["key"] = JsonValue::String(s);
-    }
+    let mut body = KeyRequestView::new(&r, &names);
+    body.key = secret;
     Ok(Json(body))
 }

@@ -2,49 +2,45 @@
 
 use std::sync::Arc;
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get};
-use axum::{Json, Router};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Utc};
 use serde::Deserialize;
-use serde_json::{Value as JsonValue, json};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::auth::Caller;
 use super::problem::{ApiResult, Problem};
+use super::views::{KeyList, KeyView, NewKeyView};
 use crate::app::App;
 use crate::keys::{self, KeyRecord, Role};
-use crate::ledger::job::time;
 use crate::store;
 
-pub fn routes() -> Router<Arc<App>> {
-    Router::new()
-        .route("/api/keys", get(list).post(create))
-        .route("/api/keys/{id}", delete(revoke))
+pub fn routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(revoke))
 }
 
-/// A key as the API shows it: the person masked, never the secret or hash.
-pub fn view(k: &KeyRecord) -> JsonValue {
-    json!({
-        "id": k.id,
-        "person": k.person(),
-        "role": k.role.as_str(),
-        "modules": k.modules,
-        "created_at": time(&k.created_at),
-        "expires_at": k.expires_at.as_ref().map(time),
-        "revoked_at": k.revoked_at.as_ref().map(time),
-    })
-}
-
-#[derive(Deserialize)]
+/// What an admin asks for.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct NewKey {
+pub struct NewKey {
+    /// The person or system the key is for (1 to 200 characters).
+    #[schema(min_length = 1, max_length = 200, example = "Budi Santoso")]
     name: String,
+    #[schema(value_type = Role)]
     role: String,
+    /// Module keys, or `["*"]` (the default) for all.
     #[serde(default)]
+    #[schema(nullable = false, min_items = 1, example = json!(["*"]))]
     modules: Option<Vec<String>>,
+    /// When the key stops working (years 1 to 9999); never if absent.
     #[serde(default)]
+    #[schema(nullable = false)]
     expires_at: Option<DateTime<Utc>>,
 }
 
@@ -55,6 +51,12 @@ pub fn check_new_key(app: &App, name: &str, role: &str, modules: &[String]) -> A
         return Err(Problem::invalid_parameter(
             "name",
             "name must have 1 to 200 characters",
+        ));
+    }
+    if name.contains('\0') {
+        return Err(Problem::invalid_parameter(
+            "name",
+            "name may not hold NUL characters",
         ));
     }
     let role = Role::parse(role).ok_or_else(|| {
@@ -80,6 +82,15 @@ pub fn check_new_key(app: &App, name: &str, role: &str, modules: &[String]) -> A
     Ok(role)
 }
 
+/// Creates a key (admins); the secret is in this answer and nowhere else.
+#[utoipa::path(post, path = "/api/keys", operation_id = "create_key", tag = "keys",
+    request_body(content = NewKey, description = "The key's holder, role and scope"),
+    responses(
+        (status = 201, description = "The key, with its secret shown this once", body = NewKeyView),
+        (status = 400, description = "`bad_request`: the body is not such an object"),
+        (status = 403, description = "`forbidden`: not an admin key"),
+        (status = 422, description = "`invalid_parameter`: a name, role, module or expiry that cannot be"),
+    ))]
 async fn create(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -93,10 +104,20 @@ async fn create(
     })?;
     let modules = req.modules.unwrap_or_else(|| vec!["*".to_string()]);
     let role = check_new_key(&app, &req.name, &req.role, &modules)?;
+    if let Some(at) = req.expires_at
+        && !(1..=9999).contains(&at.year())
+    {
+        return Err(Problem::invalid_parameter(
+            "expires_at",
+            "expires_at must be a time in the years 1 to 9999",
+        ));
+    }
     let (record, secret) = issue(&app, req.name.trim(), role, &modules, req.expires_at).await?;
     tracing::info!(key_id = %record.id, by = %caller.id(), role = role.as_str(), "key created");
-    let mut body = view(&record);
-    body["key"] = JsonValue::String(secret);
+    let body = NewKeyView {
+        key_view: KeyView::new(&record),
+        key: secret,
+    };
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
@@ -129,21 +150,35 @@ pub async fn revoke_key(app: &App, caller: &Caller, id: &str) -> ApiResult<KeyRe
     Ok(record)
 }
 
-async fn list(State(app): State<Arc<App>>, caller: Caller) -> ApiResult<Json<JsonValue>> {
+/// Every key (admins), people masked.
+#[utoipa::path(get, path = "/api/keys", operation_id = "list_keys", tag = "keys",
+    responses(
+        (status = 200, description = "The keys", body = KeyList),
+        (status = 403, description = "`forbidden`: not an admin key"),
+    ))]
+async fn list(State(app): State<Arc<App>>, caller: Caller) -> ApiResult<Json<KeyList>> {
     caller.check_admin()?;
     let mut c = app.db.acquire().await?;
-    let keys: Vec<JsonValue> = store::keys::list(&mut c.conn())
+    let keys = store::keys::list(&mut c.conn())
         .await?
         .iter()
-        .map(view)
+        .map(KeyView::new)
         .collect();
-    Ok(Json(json!({"keys": keys})))
+    Ok(Json(KeyList { keys }))
 }
 
+/// Revokes a key (admins); it stops working at once.
+#[utoipa::path(delete, path = "/api/keys/{id}", operation_id = "revoke_key", tag = "keys",
+    params(("id" = String, Path, description = "The key's id (`key_…`)")),
+    responses(
+        (status = 200, description = "The revoked key", body = KeyView),
+        (status = 403, description = "`forbidden`: not an admin key"),
+        (status = 404, description = "`not_found`: no such key"),
+    ))]
 async fn revoke(
     State(app): State<Arc<App>>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<JsonValue>> {
-    Ok(Json(view(&revoke_key(&app, &caller, &id).await?)))
+) -> ApiResult<Json<KeyView>> {
+    Ok(Json(KeyView::new(&revoke_key(&app, &caller, &id).await?)))
 }

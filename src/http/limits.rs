@@ -18,7 +18,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use super::problem::Problem;
+use super::problem::{Code, Problem};
 
 const WINDOW_SECS: u64 = 60;
 
@@ -67,7 +67,7 @@ impl Decision {
     pub fn problem(&self) -> Problem {
         Problem::new(
             StatusCode::TOO_MANY_REQUESTS,
-            "rate_limited",
+            Code::RateLimited,
             "Too many requests",
             format!(
                 "this key may make {} {} a minute; try again in {} s",

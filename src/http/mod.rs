@@ -10,7 +10,9 @@ pub mod keys;
 pub mod limits;
 pub mod metrics;
 pub mod modules;
+pub mod openapi;
 pub mod problem;
+pub mod views;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,18 +25,15 @@ use tower_http::trace::TraceLayer;
 
 use crate::app::App;
 use crate::catalog::Module;
-use problem::Problem;
+use problem::{Code, Problem};
 
 /// The whole router of the service.
 pub fn router(app: Arc<App>) -> Router {
     // Install the metrics recorder before anything records.
     metrics::handle();
-    let api = Router::new()
-        .merge(modules::routes())
-        .merge(imports::routes())
-        .merge(jobs::routes())
-        .merge(keys::routes())
-        .merge(key_requests::routes());
+    // Every /api route comes with its part of the OpenAPI document.
+    let api: Router<Arc<App>> = Router::from(openapi::api_routes())
+        .layer(axum::middleware::from_fn(problem::no_nul_in_url));
     Router::new()
         .merge(health::routes())
         .merge(metrics::routes())
@@ -66,7 +65,7 @@ pub fn module<'a>(app: &'a App, key: &str) -> Result<&'a Arc<Module>, Problem> {
         let keys = app.catalog.keys();
         Problem::new(
             axum::http::StatusCode::NOT_FOUND,
-            "unknown_module",
+            Code::UnknownModule,
             "Unknown module",
             format!(
                 "{key:?} is not a module; valid modules: {}",

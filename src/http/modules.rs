@@ -3,56 +3,54 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use rust_xlsxwriter::{ExcelDateTime, Format as XlsxFormat, Workbook, Worksheet, XlsxError};
 use serde_json::{Value as JsonValue, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::auth::Caller;
 use super::problem::{ApiResult, Problem};
+use super::views::{ModuleList, ModuleView};
 use crate::app::App;
 use crate::catalog::{ColumnType, Module};
 
-pub fn routes() -> Router<Arc<App>> {
-    Router::new()
-        .route("/api/modules", get(list))
-        .route("/api/modules/{module}", get(one))
-        .route("/api/modules/{module}/template", get(template))
+pub fn routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(one))
+        .routes(routes!(template))
 }
 
-/// A module as the API shows it.
-pub fn view(m: &Module) -> JsonValue {
-    let columns: Vec<JsonValue> = m
-        .columns
+/// The catalog's modules.
+#[utoipa::path(get, path = "/api/modules", operation_id = "list_modules", tag = "modules",
+    responses((status = 200, description = "Every module", body = ModuleList)))]
+async fn list(State(app): State<Arc<App>>, _caller: Caller) -> Json<ModuleList> {
+    let modules = app
+        .catalog
+        .modules()
         .iter()
-        .map(|c| {
-            let mut col = json!({"name": c.name, "type": c.ty.as_str(), "required": c.required});
-            if let Some(allowed) = &c.allowed {
-                col["allowed"] = json!(allowed);
-            }
-            if !c.aliases.is_empty() {
-                col["aliases"] = json!(c.aliases);
-            }
-            col
-        })
+        .map(|m| ModuleView::new(m))
         .collect();
-    json!({"key": m.key, "table": m.table, "columns": columns, "natural_key": m.natural_key})
+    Json(ModuleList { modules })
 }
 
-async fn list(State(app): State<Arc<App>>, _caller: Caller) -> Json<JsonValue> {
-    let modules: Vec<JsonValue> = app.catalog.modules().iter().map(|m| view(m)).collect();
-    Json(json!({"modules": modules}))
-}
-
+/// One module: its columns, their types, and its natural key.
+#[utoipa::path(get, path = "/api/modules/{module}", operation_id = "get_module", tag = "modules",
+    params(("module" = String, Path, description = "The module's key (`customers`, …)")),
+    responses(
+        (status = 200, description = "The module", body = ModuleView),
+        (status = 404, description = "`unknown_module`"),
+    ))]
 async fn one(
     State(app): State<Arc<App>>,
     _caller: Caller,
     Path(key): Path<String>,
-) -> ApiResult<Json<JsonValue>> {
-    Ok(Json(view(super::module(&app, &key)?)))
+) -> ApiResult<Json<ModuleView>> {
+    Ok(Json(ModuleView::new(super::module(&app, &key)?)))
 }
 
 /// The example value of a column in a template, typed so that every
@@ -154,6 +152,22 @@ fn xlsx_template(m: &Module, examples: &[Example]) -> Result<Vec<u8>, XlsxError>
 }
 
 /// An empty template: the header row and one example row.
+#[utoipa::path(get, path = "/api/modules/{module}/template", operation_id = "get_template", tag = "modules",
+    params(
+        ("module" = String, Path, description = "The module's key"),
+        ("format" = Option<TemplateFormat>, Query, description = "The file's format (default `csv`)"),
+    ),
+    responses(
+        (status = 200, description = "The template, as an attachment",
+            headers(("Content-Disposition" = String, description = "`attachment; filename=\"{module}-template.{ext}\"`")),
+            content(
+                (String = "text/csv"),
+                (JsonValue = "application/json"),
+                (super::openapi::Binary = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+            )),
+        (status = 404, description = "`unknown_module`"),
+        (status = 422, description = "`invalid_parameter`: a format not offered"),
+    ))]
 async fn template(
     State(app): State<Arc<App>>,
     _caller: Caller,
@@ -207,6 +221,16 @@ pub fn template_file(m: &Module, format: &str) -> ApiResult<Response> {
         body,
     )
         .into_response())
+}
+
+/// The formats a template is offered in.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum TemplateFormat {
+    Csv,
+    Xlsx,
+    Json,
 }
 
 /// The media type of XLSX files.

@@ -8,11 +8,123 @@ use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use serde::Serialize;
 use serde_json::{Map, Value as Json, json};
+use utoipa::ToSchema;
 
 use crate::store::StoreError;
 
 pub const CONTENT_TYPE: &str = "application/problem+json";
+
+/// The code of a problem answer (its `code` member and the last segment of
+/// its `type`): a client switches on it. One enum, so the OpenAPI document
+/// lists exactly the codes the service can answer with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = ProblemCode)]
+pub enum Code {
+    /// 400: a malformed body, form or query.
+    BadRequest,
+    /// 400: an upload without a file.
+    EmptyBody,
+    /// 401: no key, or an unknown, revoked or expired one.
+    Unauthorized,
+    /// 403: outside the key's role or module scope.
+    Forbidden,
+    /// 403: the four-eyes rule (the requester of a gate action decides it).
+    SelfApproval,
+    /// 403: a console form sent from another site.
+    CrossSite,
+    /// 403: a console form without its session's CSRF token.
+    Csrf,
+    /// 404: no such job, key, key request or path.
+    NotFound,
+    /// 404: no such module (`valid_modules` lists them).
+    UnknownModule,
+    /// 405: the path does not take this method.
+    MethodNotAllowed,
+    /// 409: the job or key request is not in a state for this move (`state`).
+    InvalidState,
+    /// 410: the key of a key request was handed out already.
+    AlreadyCollected,
+    /// 412: `If-Match` names another version of the job (`etag`).
+    PreconditionFailed,
+    /// 413: the body is over the size limit (`limit`).
+    TooLarge,
+    /// 415: the upload's `Content-Type` is not a format the service reads.
+    UnsupportedMediaType,
+    /// 422: a parameter, header or body member is wrong (`parameter`).
+    InvalidParameter,
+    /// 422: an `Idempotency-Key` used for a different upload.
+    IdempotencyKeyReused,
+    /// 429: over the key's rate limit (see `Retry-After`).
+    RateLimited,
+    /// 500: a defect; the error is logged.
+    Internal,
+    /// 503: the database does not answer.
+    NotReady,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::BadRequest => "bad_request",
+            Code::EmptyBody => "empty_body",
+            Code::Unauthorized => "unauthorized",
+            Code::Forbidden => "forbidden",
+            Code::SelfApproval => "self_approval",
+            Code::CrossSite => "cross_site",
+            Code::Csrf => "csrf",
+            Code::NotFound => "not_found",
+            Code::UnknownModule => "unknown_module",
+            Code::MethodNotAllowed => "method_not_allowed",
+            Code::InvalidState => "invalid_state",
+            Code::AlreadyCollected => "already_collected",
+            Code::PreconditionFailed => "precondition_failed",
+            Code::TooLarge => "too_large",
+            Code::UnsupportedMediaType => "unsupported_media_type",
+            Code::InvalidParameter => "invalid_parameter",
+            Code::IdempotencyKeyReused => "idempotency_key_reused",
+            Code::RateLimited => "rate_limited",
+            Code::Internal => "internal",
+            Code::NotReady => "not_ready",
+        }
+    }
+}
+
+/// A problem as the OpenAPI document describes it (RFC 9457). Answers
+/// are rendered by [`Problem`]; this type only describes them.
+#[derive(ToSchema)]
+#[schema(as = Problem)]
+#[allow(dead_code)]
+pub struct ProblemSchema {
+    /// `/problems/{code}`.
+    #[schema(example = "/problems/invalid_state")]
+    r#type: String,
+    title: String,
+    /// The HTTP status.
+    #[schema(minimum = 400, maximum = 599)]
+    status: u16,
+    code: Code,
+    detail: String,
+    /// The request's path.
+    instance: String,
+    /// `invalid_parameter`: the parameter, header or body member at fault.
+    #[schema(nullable = false)]
+    parameter: Option<String>,
+    /// `unknown_module`: the module keys there are.
+    #[schema(nullable = false)]
+    valid_modules: Option<Vec<String>>,
+    /// `too_large`: the size limit in bytes.
+    #[schema(nullable = false)]
+    limit: Option<u64>,
+    /// `precondition_failed`: the job's current `ETag`.
+    #[schema(nullable = false)]
+    etag: Option<String>,
+    /// `invalid_state`: the state the job or key request is in.
+    #[schema(nullable = false)]
+    state: Option<String>,
+}
 
 /// A problem answer (boxed: it travels in every `Err` of the HTTP layer).
 #[derive(Debug, Clone)]
@@ -21,7 +133,7 @@ pub struct Problem(Box<ProblemBody>);
 #[derive(Debug, Clone)]
 pub struct ProblemBody {
     pub status: StatusCode,
-    pub code: &'static str,
+    pub code: Code,
     pub title: String,
     pub detail: String,
     /// More members (e.g. `valid_modules`, `limit`).
@@ -33,12 +145,7 @@ pub struct ProblemBody {
 pub type ApiResult<T> = Result<T, Problem>;
 
 impl Problem {
-    pub fn new(
-        status: StatusCode,
-        code: &'static str,
-        title: &str,
-        detail: impl Into<String>,
-    ) -> Problem {
+    pub fn new(status: StatusCode, code: Code, title: &str, detail: impl Into<String>) -> Problem {
         Problem(Box::new(ProblemBody {
             status,
             code,
@@ -57,7 +164,7 @@ impl Problem {
     pub fn bad_request(detail: impl Into<String>) -> Problem {
         Problem::new(
             StatusCode::BAD_REQUEST,
-            "bad_request",
+            Code::BadRequest,
             "Bad request",
             detail,
         )
@@ -66,7 +173,7 @@ impl Problem {
     pub fn invalid_parameter(name: &str, detail: impl Into<String>) -> Problem {
         Problem::new(
             StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_parameter",
+            Code::InvalidParameter,
             "Invalid parameter",
             detail,
         )
@@ -76,7 +183,7 @@ impl Problem {
     pub fn unauthorized(detail: impl Into<String>) -> Problem {
         Problem::new(
             StatusCode::UNAUTHORIZED,
-            "unauthorized",
+            Code::Unauthorized,
             "A valid X-API-Key is required",
             detail,
         )
@@ -85,7 +192,7 @@ impl Problem {
     pub fn forbidden(detail: impl Into<String>) -> Problem {
         Problem::new(
             StatusCode::FORBIDDEN,
-            "forbidden",
+            Code::Forbidden,
             "Not allowed for this key",
             detail,
         )
@@ -94,7 +201,7 @@ impl Problem {
     pub fn not_found(what: &str, id: &str) -> Problem {
         Problem::new(
             StatusCode::NOT_FOUND,
-            "not_found",
+            Code::NotFound,
             "Not found",
             format!("no {what} {id}"),
         )
@@ -105,7 +212,7 @@ impl Problem {
         tracing::error!(error = %detail, "internal error");
         Problem::new(
             StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
+            Code::Internal,
             "Internal error",
             "the service failed; the error is logged",
         )
@@ -113,7 +220,7 @@ impl Problem {
 
     /// The problem's code (`invalid_state`, …).
     pub fn code(&self) -> &'static str {
-        self.0.code
+        self.0.code.as_str()
     }
 
     pub fn status(&self) -> StatusCode {
@@ -137,10 +244,10 @@ impl Problem {
     fn body(&self, instance: Option<&str>) -> Json {
         let p = &self.0;
         let mut body = json!({
-            "type": format!("/problems/{}", p.code),
+            "type": format!("/problems/{}", p.code.as_str()),
             "title": p.title,
             "status": p.status.as_u16(),
-            "code": p.code,
+            "code": p.code.as_str(),
             "detail": p.detail,
         });
         if let (Some(obj), Some(i)) = (body.as_object_mut(), instance) {
@@ -188,18 +295,18 @@ impl From<anyhow::Error> for Problem {
 }
 
 /// The code for an error status the framework produced on its own.
-fn code_for(status: StatusCode) -> &'static str {
+fn code_for(status: StatusCode) -> Code {
     match status {
-        StatusCode::BAD_REQUEST => "bad_request",
-        StatusCode::UNAUTHORIZED => "unauthorized",
-        StatusCode::FORBIDDEN => "forbidden",
-        StatusCode::NOT_FOUND => "not_found",
-        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
-        StatusCode::PAYLOAD_TOO_LARGE => "too_large",
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
-        StatusCode::UNPROCESSABLE_ENTITY => "invalid_parameter",
-        _ if status.is_server_error() => "internal",
-        _ => "bad_request",
+        StatusCode::BAD_REQUEST => Code::BadRequest,
+        StatusCode::UNAUTHORIZED => Code::Unauthorized,
+        StatusCode::FORBIDDEN => Code::Forbidden,
+        StatusCode::NOT_FOUND => Code::NotFound,
+        StatusCode::METHOD_NOT_ALLOWED => Code::MethodNotAllowed,
+        StatusCode::PAYLOAD_TOO_LARGE => Code::TooLarge,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => Code::UnsupportedMediaType,
+        StatusCode::UNPROCESSABLE_ENTITY => Code::InvalidParameter,
+        _ if status.is_server_error() => Code::Internal,
+        _ => Code::BadRequest,
     }
 }
 
@@ -233,6 +340,27 @@ pub async fn problems(req: Request, next: Next) -> Response {
         detail
     };
     Problem::new(status, code_for(status), title, detail).render(Some(&path))
+}
+
+/// The detail of the `400` for a URL holding `%00`.
+pub const NUL_IN_URL: &str =
+    "the URL holds a NUL character (%00), which no identifier or parameter may contain";
+
+/// Refuses a URL that holds a NUL character (`%00`) before any handler
+/// runs: no id or parameter the service issues or takes contains one, and
+/// PostgreSQL text cannot hold it, so such a request would otherwise fail
+/// in the database instead of being answered.
+pub async fn no_nul_in_url(req: Request, next: Next) -> Response {
+    let has_nul = |s: &str| {
+        s.as_bytes()
+            .windows(3)
+            .any(|w| w.eq_ignore_ascii_case(b"%00"))
+    };
+    let uri = req.uri();
+    if has_nul(uri.path()) || uri.query().is_some_and(has_nul) {
+        return Problem::bad_request(NUL_IN_URL).into_response();
+    }
+    next.run(req).await
 }
 
 /// An empty response body (for answers such as `204`).

@@ -4,14 +4,14 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 
 use super::State;
 use crate::ingest::Format;
 use crate::keys::Person;
 
 /// How rows meet the table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Every row must be new.
@@ -42,7 +42,7 @@ impl Mode {
 }
 
 /// What row errors do to a job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OnError {
     /// Any row error fails the job.
@@ -94,7 +94,7 @@ pub struct FileInfo {
 }
 
 /// Row counts; during validation they grow as the file is read.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Counts {
     pub rows: i64,
     pub valid: i64,
@@ -168,49 +168,5 @@ impl Job {
     /// The entity tag of this version of the job.
     pub fn etag(&self) -> String {
         format!("\"{}-{}\"", self.id, self.version)
-    }
-
-    /// The job as the API shows it.
-    pub fn view(&self, people: &People) -> Json {
-        let base = format!("/api/jobs/{}", self.id);
-        json!({
-            "id": self.id,
-            "module": self.module,
-            "table": self.table,
-            "state": self.state.as_str(),
-            "mode": self.mode.as_str(),
-            "on_error": self.on_error.as_str(),
-            "simulated": self.simulated,
-            "file": {
-                "name": self.file.name,
-                "format": self.file.format.as_str(),
-                "bytes": self.file.bytes,
-                "sha256": self.file.sha256,
-            },
-            "submitter": people.person(&self.submitter),
-            "counts": self.counts,
-            "warnings": self.warnings,
-            "problem": self.problem,
-            "gate": self.gate.as_ref().map(|g| json!({
-                "action": g.action,
-                "requested_at": time(&g.requested_at),
-                "requested_by": people.person(&g.requested_by),
-            })),
-            "decisions": self.decisions.iter().map(|d| json!({
-                "action": d.action,
-                "decision": d.decision,
-                "by": d.by.as_deref().map(|b| people.person(b)),
-                "at": time(&d.at),
-                "comment": d.comment,
-            })).collect::<Vec<_>>(),
-            "created_at": time(&self.created_at),
-            "updated_at": time(&self.updated_at),
-            "links": {
-                "self": base,
-                "preview": format!("{base}/preview"),
-                "errors": format!("{base}/errors"),
-                "events": format!("{base}/events"),
-            },
-        })
     }
 }

@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 pub use job::{Counts, Decision, FileInfo, Gate, Job, JobOptions, Mode, OnError};
 
 /// Where a job is in the pipeline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = JobState)]
 pub enum State {
     Validating,
     Invalid,

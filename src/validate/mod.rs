@@ -93,11 +93,17 @@ pub fn match_header(module: &Module, header: &[String]) -> Result<HeaderMap, Fil
 }
 
 /// One row error, as the errors report shows it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct RowError {
+    /// The row as a person sees it in the file (CSV and Excel: the header
+    /// is row 1; JSON: the object's 1-based position).
     pub row: u64,
+    /// The column, or null for an error of the whole row.
     pub column: Option<String>,
+    /// The cell's text as the file held it.
     pub value: Option<String>,
+    /// `required`, `type`, `out_of_range`, `format`, `not_allowed`,
+    /// `duplicate_in_file`, `exists`, `not_found` or `too_long`.
     pub code: String,
     pub message: String,
 }

@@ -404,3 +404,81 @@ async fn keys_over_their_rate_are_told_when_to_come_back() {
         StatusCode::OK
     );
 }
+
+/// A NUL character (which PostgreSQL text cannot hold, and no id or
+/// parameter contains) and a time past the database's range are the
+/// client's error, never a `500`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nul_characters_and_absurd_times_are_client_errors() {
+    let app = spawn_app().await;
+    for (method, path) in [
+        (reqwest::Method::GET, "/api/jobs/job_%00"),
+        (reqwest::Method::GET, "/api/jobs?cursor=%00"),
+        (reqwest::Method::GET, "/api/jobs/job_%00/preview"),
+        (reqwest::Method::DELETE, "/api/keys/%00"),
+        (
+            reqwest::Method::GET,
+            "/api/key-requests/kr_%00?claim_token=x",
+        ),
+    ] {
+        let resp = app
+            .client
+            .request(method, app.url(path))
+            .header("X-API-Key", &app.admin)
+            .send()
+            .await
+            .unwrap();
+        let body = problem(resp, StatusCode::BAD_REQUEST, "bad_request").await;
+        assert!(body["detail"].as_str().unwrap().contains("%00"), "{body}");
+    }
+    let post = |path: &str, body: serde_json::Value| {
+        app.client
+            .post(app.url(path))
+            .header("X-API-Key", &app.admin)
+            .json(&body)
+            .send()
+    };
+    for (path, body, parameter) in [
+        (
+            "/api/keys",
+            json!({"name": "Bu\u{0}di", "role": "submitter"}),
+            "name",
+        ),
+        (
+            "/api/keys",
+            json!({"name": "Budi", "role": "submitter", "expires_at": "+200000-01-01T00:00:00Z"}),
+            "expires_at",
+        ),
+        (
+            "/api/key-requests",
+            json!({"name": "Rina", "email": "rina@contoh.co.id\u{0}", "role": "submitter", "reason": "reports"}),
+            "email",
+        ),
+        (
+            "/api/key-requests",
+            json!({"name": "Rina", "email": "rina@contoh.co.id", "role": "submitter", "reason": "re\u{0}ports"}),
+            "reason",
+        ),
+    ] {
+        let body = problem(
+            post(path, body).await.unwrap(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_parameter",
+        )
+        .await;
+        assert_eq!(body["parameter"], parameter, "{body}");
+    }
+    let sub = app.submitter().await;
+    let job = app.upload(&sub, "customers", "", CUSTOMERS).await;
+    let apr = app.approver().await;
+    let resp = app
+        .act(
+            &apr,
+            job["id"].as_str().unwrap(),
+            "reject",
+            Some("no\u{0}pe"),
+        )
+        .await;
+    let body = problem(resp, StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter").await;
+    assert_eq!(body["parameter"], "comment");
+}

@@ -16,6 +16,7 @@ mod idempotency;
 mod key_requests;
 mod ledger;
 mod modules;
+mod openapi;
 mod pipeline;
 mod replicas;
 mod validation;

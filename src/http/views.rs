@@ -1,0 +1,523 @@
+//! The bodies the API answers with, as types. Each serialises exactly as
+//! API.md shows it, and the OpenAPI document describes it from the same
+//! definition, so the document cannot drift from the answers.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use crate::catalog::Module;
+use crate::ingest::Format;
+use crate::keys::{self, KeyRecord, Person, Role};
+use crate::ledger::job::{People, time};
+use crate::ledger::{Counts, Job, Mode, OnError, State};
+use crate::store::jobs::EventRecord;
+use crate::store::key_requests::KeyRequest;
+use crate::validate::RowError;
+
+/// A job (API.md section 4).
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Job)]
+pub struct JobView {
+    #[schema(example = "job_01JD8Z3K6W0Q2T5N8XJ4R7M9C1")]
+    pub id: String,
+    /// The module's key.
+    pub module: String,
+    /// The module's table.
+    pub table: String,
+    pub state: State,
+    pub mode: Mode,
+    pub on_error: OnError,
+    /// Made in simulation: commit and rollback touch no module table.
+    pub simulated: bool,
+    pub file: FileView,
+    pub submitter: Person,
+    pub counts: Counts,
+    /// File-level remarks that do not stop the job (columns not in the
+    /// module, …).
+    #[schema(value_type = Vec<Warning>)]
+    pub warnings: Vec<Value>,
+    /// Why the job is `invalid` or `failed`, or why a rollback was refused.
+    #[schema(value_type = Option<JobProblem>)]
+    pub problem: Option<Value>,
+    /// The latest request at the Human-Gate.
+    pub gate: Option<GateView>,
+    /// Decisions taken at the gate, oldest first.
+    pub decisions: Vec<DecisionView>,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    #[schema(format = DateTime)]
+    pub updated_at: String,
+    pub links: JobLinks,
+}
+
+impl JobView {
+    /// The job as the API shows it: people masked.
+    pub fn new(job: &Job, people: &People) -> JobView {
+        let base = format!("/api/jobs/{}", job.id);
+        JobView {
+            id: job.id.clone(),
+            module: job.module.clone(),
+            table: job.table.clone(),
+            state: job.state,
+            mode: job.mode,
+            on_error: job.on_error,
+            simulated: job.simulated,
+            file: FileView {
+                name: job.file.name.clone(),
+                format: job.file.format,
+                bytes: job.file.bytes,
+                sha256: job.file.sha256.clone(),
+            },
+            submitter: people.person(&job.submitter),
+            counts: job.counts.clone(),
+            warnings: job.warnings.clone(),
+            problem: job.problem.clone(),
+            gate: job.gate.as_ref().map(|g| GateView {
+                action: g.action.clone(),
+                requested_at: time(&g.requested_at),
+                requested_by: people.person(&g.requested_by),
+            }),
+            decisions: job
+                .decisions
+                .iter()
+                .map(|d| DecisionView {
+                    action: d.action.clone(),
+                    decision: d.decision.clone(),
+                    by: d.by.as_deref().map(|b| people.person(b)),
+                    at: time(&d.at),
+                    comment: d.comment.clone(),
+                })
+                .collect(),
+            created_at: time(&job.created_at),
+            updated_at: time(&job.updated_at),
+            links: JobLinks {
+                preview: format!("{base}/preview"),
+                errors: format!("{base}/errors"),
+                events: format!("{base}/events"),
+                this: base,
+            },
+        }
+    }
+}
+
+/// The uploaded file.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FileView {
+    /// The client's file name (last path segment), if it sent one.
+    pub name: Option<String>,
+    /// The format that was read.
+    pub format: Format,
+    pub bytes: i64,
+    /// SHA-256 of the bytes, hex.
+    #[schema(pattern = "^[0-9a-f]{64}$")]
+    pub sha256: String,
+}
+
+/// A file-level warning.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct Warning {
+    /// `unknown_columns`.
+    code: String,
+    /// The columns concerned.
+    #[schema(nullable = false)]
+    columns: Option<Vec<String>>,
+    message: String,
+}
+
+/// The codes of a job's `problem`.
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum JobProblemCode {
+    /// `invalid`: the file cannot be read (format, limits of the reader).
+    Unreadable,
+    /// `invalid`: bytes that are not text in the encoding.
+    Encoding,
+    /// `invalid`: a header but no data rows.
+    NoRows,
+    /// `invalid`: required columns are not in the header.
+    MissingColumns,
+    /// `invalid`: one column named twice in the header.
+    DuplicateColumns,
+    /// `invalid`: columns not in the module, with `unknown_columns=reject`.
+    UnknownColumns,
+    /// `invalid`: the `sheet` is not in the workbook.
+    UnknownSheet,
+    /// `invalid`: more rows than the limit.
+    TooManyRows,
+    /// `invalid`: more columns than the limit.
+    TooManyColumns,
+    /// `failed`: rows have errors and `on_error=fail`.
+    RowErrors,
+    /// `failed`: previewed rows changed before the commit; nothing written.
+    StalePreview,
+    /// `failed`: the database refused the commit; nothing written.
+    DatabaseError,
+    /// `committed`: rows changed since the commit; nothing undone.
+    RollbackConflict,
+}
+
+/// Why a job is `invalid` or `failed`, or why its rollback was refused.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct JobProblem {
+    code: JobProblemCode,
+    title: String,
+    detail: String,
+    /// `stale_preview`, `rollback_conflict`: the first 50 rows concerned.
+    #[schema(nullable = false)]
+    rows: Option<Vec<ConflictRow>>,
+}
+
+/// A row that stopped a commit or a rollback.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct ConflictRow {
+    /// The row in the file.
+    row: i64,
+    /// Its natural key.
+    key: Value,
+    reason: String,
+}
+
+/// A request at the Human-Gate.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GateView {
+    /// `commit` or `rollback`.
+    #[schema(pattern = "^(commit|rollback)$")]
+    pub action: String,
+    #[schema(format = DateTime)]
+    pub requested_at: String,
+    pub requested_by: Person,
+}
+
+/// A decision taken at the gate.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DecisionView {
+    /// `commit` or `rollback`.
+    #[schema(pattern = "^(commit|rollback)$")]
+    pub action: String,
+    /// `approved`, `rejected`, `cancelled` or `expired`.
+    #[schema(pattern = "^(approved|rejected|cancelled|expired)$")]
+    pub decision: String,
+    /// Null when the service decided (`expired`).
+    pub by: Option<Person>,
+    #[schema(format = DateTime)]
+    pub at: String,
+    pub comment: Option<String>,
+}
+
+/// Where the job's parts are.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobLinks {
+    #[serde(rename = "self")]
+    #[schema(rename = "self")]
+    pub this: String,
+    pub preview: String,
+    pub errors: String,
+    pub events: String,
+}
+
+/// A page of jobs, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobList {
+    pub jobs: Vec<JobView>,
+    /// The `cursor` of the next page; null on the last.
+    pub next_cursor: Option<String>,
+}
+
+/// What a row of the preview does.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RowAction {
+    Insert,
+    Update,
+    Unchanged,
+    Error,
+}
+
+/// One row of the preview.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PreviewRow {
+    /// The row as a person sees it in the file.
+    pub row: i64,
+    #[schema(value_type = RowAction)]
+    pub action: String,
+    /// The row's values by column, typed (numbers as JSON numbers,
+    /// `numeric` as a decimal string, dates `YYYY-MM-DD`, timestamps
+    /// RFC 3339 UTC); error rows show the cells' raw text.
+    #[schema(value_type = Object)]
+    pub values: Map<String, Value>,
+    /// Updates only: the current values of the columns the file changes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>, nullable = false)]
+    pub before: Option<Map<String, Value>>,
+    pub errors: Vec<RowError>,
+}
+
+/// A page of a job's preview.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PreviewPage {
+    /// Rows with this action (or all rows) in the job.
+    pub total: i64,
+    pub offset: i64,
+    pub limit: i64,
+    pub rows: Vec<PreviewRow>,
+}
+
+/// A page of a job's row errors.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorsPage {
+    pub total: i64,
+    pub offset: i64,
+    pub limit: i64,
+    pub errors: Vec<RowError>,
+}
+
+/// One move in a job's ledger.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventView {
+    /// The event's place in the job's ledger, from 1.
+    pub n: i64,
+    pub event: String,
+    #[schema(value_type = Option<State>)]
+    pub from: Option<String>,
+    #[schema(value_type = State)]
+    pub to: String,
+    /// Null for the service's own moves.
+    pub actor: Option<Person>,
+    #[schema(format = DateTime)]
+    pub at: String,
+    pub comment: Option<String>,
+    /// What the move recorded (counts, rows written, …).
+    #[schema(value_type = Option<Object>)]
+    pub detail: Option<Value>,
+}
+
+impl EventView {
+    pub fn new(e: &EventRecord, people: &People) -> EventView {
+        EventView {
+            n: e.n,
+            event: e.event.clone(),
+            from: e.from_state.clone(),
+            to: e.to_state.clone(),
+            actor: e.actor.as_deref().map(|a| people.person(a)),
+            at: time(&e.at),
+            comment: e.comment.clone(),
+            detail: e.detail.clone(),
+        }
+    }
+}
+
+/// A job's ledger.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventList {
+    pub events: Vec<EventView>,
+}
+
+/// A column of a module.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ColumnView {
+    pub name: String,
+    /// `text`, `integer`, `bigint`, `numeric`, `boolean`, `date` or
+    /// `timestamptz`.
+    #[serde(rename = "type")]
+    #[schema(rename = "type")]
+    pub ty: String,
+    pub required: bool,
+    /// The values the column takes, if the catalog restricts them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub allowed: Option<Vec<String>>,
+    /// Other header names that mean this column.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub aliases: Option<Vec<String>>,
+}
+
+/// A module of the catalog.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Module)]
+pub struct ModuleView {
+    pub key: String,
+    pub table: String,
+    pub columns: Vec<ColumnView>,
+    pub natural_key: Vec<String>,
+}
+
+impl ModuleView {
+    pub fn new(m: &Module) -> ModuleView {
+        ModuleView {
+            key: m.key.clone(),
+            table: m.table.clone(),
+            columns: m
+                .columns
+                .iter()
+                .map(|c| ColumnView {
+                    name: c.name.clone(),
+                    ty: c.ty.as_str().to_string(),
+                    required: c.required,
+                    allowed: c.allowed.clone(),
+                    aliases: (!c.aliases.is_empty()).then(|| c.aliases.clone()),
+                })
+                .collect(),
+            natural_key: m.natural_key.clone(),
+        }
+    }
+}
+
+/// The catalog's modules.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ModuleList {
+    pub modules: Vec<ModuleView>,
+}
+
+/// A key: the person masked, never the secret or its hash.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Key)]
+pub struct KeyView {
+    #[schema(example = "key_7Qf2")]
+    pub id: String,
+    pub person: Person,
+    pub role: Role,
+    /// Module keys, or `["*"]` for all.
+    pub modules: Vec<String>,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    #[schema(format = DateTime)]
+    pub expires_at: Option<String>,
+    #[schema(format = DateTime)]
+    pub revoked_at: Option<String>,
+}
+
+impl KeyView {
+    pub fn new(k: &KeyRecord) -> KeyView {
+        KeyView {
+            id: k.id.clone(),
+            person: k.person(),
+            role: k.role,
+            modules: k.modules.clone(),
+            created_at: time(&k.created_at),
+            expires_at: k.expires_at.as_ref().map(time),
+            revoked_at: k.revoked_at.as_ref().map(time),
+        }
+    }
+}
+
+/// A new key, with its secret: shown this once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NewKeyView {
+    #[serde(flatten)]
+    pub key_view: KeyView,
+    /// The secret, for the `X-API-Key` header.
+    #[schema(pattern = "^igk_[0-9A-Za-z]{44}$")]
+    pub key: String,
+}
+
+/// Every key.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyList {
+    pub keys: Vec<KeyView>,
+}
+
+/// Where a key request is.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyRequestState {
+    Pending,
+    Approved,
+    Denied,
+    Collected,
+}
+
+/// The person who asked for a key: masked, with the key made for them.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RequestPerson {
+    /// The key made at collection; null before.
+    pub key_id: Option<String>,
+    pub display: String,
+}
+
+/// A key request as every answer shows it: people masked, never the token.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = KeyRequest)]
+pub struct KeyRequestView {
+    #[schema(example = "kr_01JD8Z3K6W0Q2T5N8XJ4R7M9C1")]
+    pub id: String,
+    pub person: RequestPerson,
+    /// The address, masked like a name.
+    pub email: String,
+    pub role: Role,
+    pub modules: Vec<String>,
+    pub reason: String,
+    #[schema(value_type = KeyRequestState)]
+    pub state: String,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    #[schema(format = DateTime)]
+    pub decided_at: Option<String>,
+    pub decided_by: Option<Person>,
+    pub comment: Option<String>,
+    #[schema(format = DateTime)]
+    pub collected_at: Option<String>,
+    /// The key, on the first look after approval only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, pattern = "^igk_[0-9A-Za-z]{44}$")]
+    pub key: Option<String>,
+}
+
+impl KeyRequestView {
+    pub fn new(r: &KeyRequest, names: &HashMap<String, String>) -> KeyRequestView {
+        KeyRequestView {
+            id: r.id.clone(),
+            person: RequestPerson {
+                key_id: r.key_id.clone(),
+                display: keys::mask(&r.name),
+            },
+            email: keys::mask_email(&r.email),
+            role: r.role,
+            modules: r.modules.clone(),
+            reason: r.reason.clone(),
+            state: r.state.as_str().to_string(),
+            created_at: time(&r.created_at),
+            decided_at: r.decided_at.as_ref().map(time),
+            decided_by: r
+                .decided_by
+                .as_deref()
+                .map(|id| Person::new(id, names.get(id).map(String::as_str).unwrap_or(""))),
+            comment: r.comment.clone(),
+            collected_at: r.collected_at.as_ref().map(time),
+            key: None,
+        }
+    }
+}
+
+/// A recorded key request and its claim token (shown this once).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyRequestCreated {
+    pub id: String,
+    /// Collects the key once approved:
+    /// `GET /api/key-requests/{id}?claim_token=…`.
+    pub claim_token: String,
+    #[schema(value_type = KeyRequestState)]
+    pub state: String,
+}
+
+/// Key requests, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyRequestList {
+    pub requests: Vec<KeyRequestView>,
+}
+
+/// The optional body of a gate move or a decision on a key request.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct CommentBody {
+    /// Why (`reject` and `rollback` should say).
+    #[schema(max_length = 2000)]
+    comment: Option<String>,
+}
