@@ -56,8 +56,13 @@ pub fn open_xlsx(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowS
 pub fn open_xls(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
     let (wanted, max_columns) = (options.sheet.clone(), options.max_columns);
     produce(move |emit| {
-        let file = spool::to_file(reader)?;
-        let mut book = Xls::new(BufReader::new(file)).map_err(|e| unreadable("XLS", e))?;
+        let mut file = spool::to_file(reader)?;
+        let header = header_sector(&mut file)?;
+        let book = WithoutHeaderSector {
+            inner: BufReader::new(file),
+            header,
+        };
+        let mut book = Xls::new(book).map_err(|e| unreadable("XLS", e))?;
         let sheet = pick_sheet(book.sheet_names(), wanted.as_deref())?;
         let range = book
             .worksheet_range(&sheet)
@@ -73,6 +78,56 @@ pub fn open_xls(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSo
         }
         rows.finish()
     })
+}
+
+/// The size of an OLE2 container's first sector, which holds its header:
+/// 4096 bytes in version 4 (sector shift 12), else 512.
+fn header_sector(file: &mut File) -> Result<u64, FileError> {
+    let mut head = [0u8; 32];
+    let n = file.read(&mut head).map_err(read_error)?;
+    file.seek(SeekFrom::Start(0)).map_err(read_error)?;
+    let shift = if n == head.len() {
+        u16::from_le_bytes([head[30], head[31]])
+    } else {
+        0
+    };
+    Ok(if shift == 12 { 4096 } else { 512 })
+}
+
+/// An XLS file as calamine is given it: its length, asked by seeking to
+/// the end, leaves out the header sector.
+///
+/// calamine 0.38 checks a sector number against the file's length in
+/// sectors, counting the header's sector as data, so a sector chain that
+/// points one or two sectors past the end passes the check and then panics
+/// slicing calamine's buffer (found by fuzzing; the panic became a bare
+/// `unreadable`). Told the length of the sectors alone, the check refuses
+/// such a number ("Sector … points past end of file"). A valid file never
+/// points past its end, so it reads as before; the length is calamine's
+/// only use of seeking to the end.
+struct WithoutHeaderSector<R> {
+    inner: R,
+    header: u64,
+}
+
+impl<R: Read> Read for WithoutHeaderSector<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.inner.read(buf)
+    }
+}
+
+impl<R: Seek> Seek for WithoutHeaderSector<R> {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        match pos {
+            SeekFrom::End(offset) => {
+                let end = self.inner.seek(SeekFrom::End(0))?;
+                let sectors = end.saturating_sub(self.header);
+                self.inner
+                    .seek(SeekFrom::Start(sectors.saturating_add_signed(offset)))
+            }
+            other => self.inner.seek(other),
+        }
+    }
 }
 
 fn unreadable(kind: &str, e: impl std::fmt::Display) -> FileError {
