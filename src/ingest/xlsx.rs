@@ -56,13 +56,8 @@ pub fn open_xlsx(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowS
 pub fn open_xls(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
     let (wanted, max_columns) = (options.sheet.clone(), options.max_columns);
     produce(move |emit| {
-        let mut file = spool::to_file(reader)?;
-        let header = header_sector(&mut file)?;
-        let book = WithoutHeaderSector {
-            inner: BufReader::new(file),
-            header,
-        };
-        let mut book = Xls::new(book).map_err(|e| unreadable("XLS", e))?;
+        let file = repack_ole2(spool::to_file(reader)?)?;
+        let mut book = Xls::new(BufReader::new(file)).map_err(|e| unreadable("XLS", e))?;
         let sheet = pick_sheet(book.sheet_names(), wanted.as_deref())?;
         let range = book
             .worksheet_range(&sheet)
@@ -80,54 +75,54 @@ pub fn open_xls(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSo
     })
 }
 
-/// The size of an OLE2 container's first sector, which holds its header:
-/// 4096 bytes in version 4 (sector shift 12), else 512.
-fn header_sector(file: &mut File) -> Result<u64, FileError> {
-    let mut head = [0u8; 32];
-    let n = file.read(&mut head).map_err(read_error)?;
-    file.seek(SeekFrom::Start(0)).map_err(read_error)?;
-    let shift = if n == head.len() {
-        u16::from_le_bytes([head[30], head[31]])
-    } else {
-        0
-    };
-    Ok(if shift == 12 { 4096 } else { 512 })
-}
-
-/// An XLS file as calamine is given it: its length, asked by seeking to
-/// the end, leaves out the header sector.
+/// The workbook stream of an XLS, alone in a new OLE2 container that
+/// calamine is given instead of the file.
 ///
-/// calamine 0.38 checks a sector number against the file's length in
-/// sectors, counting the header's sector as data, so a sector chain that
-/// points one or two sectors past the end passes the check and then panics
-/// slicing calamine's buffer (found by fuzzing; the panic became a bare
-/// `unreadable`). Told the length of the sectors alone, the check refuses
-/// such a number ("Sector … points past end of file"). A valid file never
-/// points past its end, so it reads as before; the length is calamine's
-/// only use of seeking to the end.
-struct WithoutHeaderSector<R> {
-    inner: R,
-    header: u64,
-}
-
-impl<R: Read> Read for WithoutHeaderSector<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.inner.read(buf)
+/// calamine reads the container (sectors, FAT, directory) with a parser
+/// of its own that panics on malformed sector chains: fuzzing found a chain
+/// pointing past the end (its bounds check counts the header sector as
+/// data), a partial last sector (an assertion on its length), and more of
+/// the kind. The `cfb` crate checks the container and answers an error
+/// instead; the container it writes is well-formed whatever came in, so
+/// calamine only ever parses the workbook's records. The stream is all of
+/// the file calamine reads for cells (summary properties and macros are
+/// not data).
+fn repack_ole2(file: File) -> Result<File, FileError> {
+    let mut source =
+        cfb::CompoundFile::open(BufReader::new(file)).map_err(|e| unreadable("XLS", e))?;
+    let streams: Vec<(String, std::path::PathBuf)> = source
+        .read_root_storage()
+        .filter(|e| e.is_stream())
+        .map(|e| (e.name().to_ascii_lowercase(), e.path().to_path_buf()))
+        .collect();
+    // The names calamine looks for, in its order.
+    let path = ["workbook", "book"]
+        .iter()
+        .find_map(|name| streams.iter().find(|(n, _)| n == name))
+        .map(|(_, path)| path.clone())
+        .ok_or_else(|| {
+            FileError::new(
+                "unreadable",
+                "the file is not readable as XLS: it holds no workbook",
+            )
+        })?;
+    // Version 3 (512-byte sectors), as Excel writes XLS.
+    let mut target = cfb::CompoundFile::create_with_version(
+        cfb::Version::V3,
+        tempfile::tempfile().map_err(read_error)?,
+    )
+    .map_err(read_error)?;
+    {
+        let mut from = source
+            .open_stream(&path)
+            .map_err(|e| unreadable("XLS", e))?;
+        let mut to = target.create_stream(&path).map_err(read_error)?;
+        std::io::copy(&mut from, &mut to).map_err(|e| unreadable("XLS", e))?;
     }
-}
-
-impl<R: Seek> Seek for WithoutHeaderSector<R> {
-    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
-        match pos {
-            SeekFrom::End(offset) => {
-                let end = self.inner.seek(SeekFrom::End(0))?;
-                let sectors = end.saturating_sub(self.header);
-                self.inner
-                    .seek(SeekFrom::Start(sectors.saturating_add_signed(offset)))
-            }
-            other => self.inner.seek(other),
-        }
-    }
+    target.flush().map_err(read_error)?;
+    let mut file = target.into_inner();
+    file.seek(SeekFrom::Start(0)).map_err(read_error)?;
+    Ok(file)
 }
 
 fn unreadable(kind: &str, e: impl std::fmt::Display) -> FileError {
