@@ -240,6 +240,11 @@ pub struct Emit {
 /// The code of the failure a reader sees when its rows are no longer wanted.
 const STOPPED: &str = "stopped";
 
+/// The message of the `unreadable` failure a reader's panic becomes. The
+/// job ends cleanly, but a panic is a bug to fix: the fuzz regression test
+/// looks for this message.
+pub const PANICKED: &str = "the file could not be read";
+
 impl Emit {
     /// Hands over the header or a row; fails once nobody is reading.
     pub fn send(&self, item: Item) -> Result<(), FileError> {
@@ -268,7 +273,7 @@ where
                 Ok(Ok(())) => return,
                 Ok(Err(e)) if e.code == STOPPED => return,
                 Ok(Err(e)) => e,
-                Err(_) => FileError::new("unreadable", "the file could not be read"),
+                Err(_) => FileError::new("unreadable", PANICKED),
             };
             let _ = emit.tx.send(Err(failure));
         })

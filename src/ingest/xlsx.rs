@@ -56,7 +56,7 @@ pub fn open_xlsx(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowS
 pub fn open_xls(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
     let (wanted, max_columns) = (options.sheet.clone(), options.max_columns);
     produce(move |emit| {
-        let file = spool::to_file(reader)?;
+        let file = repack_ole2(spool::to_file(reader)?)?;
         let mut book = Xls::new(BufReader::new(file)).map_err(|e| unreadable("XLS", e))?;
         let sheet = pick_sheet(book.sheet_names(), wanted.as_deref())?;
         let range = book
@@ -73,6 +73,56 @@ pub fn open_xls(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSo
         }
         rows.finish()
     })
+}
+
+/// The workbook stream of an XLS, alone in a new OLE2 container that
+/// calamine is given instead of the file.
+///
+/// calamine reads the container (sectors, FAT, directory) with a parser
+/// of its own that panics on malformed sector chains: fuzzing found a chain
+/// pointing past the end (its bounds check counts the header sector as
+/// data), a partial last sector (an assertion on its length), and more of
+/// the kind. The `cfb` crate checks the container and answers an error
+/// instead; the container it writes is well-formed whatever came in, so
+/// calamine only ever parses the workbook's records. The stream is all of
+/// the file calamine reads for cells (summary properties and macros are
+/// not data).
+fn repack_ole2(file: File) -> Result<File, FileError> {
+    let mut source =
+        cfb::CompoundFile::open(BufReader::new(file)).map_err(|e| unreadable("XLS", e))?;
+    let streams: Vec<(String, std::path::PathBuf)> = source
+        .read_root_storage()
+        .filter(|e| e.is_stream())
+        .map(|e| (e.name().to_ascii_lowercase(), e.path().to_path_buf()))
+        .collect();
+    // The names calamine looks for, in its order.
+    let path = ["workbook", "book"]
+        .iter()
+        .find_map(|name| streams.iter().find(|(n, _)| n == name))
+        .map(|(_, path)| path.clone())
+        .ok_or_else(|| {
+            FileError::new(
+                "unreadable",
+                "the file is not readable as XLS: it holds no workbook",
+            )
+        })?;
+    // Version 3 (512-byte sectors), as Excel writes XLS.
+    let mut target = cfb::CompoundFile::create_with_version(
+        cfb::Version::V3,
+        tempfile::tempfile().map_err(read_error)?,
+    )
+    .map_err(read_error)?;
+    {
+        let mut from = source
+            .open_stream(&path)
+            .map_err(|e| unreadable("XLS", e))?;
+        let mut to = target.create_stream(&path).map_err(read_error)?;
+        std::io::copy(&mut from, &mut to).map_err(|e| unreadable("XLS", e))?;
+    }
+    target.flush().map_err(read_error)?;
+    let mut file = target.into_inner();
+    file.seek(SeekFrom::Start(0)).map_err(read_error)?;
+    Ok(file)
 }
 
 fn unreadable(kind: &str, e: impl std::fmt::Display) -> FileError {

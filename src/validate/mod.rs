@@ -207,6 +207,27 @@ pub fn check_row(module: &Module, header: &HeaderMap, rules: &Rules, raw: &RawRo
     }
 }
 
+/// The row error for cells beyond the header's `width` columns, when any
+/// of them holds a value (a row with trailing empty cells is fine: editors
+/// pad rows with delimiters).
+pub fn extra_cells(raw: &RawRow, width: usize) -> Option<RowError> {
+    let extra = raw
+        .cells
+        .get(width..)
+        .filter(|x| x.iter().any(|c| *c != crate::ingest::Cell::Empty))?;
+    Some(RowError {
+        row: raw.row,
+        column: None,
+        value: None,
+        code: "format".into(),
+        message: format!(
+            "row {}: {} cells more than the header's {width} columns",
+            raw.row,
+            extra.len(),
+        ),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

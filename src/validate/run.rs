@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value as Json, json};
 use tokio::sync::mpsc;
 
-use super::{CheckedRow, HeaderMap, RowError, Rules, Value, check_row, key_text, match_header};
+use super::{
+    CheckedRow, HeaderMap, RowError, Rules, Value, check_row, extra_cells, key_text, match_header,
+};
 use crate::catalog::Module;
 use crate::ingest::{self, FileError};
 use crate::ledger::{Counts, Job, Mode};
@@ -187,24 +189,9 @@ fn read_file(
             ));
         }
         let mut checked = check_row(module, &header, &rules, &raw);
-        if let Some(extra) = raw
-            .cells
-            .get(source.header.len()..)
-            .filter(|x| x.iter().any(|c| *c != ingest::Cell::Empty))
-        {
-            checked.errors.push(RowError {
-                row: raw.row,
-                column: None,
-                value: None,
-                code: "format".into(),
-                message: format!(
-                    "row {}: {} cells more than the header's {} columns",
-                    raw.row,
-                    extra.len(),
-                    source.header.len()
-                ),
-            });
-        }
+        checked
+            .errors
+            .extend(extra_cells(&raw, source.header.len()));
         batch.push(checked);
         if batch.len() == BATCH
             && tx

@@ -4,7 +4,7 @@
 use std::str::FromStr;
 
 use chrono::{
-    DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, SecondsFormat, TimeZone, Utc,
+    DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, SecondsFormat, TimeZone, Timelike, Utc,
 };
 use chrono_tz::Tz;
 use rust_decimal::Decimal;
@@ -159,6 +159,9 @@ pub fn parse(cell: &Cell, column: &Column, rules: &Rules) -> Result<Option<Value
     if value.is_none() && column.required {
         return Err(err("required", format!("{} is required", column.name)));
     }
+    if let Some(v) = &value {
+        check_time(v)?;
+    }
     if let Some(Value::Text(s)) = &value {
         return check_text(s, column).map(|v| Some(Value::Text(v)));
     }
@@ -186,6 +189,52 @@ fn check_size(s: &str, rules: &Rules) -> Result<(), CellError> {
         ));
     }
     Ok(())
+}
+
+/// The years a date or timestamp may have. chrono reaches year 262,143,
+/// but a value outside four digits cannot be written as `YYYY-MM-DD` or
+/// RFC 3339, so it would not read back from the staged JSON at commit
+/// (fuzzing found a spreadsheet date cell in year 196,299 staged as
+/// `+196299-01-12T00:00:00Z`). No business date is outside them.
+const YEARS: std::ops::RangeInclusive<i32> = 1..=9999;
+
+/// Refuses dates and timestamps (in UTC, as stored) outside [`YEARS`], and
+/// timestamps in a leap second.
+///
+/// chrono takes a 60th second anywhere (`07:46:60`), but keeps it as a
+/// leap second that RFC 3339 can show only at `:59`: taken in a zone whose
+/// offset is not whole minutes (Jakarta before 1924) it was staged as a
+/// different instant from the one checked (found by fuzzing), and the two
+/// databases disagree on it (PostgreSQL moves it to the next minute,
+/// SQLite keeps the text). Spreadsheets never write one; a person who does
+/// has mistyped.
+fn check_time(v: &Value) -> Result<(), CellError> {
+    let year = match v {
+        Value::Date(d) => d.year(),
+        Value::Timestamp(t) if t.nanosecond() >= 1_000_000_000 => {
+            return Err(err(
+                "format",
+                format!(
+                    "{} is in a leap second (second 60); give the next minute instead",
+                    v.to_text()
+                ),
+            ));
+        }
+        Value::Timestamp(t) => t.year(),
+        _ => return Ok(()),
+    };
+    if YEARS.contains(&year) {
+        return Ok(());
+    }
+    Err(err(
+        "out_of_range",
+        format!(
+            "{} is outside the years {} to {}",
+            v.to_text(),
+            YEARS.start(),
+            YEARS.end()
+        ),
+    ))
 }
 
 /// Applies a text column's length limit and allowed values.
@@ -498,6 +547,35 @@ mod tests {
         );
         assert_eq!(code(p(ColumnType::Date, "2024-02-30")), "format");
         assert_eq!(code(p(ColumnType::Date, "03/31/2024")), "format");
+    }
+
+    #[test]
+    fn dates_outside_four_digit_years_and_leap_seconds_are_refused() {
+        let rules = Rules {
+            date_formats: &[],
+            zone: chrono_tz::UTC,
+            max_cell_bytes: 64,
+        };
+        let far = NaiveDate::from_ymd_opt(196_299, 1, 12).unwrap();
+        for ty in [ColumnType::Date, ColumnType::Timestamptz] {
+            let e = parse(&Cell::Date(far), &col(ty), &rules).unwrap_err();
+            assert_eq!(e.code, "out_of_range", "{ty:?}: {}", e.message);
+        }
+        assert_eq!(code(p(ColumnType::Date, "+12345-01-01")), "out_of_range");
+        assert_eq!(
+            code(p(ColumnType::Timestamptz, "9999-12-31T23:00:00-05:00")),
+            "out_of_range"
+        );
+        assert!(p(ColumnType::Date, "9999-12-31").is_ok());
+        assert_eq!(
+            code(p(ColumnType::Timestamptz, "1893-05-30 07:46:60.039091")),
+            "format"
+        );
+        assert_eq!(
+            code(p(ColumnType::Timestamptz, "2016-12-31T23:59:60Z")),
+            "format"
+        );
+        assert!(p(ColumnType::Date, "0001-01-01").is_ok());
     }
 
     #[test]

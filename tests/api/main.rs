@@ -10,6 +10,11 @@ mod demo;
 mod errors;
 mod fixtures;
 mod formats;
+/// What the fuzz targets run (fuzz/ is a crate of its own, outside the
+/// workspace), replayed by [`fuzz_regressions`].
+#[path = "../../fuzz/src/lib.rs"]
+mod fuzz_harness;
+mod fuzz_regressions;
 mod gate;
 mod hostile;
 mod idempotency;
