@@ -144,11 +144,31 @@ impl Db {
     /// Starts a transaction. On SQLite it takes the write lock at once
     /// (`BEGIN IMMEDIATE`), so a transaction that reads and then writes
     /// cannot fail half-way on a lock upgrade.
+    ///
+    /// The BEGIN runs on a task of its own. Work is dropped wherever it
+    /// waits (a job handed back at shutdown, a lease lost), and sqlx 0.8
+    /// makes its `Transaction` only after the database acknowledged the
+    /// BEGIN (and, for a custom BEGIN on SQLite, after a second look at the
+    /// handle): a caller dropped in between left a transaction nobody
+    /// could end, its connection back in the pool holding SQLite's write
+    /// lock, and every other writer waited out the busy timeout. On a task,
+    /// the BEGIN completes; a `Transaction` nobody receives is rolled back
+    /// when it drops.
     pub async fn begin(&self) -> Result<Tx> {
-        Ok(match self {
-            Db::Sqlite(p) => Tx::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?),
-            Db::Postgres(p) => Tx::Postgres(p.begin().await?),
-        })
+        let db = self.clone();
+        let started = tokio::spawn(async move {
+            Ok::<_, sqlx::Error>(match db {
+                Db::Sqlite(p) => Tx::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?),
+                Db::Postgres(p) => Tx::Postgres(p.begin().await?),
+            })
+        });
+        match started.await {
+            Ok(tx) => Ok(tx?),
+            Err(e) => {
+                tracing::error!(error = %e, "the task starting a transaction failed");
+                Err(StoreError::Sql(sqlx::Error::WorkerCrashed))
+            }
+        }
     }
 
     /// Whether the database answers (for `/readyz`).
