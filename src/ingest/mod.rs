@@ -5,6 +5,7 @@
 //! carry the row number a person sees in their file. Readers stream: they
 //! hold one record at a time, never the whole file.
 
+pub mod biff;
 pub mod budget;
 pub mod csv;
 pub mod decode;

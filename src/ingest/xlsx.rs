@@ -13,12 +13,14 @@
 //! columns with nothing in them are ignored.
 
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 
 use calamine::{Data, DataRef, Reader, Xls, Xlsx};
 use chrono::NaiveTime;
 
-use super::{Cell, Emit, FileError, Item, Options, RawRow, RowSource, produce, read_error, spool};
+use super::{
+    Cell, Emit, FileError, Item, Options, RawRow, RowSource, biff, produce, read_error, spool,
+};
 
 /// The most an XLSX may expand to, in bytes.
 pub const MAX_UNCOMPRESSED: u64 = 2 << 30;
@@ -87,6 +89,11 @@ pub fn open_xls(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSo
 /// calamine only ever parses the workbook's records. The stream is all of
 /// the file calamine reads for cells (summary properties and macros are
 /// not data).
+///
+/// On the way, the stream's records are checked and its formulas blanked
+/// ([`biff::prepare`]): calamine builds every sheet as a dense grid when
+/// it opens the workbook, and a hostile file can ask for billions of
+/// cells, an allocation that fails by aborting the process.
 fn repack_ole2(file: File) -> Result<File, FileError> {
     let mut source =
         cfb::CompoundFile::open(BufReader::new(file)).map_err(|e| unreadable("XLS", e))?;
@@ -113,11 +120,16 @@ fn repack_ole2(file: File) -> Result<File, FileError> {
     )
     .map_err(read_error)?;
     {
-        let mut from = source
+        // In memory, as calamine holds it too (the upload's size bounds it),
+        // to look at its records before calamine builds cells from them.
+        let mut stream = Vec::new();
+        source
             .open_stream(&path)
+            .and_then(|mut from| from.read_to_end(&mut stream))
             .map_err(|e| unreadable("XLS", e))?;
+        biff::prepare(&mut stream)?;
         let mut to = target.create_stream(&path).map_err(read_error)?;
-        std::io::copy(&mut from, &mut to).map_err(|e| unreadable("XLS", e))?;
+        to.write_all(&stream).map_err(read_error)?;
     }
     target.flush().map_err(read_error)?;
     let mut file = target.into_inner();

@@ -20,6 +20,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_importgate");
 const MEMORY_BOUND: u64 = 200 * 1024 * 1024;
 
 const XLSX: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+const XLS: &str = "application/vnd.ms-excel";
 
 /// The real binary on a free port with a fresh database (SQLite, or
 /// PostgreSQL when `IMPORTGATE_TEST_POSTGRES` is set), and a submitter key.
@@ -439,6 +440,109 @@ async fn garbage_in_an_ole2_container_is_unreadable() {
             "unreadable",
         )
         .await;
+}
+
+/// One BIFF record: its type, its length, its data.
+fn biff(typ: u16, data: &[u8]) -> Vec<u8> {
+    let mut record = typ.to_le_bytes().to_vec();
+    record.extend((data.len() as u16).to_le_bytes());
+    record.extend(data);
+    record
+}
+
+/// A LABEL cell (BIFF8: an 8-bit string).
+fn xls_text(row: u16, column: u16, text: &str) -> Vec<u8> {
+    let mut data = [row.to_le_bytes(), column.to_le_bytes(), [0, 0]].concat();
+    data.extend((text.len() as u16).to_le_bytes());
+    data.push(0);
+    data.extend(text.as_bytes());
+    biff(0x0204, &data)
+}
+
+/// A NUMBER cell.
+fn xls_number(row: u16, column: u16, value: f64) -> Vec<u8> {
+    let mut data = [row.to_le_bytes(), column.to_le_bytes(), [0, 0]].concat();
+    data.extend(value.to_le_bytes());
+    biff(0x0203, &data)
+}
+
+/// An XLS of one sheet, "Customers", holding `records` (cells, or a
+/// DIMENSIONS record) between its BOF and EOF: the BIFF8 records calamine
+/// needs, in an OLE2 container written by the `cfb` crate.
+fn xls_workbook(records: &[Vec<u8>]) -> Vec<u8> {
+    let name = "Customers";
+    let bound_sheet = |at: u32| {
+        let mut data = at.to_le_bytes().to_vec();
+        data.extend([0, 0, name.len() as u8, 0]);
+        data.extend(name.as_bytes());
+        biff(0x0085, &data)
+    };
+    let bof = |kind: u8| biff(0x0809, &[0x00, 0x06, kind, 0x00]);
+    let globals = bof(0x05).len() + bound_sheet(0).len() + 4;
+    let mut stream = [bof(0x05), bound_sheet(globals as u32), biff(0x000A, &[])].concat();
+    stream.extend(bof(0x10));
+    for record in records {
+        stream.extend(record);
+    }
+    stream.extend(biff(0x000A, &[]));
+    let mut file =
+        cfb::CompoundFile::create_with_version(cfb::Version::V3, Cursor::new(Vec::new())).unwrap();
+    file.create_stream("/Workbook")
+        .unwrap()
+        .write_all(&stream)
+        .unwrap();
+    file.flush().unwrap();
+    file.into_inner().into_inner()
+}
+
+/// XLS files of a few kilobytes that ask calamine for a grid of
+/// billions of cells (a cell at A1 and one at row and column 65,536; a
+/// DIMENSIONS record declaring 4 billion rows): calamine builds every
+/// sheet's grid as it opens the workbook, and the failed allocation used
+/// to abort the whole server. Now each is a clean `invalid` job, and the
+/// same server then reads a good workbook.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_xls_spanning_billions_of_cells_is_refused_and_the_server_stays_up() {
+    let server = Server::start().await;
+    let good = vec![
+        xls_text(0, 0, "customer_name"),
+        xls_text(0, 1, "wa_number"),
+        xls_text(1, 0, "Andi Wijaya"),
+        xls_text(1, 1, "0811000001"),
+    ];
+    let far = [good.clone(), vec![xls_number(65535, 65535, 1.0)]].concat();
+    let job = server
+        .refuses(
+            "customers",
+            XLS,
+            xls_workbook(&far),
+            "invalid",
+            "unreadable",
+        )
+        .await;
+    says(
+        &job,
+        "the XLS sheet \"Customers\" spans rows 1–65,536 and columns A–CRXP \
+         (4,294,967,296 cells); at most 4,194,304 cells are accepted",
+    );
+    let mut dimensions = 0u32.to_le_bytes().to_vec();
+    dimensions.extend(u32::MAX.to_le_bytes());
+    dimensions.extend([0, 0, 0, 1, 0, 0]);
+    let declared = [vec![biff(0x0200, &dimensions)], good.clone()].concat();
+    let job = server
+        .refuses(
+            "customers",
+            XLS,
+            xls_workbook(&declared),
+            "invalid",
+            "unreadable",
+        )
+        .await;
+    says(&job, "declares 4,294,967,295 rows and 256 columns");
+    let (status, job) = server.upload("customers", XLS, xls_workbook(&good)).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    assert_eq!(job["counts"]["insert"], 1, "{job}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
