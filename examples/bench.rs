@@ -227,7 +227,13 @@ impl DataSet {
 
     /// Writes the data set in a format; returns the file's path.
     fn write(&self, dir: &Path, rows: usize, variant: u64, bad: f64, format: &str) -> PathBuf {
-        let path = dir.join(format!("{}-{rows}-v{variant}-b{bad}.{format}", self.module));
+        // `-2` in workbook names: the second generator (shared strings and
+        // date cells), so a directory from an earlier run is not reused.
+        let generation = if format == "xlsx" { "-2" } else { "" };
+        let path = dir.join(format!(
+            "{}-{rows}-v{variant}-b{bad}{generation}.{format}",
+            self.module
+        ));
         if path.exists() {
             return path;
         }
@@ -261,19 +267,26 @@ impl DataSet {
                 w.write_all(b"]\n").unwrap();
             }
             "xlsx" => {
+                // As Excel and LibreOffice write a workbook: text in the
+                // shared string table, numbers and dates as typed cells
+                // (the low-memory mode streams rows but keeps the table).
                 let mut book = rust_xlsxwriter::Workbook::new();
-                let sheet = book.add_worksheet_with_constant_memory().unwrap();
+                let sheet = book.add_worksheet_with_low_memory().unwrap();
+                let date_format = rust_xlsxwriter::Format::new().set_num_format("yyyy-mm-dd");
                 for (c, h) in self.header.iter().enumerate() {
                     sheet.write_string(0, c as u16, *h).unwrap();
                 }
                 for i in 0..rows {
                     for (c, v) in self.row(i, variant, bad, &mut rng).iter().enumerate() {
-                        let r = i as u32 + 1;
-                        match v.parse::<f64>() {
-                            Ok(n) if self.typed.iter().any(|(t, _)| *t == c) => {
-                                sheet.write_number(r, c as u16, n).map(|_| ())
-                            }
-                            _ => sheet.write_string(r, c as u16, v).map(|_| ()),
+                        let (r, col) = (i as u32 + 1, c as u16);
+                        let kind = self.typed.iter().find(|(t, _)| *t == c).map(|(_, k)| *k);
+                        let date = rust_xlsxwriter::ExcelDateTime::parse_from_str(v).ok();
+                        match (kind, v.parse::<f64>(), date) {
+                            (Some(Kind::Date), _, Some(d)) => sheet
+                                .write_date_with_format(r, col, &d, &date_format)
+                                .map(|_| ()),
+                            (Some(_), Ok(n), _) => sheet.write_number(r, col, n).map(|_| ()),
+                            _ => sheet.write_string(r, col, v).map(|_| ()),
                         }
                         .unwrap();
                     }
