@@ -12,10 +12,10 @@ use serde_json::{Map, Value as Json, json};
 
 use crate::catalog::Module;
 use crate::ledger::Job;
-use crate::store::rows::{self, BATCH, Change, StoredRow};
+use crate::store::rows::{self, BATCH};
 use crate::store::staged::{self, Seqs};
 use crate::store::tables::{self, TableRow, key_values, row_from_json};
-use crate::store::{Conn, Tx};
+use crate::store::{self, Conn, Tx};
 use crate::validate::Value;
 
 /// Rows listed in a refusal; the rest are counted.
@@ -81,74 +81,72 @@ pub async fn commit(
     let mut conflicts = Conflicts::default();
     let taken = staged::taken_keys(&mut tx.conn(), module, &job.id, LISTED as i64).await?;
     conflicts.add_found(taken, "the key was added to the table since the preview");
-    check_updates(tx, module, job, &mut conflicts).await?;
+    for action in ["update", "unchanged"] {
+        check_action(tx, module, job, &provided, action, &mut conflicts).await?;
+    }
     if conflicts.total > 0 {
         return Ok(conflicts.into_result());
     }
-    if !simulated {
-        for seqs in Seqs::all(job.counts.rows) {
+    for seqs in Seqs::all(job.counts.rows) {
+        // The before-image is read before the update writes over it.
+        staged::log_updates(&mut tx.conn(), module, &job.id, &provided, seqs).await?;
+        if !simulated {
             staged::update(&mut tx.conn(), module, &job.id, &provided, seqs).await?;
         }
+    }
+    if !simulated {
         staged::insert(&mut tx.conn(), module, &job.id, &provided).await?;
     }
     Ok(Ok(()))
 }
 
-/// Re-checks the rows previewed as updates or unchanged against the table
-/// (locked), and records the before- and after-image of each update.
-async fn check_updates(
-    tx: &mut Tx,
-    module: &Module,
-    job: &Job,
-    conflicts: &mut Conflicts,
-) -> anyhow::Result<()> {
-    for action in ["update", "unchanged"] {
-        check_action(tx, module, job, action, conflicts).await?;
-    }
-    Ok(())
-}
-
-/// [`check_updates`] for the rows previewed with one action.
+/// Re-checks the rows previewed with `action` (`update` or `unchanged`)
+/// against the table (locked): the database names the rows that differ,
+/// and each is confirmed here with the service's own notion of the same
+/// value (so `12.5` against a stored `12.50` is no conflict).
 async fn check_action(
     tx: &mut Tx,
     module: &Module,
     job: &Job,
+    provided: &[usize],
     action: &str,
     conflicts: &mut Conflicts,
 ) -> anyhow::Result<()> {
     let mut after = -1i64;
     loop {
-        let batch = rows::to_check(&mut tx.conn(), &job.id, action, after, BATCH as i64).await?;
-        let Some(last) = batch.last() else { break };
-        after = last.seq;
+        let suspects = staged::suspects(
+            &mut tx.conn(),
+            module,
+            &job.id,
+            action,
+            provided,
+            after,
+            BATCH as i64,
+        )
+        .await?;
+        let Some(&last) = suspects.last() else { break };
+        after = last;
+        let batch = rows::rows_at(&mut tx.conn(), &job.id, &suspects).await?;
         let current = current_rows(
             &mut tx.conn(),
             module,
             batch.iter().filter_map(|r| r.nkey.as_deref()),
         )
         .await?;
-        let mut changes = Vec::with_capacity(batch.len());
         for row in &batch {
             let nkey = row.nkey.as_deref().unwrap_or("[]");
-            let Some(cur) = current.get(nkey) else {
-                conflicts.add(row.row_no, nkey, "the row was deleted since the preview");
-                continue;
-            };
-            let updating = row.action == "update";
-            let seen = if updating {
+            let seen = if row.action == "update" {
                 row.before.as_ref()
             } else {
                 Some(&row.vals)
             };
-            if !matches_now(module, cur, seen) {
-                conflicts.add(row.row_no, nkey, "the row changed since the preview");
-            } else if updating && conflicts.total == 0 {
-                let full = overlay(module, Some(cur), &row.vals);
-                changes.push(change(row, cur, module, &full));
+            match current.get(nkey) {
+                None => conflicts.add(row.row_no, nkey, "the row was deleted since the preview"),
+                Some(cur) if !matches_now(module, cur, seen) => {
+                    conflicts.add(row.row_no, nkey, "the row changed since the preview")
+                }
+                Some(_) => {}
             }
-        }
-        if conflicts.total == 0 {
-            rows::insert_changes(&mut tx.conn(), &job.id, &changes).await?;
         }
     }
     Ok(())
@@ -170,14 +168,53 @@ pub async fn rollback(
     tables::lock_for_writing(&mut tx.conn(), module).await?;
     let provided = rows::provided_columns(&mut tx.conn(), module, &job.id).await?;
     let mut conflicts = Conflicts::default();
-    let changed =
-        staged::changed_inserts(&mut tx.conn(), module, &job.id, &provided, LISTED as i64).await?;
-    conflicts.add_found(changed, "the row was changed or deleted since the commit");
+    check_updated(tx, module, job, &mut conflicts).await?;
+    // The inserted rows are checked by deleting those that still hold what
+    // was inserted (one pass, not a check and then a delete); if any row
+    // was not deleted, the deletes are undone and the conflicts listed.
+    store::savepoint(&mut tx.conn(), "ig_undo_inserts").await?;
+    let mut deleted = 0;
+    for seqs in Seqs::all(job.counts.rows) {
+        deleted +=
+            staged::delete_inserted(&mut tx.conn(), module, &job.id, &provided, seqs).await?;
+    }
+    if deleted != job.counts.insert as u64 {
+        store::rollback_to(&mut tx.conn(), "ig_undo_inserts").await?;
+        let changed =
+            staged::changed_inserts(&mut tx.conn(), module, &job.id, &provided, LISTED as i64)
+                .await?;
+        let mut first = Conflicts::default();
+        first.add_found(changed, "the row was changed or deleted since the commit");
+        // Inserted rows first, then updated rows, each in file order.
+        first.listed.extend(conflicts.listed);
+        first.listed.truncate(LISTED);
+        first.total += conflicts.total;
+        conflicts = first;
+    }
+    if conflicts.total > 0 {
+        return Ok(conflicts.into_result());
+    }
+    for seqs in Seqs::all(job.counts.rows) {
+        staged::restore_updated(&mut tx.conn(), module, &job.id, seqs).await?;
+    }
+    Ok(Ok(()))
+}
+
+/// Re-checks that every row the commit updated still holds its
+/// after-image: suspects from the database, confirmed as in [`check_action`].
+async fn check_updated(
+    tx: &mut Tx,
+    module: &Module,
+    job: &Job,
+    conflicts: &mut Conflicts,
+) -> anyhow::Result<()> {
     let mut after = -1i64;
     loop {
-        let batch = rows::changes(&mut tx.conn(), &job.id, after, BATCH as i64).await?;
-        let Some(last) = batch.last() else { break };
-        after = last.seq;
+        let suspects =
+            staged::changed_updates(&mut tx.conn(), module, &job.id, after, BATCH as i64).await?;
+        let Some(&last) = suspects.last() else { break };
+        after = last;
+        let batch = rows::changes_at(&mut tx.conn(), &job.id, &suspects).await?;
         let current = current_rows(
             &mut tx.conn(),
             module,
@@ -195,14 +232,7 @@ pub async fn rollback(
             }
         }
     }
-    if conflicts.total > 0 {
-        return Ok(conflicts.into_result());
-    }
-    for seqs in Seqs::all(job.counts.rows) {
-        staged::delete_inserted(&mut tx.conn(), module, &job.id, seqs).await?;
-        staged::restore_updated(&mut tx.conn(), module, &job.id, seqs).await?;
-    }
-    Ok(Ok(()))
+    Ok(())
 }
 
 /// The table's rows for these natural keys (the table is locked, see
@@ -214,24 +244,6 @@ async fn current_rows<'a>(
 ) -> anyhow::Result<HashMap<String, TableRow>> {
     let keys: Vec<Vec<Value>> = nkeys.filter_map(|k| key_values(module, k)).collect();
     Ok(tables::by_keys(conn, module, &keys).await?)
-}
-
-/// The whole row a staged row leads to: the current row (or nulls) with the
-/// file's columns written over it.
-fn overlay(
-    module: &Module,
-    cur: Option<&TableRow>,
-    vals: &Map<String, Json>,
-) -> Vec<Option<Value>> {
-    module
-        .columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| match vals.get(&c.name) {
-            Some(j) => Value::from_json(c.ty, j).flatten(),
-            None => cur.and_then(|r| r.values[i].clone()),
-        })
-        .collect()
 }
 
 /// Whether the table still holds what the preview showed for these columns.
@@ -249,20 +261,4 @@ fn matches_now(module: &Module, cur: &TableRow, seen: Option<&Map<String, Json>>
 
 fn same_row(a: &[Option<Value>], b: &[Option<Value>]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Value::same(x, y))
-}
-
-/// The change-log entry of an update: the whole row before and after.
-fn change(row: &StoredRow, before: &TableRow, module: &Module, after: &[Option<Value>]) -> Change {
-    let after_row = TableRow {
-        id: before.id,
-        values: after.to_vec(),
-    };
-    Change {
-        seq: row.seq,
-        row_no: row.row_no,
-        op: "update".to_string(),
-        nkey: row.nkey.clone().unwrap_or_default(),
-        before: Some(Json::Object(before.to_json(module)).to_string()),
-        after: Json::Object(after_row.to_json(module)).to_string(),
-    }
 }

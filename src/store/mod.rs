@@ -254,6 +254,21 @@ pub async fn lock(conn: &mut Conn<'_>, lock: Lock) -> Result<()> {
     Ok(())
 }
 
+/// A savepoint in the current transaction: work after it can be undone
+/// with [`rollback_to`] while the transaction (and its locks) goes on.
+pub async fn savepoint(conn: &mut Conn<'_>, name: &'static str) -> Result<()> {
+    let sql = format!("SAVEPOINT {name}");
+    on_conn!(conn, c => sqlx::query(&sql).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
+}
+
+/// Undoes everything since [`savepoint`] `name`.
+pub async fn rollback_to(conn: &mut Conn<'_>, name: &'static str) -> Result<()> {
+    let sql = format!("ROLLBACK TO SAVEPOINT {name}");
+    on_conn!(conn, c => sqlx::query(&sql).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
+}
+
 /// Bind parameter number `n` (from 1). Statements built with it must use
 /// their parameters once each, in order: SQLite gets anonymous `?`, because
 /// sqlx resolves each named parameter by asking SQLite for its name, which

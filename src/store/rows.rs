@@ -360,24 +360,25 @@ pub async fn errors(
     })
 }
 
-/// The next rows previewed with `action` (`update` or `unchanged`) after
-/// `after_seq`: the rows a commit re-checks one by one. One action at a
-/// time, so each page is a range of the (job_id, action, seq) index; with
-/// `action IN (..)` PostgreSQL sorted every remaining row for each page
-/// (23 ms a page, 9 s of a 100k-row upsert commit).
-pub async fn to_check(
-    conn: &mut Conn<'_>,
-    job_id: &str,
-    action: &str,
-    after_seq: i64,
-    limit: i64,
-) -> Result<Vec<StoredRow>> {
+/// `seq IN (…)` for sequence numbers read from the database (integers,
+/// written as literals).
+fn seq_list(seqs: &[i64]) -> String {
+    let list: Vec<String> = seqs.iter().map(i64::to_string).collect();
+    format!("seq IN ({})", list.join(", "))
+}
+
+/// The staged rows with these sequence numbers (a commit's suspects).
+pub async fn rows_at(conn: &mut Conn<'_>, job_id: &str, seqs: &[i64]) -> Result<Vec<StoredRow>> {
+    if seqs.is_empty() {
+        return Ok(vec![]);
+    }
+    let sql = format!(
+        "SELECT seq, row_no, action, nkey, vals, before FROM ig_job_rows \
+         WHERE job_id = $1 AND {} ORDER BY seq",
+        seq_list(seqs)
+    );
     on_conn!(conn, c => {
-        let rows = sqlx::query(
-            "SELECT seq, row_no, action, nkey, vals, before FROM ig_job_rows \
-             WHERE job_id = $1 AND action = $2 AND seq > $3 \
-             ORDER BY seq LIMIT $4")
-            .bind(job_id).bind(action).bind(after_seq).bind(limit).fetch_all(c).await?;
+        let rows = sqlx::query(&sql).bind(job_id).fetch_all(c).await?;
         rows.iter().map(stored).collect()
     })
 }
@@ -402,56 +403,32 @@ pub async fn provided_columns(
         .collect())
 }
 
-/// One change a commit made, kept so a rollback can undo exactly it.
+/// One update a commit made, logged so a rollback can undo exactly it
+/// (written by `staged::log_updates`).
 #[derive(Debug, Clone)]
 pub struct Change {
     pub seq: i64,
     pub row_no: i64,
-    /// `insert` or `update`.
-    pub op: String,
     pub nkey: String,
-    /// The whole target row before (updates only), JSON object.
-    pub before: Option<String>,
     /// The whole target row after, JSON object.
     pub after: String,
 }
 
-pub async fn insert_changes(conn: &mut Conn<'_>, job_id: &str, changes: &[Change]) -> Result<()> {
-    for part in changes.chunks(BATCH) {
-        let sql = format!(
-            "INSERT INTO ig_job_changes (job_id, seq, row_no, op, nkey, before, after) VALUES {}",
-            super::tuples(conn.dialect(), part.len(), 7)
-        );
-        on_conn!(conn, c => {
-            let mut q = sqlx::query(&sql);
-            for ch in part {
-                q = q.bind(job_id).bind(ch.seq).bind(ch.row_no).bind(&ch.op).bind(&ch.nkey)
-                    .bind(&ch.before).bind(&ch.after);
-            }
-            q.execute(c).await?.rows_affected()
-        });
+/// The logged changes with these sequence numbers (a rollback's suspects).
+pub async fn changes_at(conn: &mut Conn<'_>, job_id: &str, seqs: &[i64]) -> Result<Vec<Change>> {
+    if seqs.is_empty() {
+        return Ok(vec![]);
     }
-    Ok(())
-}
-
-/// The next changes of a commit after `after_seq`.
-pub async fn changes(
-    conn: &mut Conn<'_>,
-    job_id: &str,
-    after_seq: i64,
-    limit: i64,
-) -> Result<Vec<Change>> {
+    let sql = format!(
+        "SELECT seq, row_no, nkey, after FROM ig_job_changes WHERE job_id = $1 AND {} ORDER BY seq",
+        seq_list(seqs)
+    );
     on_conn!(conn, c => {
-        let rows = sqlx::query(
-            "SELECT seq, row_no, op, nkey, before, after FROM ig_job_changes \
-             WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")
-            .bind(job_id).bind(after_seq).bind(limit).fetch_all(c).await?;
+        let rows = sqlx::query(&sql).bind(job_id).fetch_all(c).await?;
         rows.iter().map(|r| Ok(Change {
             seq: r.try_get("seq")?,
             row_no: r.try_get("row_no")?,
-            op: r.try_get("op")?,
             nkey: r.try_get("nkey")?,
-            before: r.try_get("before")?,
             after: r.try_get("after")?,
         })).collect()
     })

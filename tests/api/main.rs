@@ -24,4 +24,5 @@ mod modules;
 mod openapi;
 mod pipeline;
 mod replicas;
+mod upserts;
 mod validation;

@@ -1,0 +1,296 @@
+//! Updates through the gate, end to end on every column type: the commit's
+//! re-check of what the preview showed, its change log, and the rollback
+//! that puts every updated row back exactly. The checks run in the database
+//! and are confirmed by the service, so a value that is only spelled
+//! differently (`4.5` and `4.50`) is never a conflict.
+
+use crate::common::*;
+
+const TABLE: &str = "uc_technicians";
+const COLUMNS: &str = "tech_name, phone, city, skills, level, jobs_done, rating, active";
+
+/// Three technicians with every column set.
+const TECHNICIANS: &str = "tech_name,phone,city,skills,level,jobs_done,rating,active\n\
+Andi,0812000001,Jakarta,AC,senior,10,4.50,true\n\
+Budi,0812000002,Bandung,TV,junior,3,3.75,false\n\
+Citra,0812000003,Medan,Fridge,senior,7,4.00,true\n";
+
+/// Every column of the table as text, in key order.
+async fn snapshot(app: &TestApp) -> Vec<Vec<Option<String>>> {
+    let cols: Vec<String> = COLUMNS
+        .split(", ")
+        .map(|c| format!("CAST({c} AS TEXT)"))
+        .collect();
+    app.sql(&format!(
+        "SELECT {} FROM {TABLE} ORDER BY phone",
+        cols.join(", ")
+    ))
+    .await
+}
+
+/// Changes a technician's row behind the service's back.
+async fn set(app: &TestApp, phone: &str, assignment: &str) {
+    app.sql(&format!(
+        "UPDATE {TABLE} SET {assignment} WHERE phone = '{phone}'"
+    ))
+    .await;
+}
+
+/// The row numbers a refusal lists, in its order.
+fn problem_rows(job: &serde_json::Value) -> Vec<i64> {
+    job["problem"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["row"].as_i64().unwrap())
+        .collect()
+}
+
+/// A table holding [`TECHNICIANS`], committed through the gate.
+async fn seeded() -> (TestApp, String, String) {
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let job = app.upload(&sub, "technicians", "", TECHNICIANS).await;
+    let job = app
+        .act_ok(&apr, job["id"].as_str().unwrap(), "approve")
+        .await;
+    assert_eq!(job["state"], "committed", "{job}");
+    (app, sub, apr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upsert_and_its_rollback_restore_every_type_exactly() {
+    let (app, sub, apr) = seeded().await;
+    let original = snapshot(&app).await;
+    // Some columns only: the others keep their values. Andi changes,
+    // Budi is unchanged, Dewi is new.
+    let csv = "phone,tech_name,rating,active,jobs_done\n\
+0812000001,Andi,4.8,false,11\n\
+0812000002,Budi,3.75,false,3\n\
+0812000004,Dewi,5,true,1\n";
+    let job = app.upload(&sub, "technicians", "?mode=upsert", csv).await;
+    assert_eq!(job["counts"]["update"], 1, "{job}");
+    assert_eq!(job["counts"]["unchanged"], 1, "{job}");
+    assert_eq!(job["counts"]["insert"], 1, "{job}");
+    let id = job["id"].as_str().unwrap();
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "committed", "{job}");
+    let andi = app
+        .sql(&format!(
+            "SELECT city, level, CAST(jobs_done AS TEXT), CAST(rating AS TEXT) FROM {TABLE} \
+             WHERE phone = '0812000001'"
+        ))
+        .await;
+    let s = |v: &str| Some(v.to_string());
+    assert_eq!(
+        andi,
+        vec![vec![s("Jakarta"), s("senior"), s("11"), s("4.8")]]
+    );
+    assert_eq!(app.count(TABLE).await, 4);
+
+    app.act_ok(&sub, id, "rollback").await;
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "rolled_back", "{job}");
+    assert_eq!(snapshot(&app).await, original, "every column as it was");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_value_spelled_differently_is_no_conflict() {
+    let (app, sub, apr) = seeded().await;
+    let csv = "phone,tech_name,rating\n0812000001,Andi,4.8\n0812000002,Budi,3.75\n";
+    let job = app.upload(&sub, "technicians", "?mode=update", csv).await;
+    assert_eq!(job["counts"]["update"], 1, "{job}");
+    assert_eq!(job["counts"]["unchanged"], 1, "{job}");
+    let id = job["id"].as_str().unwrap();
+    // Between preview and approval both rows are rewritten with the same
+    // numbers spelled otherwise (SQLite keeps decimals as text, so its
+    // database sees a difference the service must not).
+    set(&app, "0812000001", "rating = '4.5'").await;
+    set(&app, "0812000002", "rating = '3.750'").await;
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "committed", "{job}");
+    let before_rollback = snapshot(&app).await;
+    assert_eq!(before_rollback[0][6].as_deref(), Some("4.8"));
+
+    // After the commit Andi's rating is rewritten as the same number, and
+    // the row (with its boolean) is checked against the change log.
+    set(&app, "0812000001", "rating = '4.80'").await;
+    app.act_ok(&sub, id, "rollback").await;
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "rolled_back", "{job}");
+    let rows = app
+        .sql(&format!(
+            "SELECT CAST(rating AS TEXT) FROM {TABLE} WHERE phone = '0812000001'"
+        ))
+        .await;
+    let rating: f64 = rows[0][0].as_deref().unwrap().parse().unwrap();
+    assert_eq!(rating, 4.5, "the value the commit found is back");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_value_is_a_conflict_at_commit_and_at_rollback() {
+    let (app, sub, apr) = seeded().await;
+    let csv = "phone,tech_name,level,active\n\
+0812000001,Andi,lead,true\n\
+0812000002,Budi,junior,false\n\
+0812000003,Citra,lead,false\n";
+    // Commit: a previewed update and a previewed unchanged row both changed.
+    let job = app.upload(&sub, "technicians", "?mode=update", csv).await;
+    assert_eq!(job["counts"]["update"], 2, "{job}");
+    assert_eq!(job["counts"]["unchanged"], 1, "{job}");
+    let id = job["id"].as_str().unwrap();
+    let off = if app.database.starts_with("sqlite") {
+        "active = 0"
+    } else {
+        "active = false"
+    };
+    set(&app, "0812000003", off).await;
+    set(&app, "0812000002", "level = 'trainee'").await;
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "failed", "{job}");
+    assert_eq!(job["problem"]["code"], "stale_preview");
+    let rows = problem_rows(&job);
+    assert_eq!(rows, vec![4, 3], "updates, then unchanged rows: {job}");
+
+    // Rollback: an updated row edited, another deleted since the commit.
+    let job = app.upload(&sub, "technicians", "?mode=update", csv).await;
+    let id = job["id"].as_str().unwrap();
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "committed", "{job}");
+    let committed = snapshot(&app).await;
+    set(&app, "0812000001", "city = 'Depok'").await;
+    app.sql(&format!("DELETE FROM {TABLE} WHERE phone = '0812000003'"))
+        .await;
+    app.act_ok(&sub, id, "rollback").await;
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "committed", "{job}");
+    assert_eq!(job["problem"]["code"], "rollback_conflict");
+    let reasons: Vec<(i64, String)> = job["problem"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["row"].as_i64().unwrap(),
+                r["reason"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![
+            (2, "the row changed since the commit".to_string()),
+            (4, "the row was deleted since the commit".to_string()),
+        ]
+    );
+    let now = snapshot(&app).await;
+    assert_eq!(now.len(), 2, "nothing undone");
+    assert_eq!(now[0][2].as_deref(), Some("Depok"));
+    assert_eq!(now[1], committed[1], "Budi still as committed");
+}
+
+/// A module wider than one JSON-building call takes (the change log is
+/// built in parts): an upsert and its rollback still restore every column.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wide_module_is_restored_exactly() {
+    const TYPES: [&str; 6] = [
+        "text",
+        "integer",
+        "numeric",
+        "date",
+        "timestamptz",
+        "boolean",
+    ];
+    const WIDTH: usize = 90;
+    let mut toml =
+        String::from("[[module]]\nkey = \"wide\"\ntable = \"uc_wide\"\nnatural_key = [\"k\"]\n\n");
+    toml.push_str("[[module.column]]\nname = \"k\"\ntype = \"text\"\nrequired = true\n\n");
+    for i in 0..WIDTH {
+        let ty = TYPES[i % TYPES.len()];
+        toml.push_str(&format!(
+            "[[module.column]]\nname = \"c{i}\"\ntype = \"{ty}\"\n\n"
+        ));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("catalog.toml");
+    std::fs::write(&path, toml).unwrap();
+    let app = spawn_app_with(|s| s.catalog = Some(path.clone())).await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let cell = |i: usize, v: usize| match TYPES[i % TYPES.len()] {
+        "text" => format!("t{v}"),
+        "integer" => v.to_string(),
+        "numeric" => format!("{v}.50"),
+        "date" => format!("2024-01-{:02}", v % 28 + 1),
+        "timestamptz" => format!("2024-01-{:02}T10:00:00Z", v % 28 + 1),
+        _ => v.is_multiple_of(2).to_string(),
+    };
+    let header: Vec<String> = (0..WIDTH).map(|i| format!("c{i}")).collect();
+    let line = |key: &str, v: usize| {
+        let cells: Vec<String> = (0..WIDTH).map(|i| cell(i, v + i)).collect();
+        format!("{key},{}\n", cells.join(","))
+    };
+    let csv = format!("k,{}\n{}{}", header.join(","), line("a", 1), line("b", 2));
+    let job = app.upload(&sub, "wide", "", &csv).await;
+    let job = app
+        .act_ok(&apr, job["id"].as_str().unwrap(), "approve")
+        .await;
+    assert_eq!(job["state"], "committed", "{job}");
+    let all: Vec<String> = std::iter::once("k".to_string())
+        .chain(header.iter().cloned())
+        .map(|c| format!("CAST({c} AS TEXT)"))
+        .collect();
+    let select = format!("SELECT {} FROM uc_wide ORDER BY k", all.join(", "));
+    let original = app.sql(&select).await;
+
+    // Half the columns change for `a`; `b` is left alone.
+    let half: Vec<String> = (0..WIDTH / 2).map(|i| format!("c{i}")).collect();
+    let cells: Vec<String> = (0..WIDTH / 2).map(|i| cell(i, i + 7)).collect();
+    let csv = format!("k,{}\na,{}\n", half.join(","), cells.join(","));
+    let job = app.upload(&sub, "wide", "?mode=upsert", &csv).await;
+    assert_eq!(job["counts"]["update"], 1, "{job}");
+    let id = job["id"].as_str().unwrap();
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "committed", "{job}");
+    assert_ne!(app.sql(&select).await, original);
+    app.act_ok(&sub, id, "rollback").await;
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "rolled_back", "{job}");
+    assert_eq!(app.sql(&select).await, original, "every column as it was");
+}
+
+/// A rollback checks the rows it inserted by deleting those that still hold
+/// what was inserted: when one does not, every delete is undone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_conflict_on_inserted_and_updated_rows_undoes_nothing() {
+    let (app, sub, apr) = seeded().await;
+    let csv = "phone,tech_name,level\n\
+0812000001,Andi,lead\n\
+0812000004,Dewi,junior\n\
+0812000005,Eko,junior\n\
+0812000006,Fajar,senior\n";
+    let job = app.upload(&sub, "technicians", "?mode=upsert", csv).await;
+    assert_eq!(job["counts"]["insert"], 3, "{job}");
+    let id = job["id"].as_str().unwrap();
+    app.act_ok(&apr, id, "approve").await;
+    // Andi (updated) and Eko (inserted) edited, Fajar (inserted) deleted.
+    set(&app, "0812000001", "city = 'Depok'").await;
+    set(&app, "0812000005", "level = 'lead'").await;
+    app.sql(&format!("DELETE FROM {TABLE} WHERE phone = '0812000006'"))
+        .await;
+    let committed = snapshot(&app).await;
+    app.act_ok(&sub, id, "rollback").await;
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "committed", "{job}");
+    assert_eq!(job["problem"]["code"], "rollback_conflict");
+    let rows = problem_rows(&job);
+    assert_eq!(
+        rows,
+        vec![4, 5, 2],
+        "inserted rows, then updated rows: {job}"
+    );
+    assert_eq!(
+        snapshot(&app).await,
+        committed,
+        "nothing undone (Dewi stays)"
+    );
+}
