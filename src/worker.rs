@@ -14,7 +14,7 @@ use tracing::{error, info, warn};
 use crate::app::App;
 use crate::ledger::{Decision, Job, Move, State};
 use crate::store::jobs::{self, MoveBy};
-use crate::store::{Tx, now};
+use crate::store::{self, Tx, ident, now};
 use crate::validate::run::{self, Outcome, Setup};
 
 /// Starts the process's workers and its expiry sweep.
@@ -197,6 +197,22 @@ async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Refreshes the statistics of a table a job just wrote many rows to (see
+/// [`store::analyze`]). The job has moved already; a failure here only
+/// leaves the planner with older statistics, so it is logged, not raised.
+async fn after_bulk_write(app: &App, table: &str, rows: i64) {
+    if rows < store::ANALYZE_AFTER_ROWS {
+        return;
+    }
+    let analyzed = match app.db.acquire().await {
+        Ok(mut c) => store::analyze(&mut c.conn(), table).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = analyzed {
+        warn!(table, error = %e, "cannot refresh the table's statistics");
+    }
+}
+
 async fn commit(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
     let module = module_of(app, job)?;
     let started = Instant::now();
@@ -231,7 +247,9 @@ async fn commit(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
         }
     };
     if finish(app, tx, job, &mut after, event, owner).await? && event == Move::Written {
-        stage_done("commit", started, job.counts.insert + job.counts.update);
+        let rows = job.counts.insert + job.counts.update;
+        stage_done("commit", started, rows);
+        after_bulk_write(app, &ident(&module.table), rows).await;
     }
     Ok(())
 }
@@ -260,7 +278,9 @@ async fn rollback(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
         }
     };
     if finish(app, tx, job, &mut after, event, owner).await? && event == Move::Undone {
-        stage_done("rollback", started, job.counts.insert + job.counts.update);
+        let rows = job.counts.insert + job.counts.update;
+        stage_done("rollback", started, rows);
+        after_bulk_write(app, &ident(&module.table), rows).await;
     }
     Ok(())
 }

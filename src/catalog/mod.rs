@@ -194,10 +194,17 @@ fn is_identifier(s: &str) -> bool {
         && s.len() <= 63
 }
 
+/// The longest module key: its stage table and that table's index are
+/// named `ig_stage_<key>` and `ig_stage_<key>_action`, within PostgreSQL's
+/// 63 bytes (see `store::stage`).
+const MAX_KEY: usize = 40;
+/// The longest column name: its stage columns are `v_<name>` and `b_<name>`.
+const MAX_COLUMN: usize = 61;
+
 fn check_module(m: ModuleFile) -> Result<Module, CatalogError> {
-    if !is_identifier(&m.key) {
+    if !is_identifier(&m.key) || m.key.len() > MAX_KEY {
         return Err(invalid(format!(
-            "module key {:?} is not an identifier",
+            "module key {:?} is not an identifier of at most {MAX_KEY} characters",
             m.key
         )));
     }
@@ -212,9 +219,10 @@ fn check_module(m: ModuleFile) -> Result<Module, CatalogError> {
     }
     let mut seen = std::collections::HashSet::new();
     for c in &m.column {
-        if !is_identifier(&c.name) || c.name == "id" {
+        if !is_identifier(&c.name) || c.name == "id" || c.name.len() > MAX_COLUMN {
             return Err(invalid(format!(
-                "module {}: column {:?} must be an identifier other than id",
+                "module {}: column {:?} must be an identifier other than id, \
+                 of at most {MAX_COLUMN} characters",
                 m.key, c.name
             )));
         }
@@ -331,6 +339,20 @@ mod tests {
         for (key, nk) in want {
             assert_eq!(catalog.get(key).unwrap().natural_key.join(","), nk, "{key}");
         }
+    }
+
+    #[test]
+    fn keys_too_long_for_a_stage_table_are_refused() {
+        let text = format!(
+            "[[module]]\nkey = \"{}\"\ntable = \"t\"\nnatural_key = [\"a\"]\n\
+             [[module.column]]\nname = \"a\"\ntype = \"text\"\nrequired = true\n",
+            "k".repeat(MAX_KEY + 1)
+        );
+        assert!(matches!(
+            Catalog::from_toml(&text),
+            Err(CatalogError::Invalid(_))
+        ));
+        assert!(Catalog::from_toml(&text.replace(&"k".repeat(MAX_KEY + 1), "k")).is_ok());
     }
 
     #[test]

@@ -13,8 +13,9 @@ use serde_json::{Map, Value as Json, json};
 use crate::catalog::Module;
 use crate::ledger::Job;
 use crate::store::rows::{self, BATCH};
-use crate::store::staged::{self, Seqs};
-use crate::store::tables::{self, TableRow, key_values, row_from_json};
+use crate::store::stage::Stage;
+use crate::store::staged::{self, Image, Seqs};
+use crate::store::tables::{self, TableRow, key_values};
 use crate::store::{self, Conn, Tx};
 use crate::validate::Value;
 
@@ -55,6 +56,13 @@ impl Conflicts {
         self.total += (found.total as usize).saturating_sub(found.first.len());
     }
 
+    /// Adds another check's conflicts after these.
+    fn extend(&mut self, other: Conflicts) {
+        self.listed.extend(other.listed);
+        self.listed.truncate(LISTED);
+        self.total += other.total;
+    }
+
     fn into_result(self) -> Result<(), Refused> {
         if self.total == 0 {
             Ok(())
@@ -68,8 +76,8 @@ impl Conflicts {
 }
 
 /// Writes a job's staged rows inside `tx`. `Ok(Err(..))` means the preview
-/// is stale and the caller must roll `tx` back. With `simulated`, the checks
-/// and the change log are made but the table is not touched.
+/// is stale and the caller must roll `tx` back. With `simulated`, the
+/// checks are made but the table is not touched.
 pub async fn commit(
     tx: &mut Tx,
     module: &Module,
@@ -77,56 +85,104 @@ pub async fn commit(
     simulated: bool,
 ) -> anyhow::Result<Result<(), Refused>> {
     tables::lock_for_writing(&mut tx.conn(), module).await?;
-    let provided = rows::provided_columns(&mut tx.conn(), module, &job.id).await?;
+    let stage = staged_rows(tx, module, job).await?;
     let mut conflicts = Conflicts::default();
-    let taken = staged::taken_keys(&mut tx.conn(), module, &job.id, LISTED as i64).await?;
+    let taken = staged::taken_keys(&mut tx.conn(), &stage, LISTED as i64).await?;
     conflicts.add_found(taken, "the key was added to the table since the preview");
-    for action in ["update", "unchanged"] {
-        check_action(tx, module, job, &provided, action, &mut conflicts).await?;
-    }
-    if conflicts.total > 0 {
+    let mut unchanged = Conflicts::default();
+    check(
+        tx,
+        &stage,
+        "unchanged",
+        Image::Values,
+        SINCE_PREVIEW,
+        &mut unchanged,
+    )
+    .await?;
+    if conflicts.total > 0 || unchanged.total > 0 || simulated {
+        // Refused (or nothing to write): the updates are checked on their
+        // own, so that the refusal lists them all, before unchanged rows.
+        stale_updates(tx, &stage, &mut conflicts).await?;
+        conflicts.extend(unchanged);
         return Ok(conflicts.into_result());
     }
-    for seqs in Seqs::all(job.counts.rows) {
-        // The before-image is read before the update writes over it.
-        staged::log_updates(&mut tx.conn(), module, &job.id, &provided, seqs).await?;
-        if !simulated {
-            staged::update(&mut tx.conn(), module, &job.id, &provided, seqs).await?;
+    if !update_checked(tx, &stage, job).await? {
+        stale_updates(tx, &stage, &mut conflicts).await?;
+        if conflicts.total > 0 {
+            return Ok(conflicts.into_result());
+        }
+        // The database saw differences the service does not (a value only
+        // spelled otherwise): nothing changed, so write without the check.
+        for seqs in Seqs::all(tx.conn().dialect(), job.counts.rows) {
+            staged::update(&mut tx.conn(), &stage, seqs, false).await?;
         }
     }
-    if !simulated {
-        staged::insert(&mut tx.conn(), module, &job.id, &provided).await?;
-    }
+    staged::insert(&mut tx.conn(), &stage).await?;
     Ok(Ok(()))
 }
 
-/// Re-checks the rows previewed with `action` (`update` or `unchanged`)
-/// against the table (locked): the database names the rows that differ,
-/// and each is confirmed here with the service's own notion of the same
-/// value (so `12.5` against a stored `12.50` is no conflict).
-async fn check_action(
+/// Lists the previewed updates whose row no longer holds its before-image.
+async fn stale_updates(
     tx: &mut Tx,
-    module: &Module,
-    job: &Job,
-    provided: &[usize],
-    action: &str,
+    stage: &Stage<'_>,
     conflicts: &mut Conflicts,
 ) -> anyhow::Result<()> {
+    check(tx, stage, "update", Image::Before, SINCE_PREVIEW, conflicts).await
+}
+
+/// Checked updates, one range at a time ([`staged::update`]): whether
+/// every staged update was written. If not, the writes are undone.
+async fn update_checked(tx: &mut Tx, stage: &Stage<'_>, job: &Job) -> anyhow::Result<bool> {
+    store::savepoint(&mut tx.conn(), "ig_checked_updates").await?;
+    let mut written = 0;
+    for seqs in Seqs::all(tx.conn().dialect(), job.counts.rows) {
+        written += staged::update(&mut tx.conn(), stage, seqs, true).await?;
+    }
+    if written == job.counts.update as u64 {
+        return Ok(true);
+    }
+    store::rollback_to(&mut tx.conn(), "ig_checked_updates").await?;
+    Ok(false)
+}
+
+/// Where the job's validated rows are (every job at the gate has them).
+async fn staged_rows<'a>(tx: &mut Tx, module: &'a Module, job: &Job) -> anyhow::Result<Stage<'a>> {
+    Stage::of(&mut tx.conn(), module, &job.id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("job {} has no staged rows", job.id))
+}
+
+/// What a conflict says: the row was deleted, or changed, since …
+type Reasons = (&'static str, &'static str);
+const SINCE_PREVIEW: Reasons = (
+    "the row was deleted since the preview",
+    "the row changed since the preview",
+);
+const SINCE_COMMIT: Reasons = (
+    "the row was deleted since the commit",
+    "the row changed since the commit",
+);
+
+/// Re-checks the staged rows with `action` against the table (locked): the
+/// database names the rows that no longer hold `image`, and each is
+/// confirmed here with the service's own notion of the same value (so
+/// `12.5` against a stored `12.50` is no conflict).
+async fn check(
+    tx: &mut Tx,
+    stage: &Stage<'_>,
+    action: &str,
+    image: Image,
+    (deleted, changed): Reasons,
+    conflicts: &mut Conflicts,
+) -> anyhow::Result<()> {
+    let module = stage.module;
     let mut after = -1i64;
     loop {
-        let suspects = staged::suspects(
-            &mut tx.conn(),
-            module,
-            &job.id,
-            action,
-            provided,
-            after,
-            BATCH as i64,
-        )
-        .await?;
+        let suspects =
+            staged::suspects(&mut tx.conn(), stage, action, image, after, BATCH as i64).await?;
         let Some(&last) = suspects.last() else { break };
         after = last;
-        let batch = rows::rows_at(&mut tx.conn(), &job.id, &suspects).await?;
+        let batch = rows::rows_at(&mut tx.conn(), stage, &suspects).await?;
         let current = current_rows(
             &mut tx.conn(),
             module,
@@ -135,15 +191,14 @@ async fn check_action(
         .await?;
         for row in &batch {
             let nkey = row.nkey.as_deref().unwrap_or("[]");
-            let seen = if row.action == "update" {
-                row.before.as_ref()
-            } else {
-                Some(&row.vals)
+            let seen = match image {
+                Image::Values => Some(&row.vals),
+                Image::Before => row.before.as_ref(),
             };
             match current.get(nkey) {
-                None => conflicts.add(row.row_no, nkey, "the row was deleted since the preview"),
+                None => conflicts.add(row.row_no, nkey, deleted),
                 Some(cur) if !matches_now(module, cur, seen) => {
-                    conflicts.add(row.row_no, nkey, "the row changed since the preview")
+                    conflicts.add(row.row_no, nkey, changed)
                 }
                 Some(_) => {}
             }
@@ -152,7 +207,7 @@ async fn check_action(
     Ok(())
 }
 
-/// Undoes a committed job inside `tx`: deletes what it inserted, restores
+/// Undoes a committed job inside `tx`: deletes what it inserted, puts back
 /// what it updated. `Ok(Err(..))` lists rows changed since the commit; the
 /// caller must then roll `tx` back.
 pub async fn rollback(
@@ -166,73 +221,41 @@ pub async fn rollback(
         return Ok(Ok(()));
     }
     tables::lock_for_writing(&mut tx.conn(), module).await?;
-    let provided = rows::provided_columns(&mut tx.conn(), module, &job.id).await?;
-    let mut conflicts = Conflicts::default();
-    check_updated(tx, module, job, &mut conflicts).await?;
+    let stage = staged_rows(tx, module, job).await?;
+    // Every updated row must still hold what the commit wrote.
+    let mut updated = Conflicts::default();
+    check(
+        tx,
+        &stage,
+        "update",
+        Image::Values,
+        SINCE_COMMIT,
+        &mut updated,
+    )
+    .await?;
     // The inserted rows are checked by deleting those that still hold what
     // was inserted (one pass, not a check and then a delete); if any row
     // was not deleted, the deletes are undone and the conflicts listed.
     store::savepoint(&mut tx.conn(), "ig_undo_inserts").await?;
     let mut deleted = 0;
-    for seqs in Seqs::all(job.counts.rows) {
-        deleted +=
-            staged::delete_inserted(&mut tx.conn(), module, &job.id, &provided, seqs).await?;
+    for seqs in Seqs::all(tx.conn().dialect(), job.counts.rows) {
+        deleted += staged::delete_inserted(&mut tx.conn(), &stage, seqs).await?;
     }
+    let mut conflicts = Conflicts::default();
     if deleted != job.counts.insert as u64 {
         store::rollback_to(&mut tx.conn(), "ig_undo_inserts").await?;
-        let changed =
-            staged::changed_inserts(&mut tx.conn(), module, &job.id, &provided, LISTED as i64)
-                .await?;
-        let mut first = Conflicts::default();
-        first.add_found(changed, "the row was changed or deleted since the commit");
-        // Inserted rows first, then updated rows, each in file order.
-        first.listed.extend(conflicts.listed);
-        first.listed.truncate(LISTED);
-        first.total += conflicts.total;
-        conflicts = first;
+        let changed = staged::changed_inserts(&mut tx.conn(), &stage, LISTED as i64).await?;
+        conflicts.add_found(changed, "the row was changed or deleted since the commit");
     }
+    // Inserted rows first, then updated rows, each in file order.
+    conflicts.extend(updated);
     if conflicts.total > 0 {
         return Ok(conflicts.into_result());
     }
-    for seqs in Seqs::all(job.counts.rows) {
-        staged::restore_updated(&mut tx.conn(), module, &job.id, seqs).await?;
+    for seqs in Seqs::all(tx.conn().dialect(), job.counts.rows) {
+        staged::restore_updated(&mut tx.conn(), &stage, seqs).await?;
     }
     Ok(Ok(()))
-}
-
-/// Re-checks that every row the commit updated still holds its
-/// after-image: suspects from the database, confirmed as in [`check_action`].
-async fn check_updated(
-    tx: &mut Tx,
-    module: &Module,
-    job: &Job,
-    conflicts: &mut Conflicts,
-) -> anyhow::Result<()> {
-    let mut after = -1i64;
-    loop {
-        let suspects =
-            staged::changed_updates(&mut tx.conn(), module, &job.id, after, BATCH as i64).await?;
-        let Some(&last) = suspects.last() else { break };
-        after = last;
-        let batch = rows::changes_at(&mut tx.conn(), &job.id, &suspects).await?;
-        let current = current_rows(
-            &mut tx.conn(),
-            module,
-            batch.iter().map(|c| c.nkey.as_str()),
-        )
-        .await?;
-        for ch in &batch {
-            let after_row: Map<String, Json> = serde_json::from_str(&ch.after)?;
-            match current.get(&ch.nkey) {
-                None => conflicts.add(ch.row_no, &ch.nkey, "the row was deleted since the commit"),
-                Some(cur) if !same_row(&cur.values, &row_from_json(module, &after_row)) => {
-                    conflicts.add(ch.row_no, &ch.nkey, "the row changed since the commit")
-                }
-                Some(_) => {}
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The table's rows for these natural keys (the table is locked, see
@@ -257,8 +280,4 @@ fn matches_now(module: &Module, cur: &TableRow, seen: Option<&Map<String, Json>>
             ),
             None => false,
         })
-}
-
-fn same_row(a: &[Option<Value>], b: &[Option<Value>]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Value::same(x, y))
 }

@@ -256,7 +256,7 @@ async fn render_detail(
     };
     let last_page = ((total_for(action) - 1).max(0) / PAGE) * PAGE;
     let offset = q.offset.unwrap_or(0).clamp(0, last_page);
-    let (total, rows) = preview_page(app, &job.id, action, offset, PAGE).await?;
+    let (total, rows) = preview_page(app, &job, action, offset, PAGE).await?;
     let names = people(app).await?;
     let people = People(&names);
     let mut c = app.db.acquire().await?;

@@ -22,6 +22,7 @@ use crate::app::App;
 use crate::ledger::gate::{self, Refusal};
 use crate::ledger::job::People;
 use crate::ledger::{Decision, Gate, Job, Move, State as JobState};
+use crate::store::stage::Stage;
 use crate::store::{self, jobs::MoveBy, rows};
 use crate::validate::RowError;
 
@@ -212,7 +213,7 @@ async fn preview(
     };
     let offset = number(&q, "offset", 0, i64::MAX)?;
     let limit = number(&q, "limit", 100, 1000)?.max(1);
-    let (total, page) = preview_page(&app, &job.id, action, offset, limit).await?;
+    let (total, page) = preview_page(&app, &job, action, offset, limit).await?;
     let rows = page
         .into_iter()
         .map(|p| super::views::PreviewRow {
@@ -241,13 +242,23 @@ pub struct PreviewRow {
 /// from the database page by page: never the whole job.
 pub async fn preview_page(
     app: &App,
-    job_id: &str,
+    job: &Job,
     action: Option<&str>,
     offset: i64,
     limit: i64,
 ) -> ApiResult<(i64, Vec<PreviewRow>)> {
+    let job_id = job.id.as_str();
     let mut c = app.db.acquire().await?;
-    let (total, page) = rows::page(&mut c.conn(), job_id, action, offset, limit).await?;
+    // A job never validated, or of a module the catalog no longer has,
+    // has no rows to show.
+    let stage = match app.catalog.get(&job.module) {
+        Some(module) => Stage::of(&mut c.conn(), module, job_id).await?,
+        None => None,
+    };
+    let Some(stage) = stage else {
+        return Ok((0, vec![]));
+    };
+    let (total, page) = rows::page(&mut c.conn(), &stage, action, offset, limit).await?;
     let mut by_seq: HashMap<i64, Vec<RowError>> = HashMap::new();
     if let (Some(first), Some(last)) = (page.first(), page.last()) {
         for (seq, e) in rows::errors_of(&mut c.conn(), job_id, first.seq, last.seq).await? {

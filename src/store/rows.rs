@@ -1,12 +1,15 @@
-//! The rows of a job as validation left them (the preview), their errors,
-//! and the change log a commit writes for its rollback.
+//! The rows of a job as validation left them (the preview), and their
+//! errors. The rows live in their module's stage table (see
+//! [`super::stage`]); errors in `ig_job_errors`, by job id.
 
 use sqlx::Row;
 
-use super::{Conn, Result, json_col};
+use super::stage::Stage;
+use super::values::{BindValue, DecodeValue};
+use super::{Conn, Dialect, Result, json_col};
 use crate::ledger::Counts;
 use crate::on_conn;
-use crate::validate::RowError;
+use crate::validate::{RowError, Value};
 
 /// Rows per multi-row statement: well under both databases' parameter limits.
 pub const BATCH: usize = 500;
@@ -21,11 +24,25 @@ pub struct StagedRow {
     pub action: &'static str,
     /// The natural key as canonical JSON, when every key cell is valid.
     pub nkey: Option<String>,
-    /// The row's values, JSON object text.
-    pub vals: String,
-    /// For updates: the target's current values of the provided columns.
-    pub before: Option<String>,
+    /// The values of the provided columns, in the stage's order; none for
+    /// a row with errors, which is staged as `vals` instead.
+    pub values: Vec<Option<Value>>,
+    /// Rows with errors: the row as the preview shows it, JSON object text
+    /// (failed cells carry their raw text).
+    pub vals: Option<String>,
+    /// For updates: the target's current values of the provided columns,
+    /// in the stage's order.
+    pub before: Option<Vec<Option<Value>>>,
     pub errors: Vec<RowError>,
+}
+
+impl StagedRow {
+    /// The value, then the before-image, of the provided column `k`.
+    fn typed(&self, k: usize) -> (Option<&Value>, Option<&Value>) {
+        let value = self.values.get(k).and_then(Option::as_ref);
+        let before = self.before.as_ref().and_then(|b| b.get(k)?.as_ref());
+        (value, before)
+    }
 }
 
 /// A staged row read back.
@@ -35,35 +52,42 @@ pub struct StoredRow {
     pub row_no: i64,
     pub action: String,
     pub nkey: Option<String>,
+    /// The provided columns' values by name, as the API shows them.
     pub vals: serde_json::Map<String, serde_json::Value>,
     pub before: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
-/// Forgets what an earlier, interrupted run of the job staged.
-pub async fn clear(conn: &mut Conn<'_>, job_id: &str) -> Result<()> {
-    for table in ["ig_job_rows", "ig_job_errors", "ig_job_changes"] {
-        let sql = format!("DELETE FROM {table} WHERE job_id = $1");
-        on_conn!(conn, c => sqlx::query(&sql).bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;
-    }
-    Ok(())
-}
-
 /// Stores a batch of rows and their errors. On PostgreSQL with `COPY`,
 /// the database's bulk loader.
-pub async fn insert_batch(conn: &mut Conn<'_>, job_id: &str, rows: &[StagedRow]) -> Result<()> {
+pub async fn insert_batch(
+    conn: &mut Conn<'_>,
+    stage: &Stage<'_>,
+    job_id: &str,
+    rows: &[StagedRow],
+) -> Result<()> {
     if let Conn::Postgres(c) = conn {
-        return copy_batch(c, job_id, rows).await;
+        return copy_batch(c, stage, job_id, rows).await;
     }
-    for part in rows.chunks(BATCH) {
+    let width = 6 + 2 * stage.provided.len();
+    let per_statement = (30_000 / width).clamp(1, BATCH);
+    for part in rows.chunks(per_statement) {
         let sql = format!(
-            "INSERT INTO ig_job_rows (job_id, seq, row_no, action, nkey, vals, before) VALUES {}",
-            super::tuples(conn.dialect(), part.len(), 7)
+            "INSERT INTO {} (job, seq, row_no, action, nkey, vals{}) VALUES {}",
+            stage.table(),
+            stage.provided_list(),
+            super::tuples(Dialect::Sqlite, part.len(), width)
         );
         on_conn!(conn, c => {
             let mut q = sqlx::query(&sql);
             for r in part {
-                q = q.bind(job_id).bind(r.seq).bind(r.row_no).bind(r.action).bind(&r.nkey)
-                    .bind(&r.vals).bind(&r.before);
+                q = q.bind(stage.job).bind(r.seq).bind(r.row_no).bind(r.action).bind(&r.nkey)
+                    .bind(&r.vals);
+                for (k, &i) in stage.provided.iter().enumerate() {
+                    q = q.bind_value(r.typed(k).0, stage.module.columns[i].ty);
+                }
+                for (k, &i) in stage.provided.iter().enumerate() {
+                    q = q.bind_value(r.typed(k).1, stage.module.columns[i].ty);
+                }
             }
             q.execute(c).await?.rows_affected()
         });
@@ -80,29 +104,39 @@ pub async fn insert_batch(conn: &mut Conn<'_>, job_id: &str, rows: &[StagedRow])
     insert_errors(conn, job_id, &errors).await
 }
 
-/// `COPY … FROM STDIN` in text format: the rows, then their errors.
-async fn copy_batch(c: &mut sqlx::PgConnection, job_id: &str, rows: &[StagedRow]) -> Result<()> {
+/// `COPY … FROM STDIN` in text format: the rows, then their errors. Typed
+/// values go as their canonical text, which PostgreSQL reads back exactly.
+async fn copy_batch(
+    c: &mut sqlx::PgConnection,
+    stage: &Stage<'_>,
+    job_id: &str,
+    rows: &[StagedRow],
+) -> Result<()> {
     let mut data = Vec::with_capacity(rows.len() * 256);
+    let job = stage.job.to_string();
     for r in rows {
         let (seq, row_no) = (r.seq.to_string(), r.row_no.to_string());
-        copy_line(
-            &mut data,
-            &[
-                Some(job_id),
-                Some(&seq),
-                Some(&row_no),
-                Some(r.action),
-                r.nkey.as_deref(),
-                Some(&r.vals),
-                r.before.as_deref(),
-            ],
-        );
+        let provided = 0..stage.provided.len();
+        let values = provided.clone().map(|k| r.typed(k).0.map(Value::to_text));
+        let before = provided.map(|k| r.typed(k).1.map(Value::to_text));
+        let typed: Vec<Option<String>> = values.chain(before).collect();
+        let mut fields = vec![
+            Some(job.as_str()),
+            Some(&seq),
+            Some(&row_no),
+            Some(r.action),
+            r.nkey.as_deref(),
+            r.vals.as_deref(),
+        ];
+        fields.extend(typed.iter().map(Option::as_deref));
+        copy_line(&mut data, &fields);
     }
-    let mut copy = c
-        .copy_in_raw(
-            "COPY ig_job_rows (job_id, seq, row_no, action, nkey, vals, before) FROM STDIN",
-        )
-        .await?;
+    let sql = format!(
+        "COPY {} (job, seq, row_no, action, nkey, vals{}) FROM STDIN",
+        stage.table(),
+        stage.provided_list()
+    );
+    let mut copy = c.copy_in_raw(&sql).await?;
     copy.send(data).await?;
     copy.finish().await?;
     let mut data = Vec::new();
@@ -194,15 +228,34 @@ pub struct Duplicate {
 
 /// Rows that repeat an earlier row's natural key (the first one stays).
 /// Done in the database so memory does not grow with the file.
-pub async fn duplicates(conn: &mut Conn<'_>, job_id: &str) -> Result<Vec<Duplicate>> {
+///
+/// Two statements whose plans do not depend on the table's statistics,
+/// which never know the newest job (its number is past the histogram, so
+/// the planner takes it for a job of one row): an aggregate says whether
+/// any key repeats (one pass; the usual answer is no), and only then one
+/// sort by key names the repeats. A single join of the rows with their
+/// aggregate was planned as a nested loop over that "one row", and ran for
+/// twenty minutes on a 1M-row job.
+pub async fn duplicates(conn: &mut Conn<'_>, stage: &Stage<'_>) -> Result<Vec<Duplicate>> {
+    let t = stage.table();
+    let repeated = format!(
+        "SELECT COUNT(*) FROM (SELECT nkey FROM {t} WHERE job = $1 AND nkey IS NOT NULL \
+         GROUP BY nkey HAVING COUNT(*) > 1) d"
+    );
+    let repeated: i64 =
+        on_conn!(conn, c => sqlx::query_scalar(&repeated).bind(stage.job).fetch_one(c).await)?;
+    if repeated == 0 {
+        return Ok(vec![]);
+    }
+    let sql = format!(
+        "SELECT seq, row_no, nkey, first_row FROM (\
+           SELECT seq, row_no, nkey, MIN(row_no) OVER (PARTITION BY nkey) AS first_row, \
+                  ROW_NUMBER() OVER (PARTITION BY nkey ORDER BY seq) AS n \
+           FROM {t} WHERE job = $1 AND nkey IS NOT NULL) d \
+         WHERE n > 1 ORDER BY seq"
+    );
     on_conn!(conn, c => {
-        let rows = sqlx::query(
-            "SELECT r.seq, r.row_no, r.nkey, f.first_row FROM ig_job_rows r \
-             JOIN (SELECT nkey, MIN(seq) AS first_seq, MIN(row_no) AS first_row FROM ig_job_rows \
-                   WHERE job_id = $1 AND nkey IS NOT NULL GROUP BY nkey HAVING COUNT(*) > 1) f \
-               ON r.nkey = f.nkey \
-             WHERE r.job_id = $1 AND r.seq > f.first_seq ORDER BY r.seq")
-            .bind(job_id).fetch_all(c).await?;
+        let rows = sqlx::query(&sql).bind(stage.job).fetch_all(c).await?;
         rows.iter().map(|r| Ok(Duplicate {
             seq: r.try_get("seq")?,
             row_no: r.try_get("row_no")?,
@@ -215,6 +268,7 @@ pub async fn duplicates(conn: &mut Conn<'_>, job_id: &str) -> Result<Vec<Duplica
 /// Turns a staged row into an error row and records why.
 pub async fn mark_error(
     conn: &mut Conn<'_>,
+    stage: &Stage<'_>,
     job_id: &str,
     seq: i64,
     error: &RowError,
@@ -222,17 +276,23 @@ pub async fn mark_error(
     let n: i64 = on_conn!(conn, c => sqlx::query_scalar(
         "SELECT COUNT(*) FROM ig_job_errors WHERE job_id = $1 AND seq = $2")
         .bind(job_id).bind(seq).fetch_one(c).await)?;
-    on_conn!(conn, c => sqlx::query(
-        "UPDATE ig_job_rows SET action = 'error', before = NULL WHERE job_id = $1 AND seq = $2")
-        .bind(job_id).bind(seq).execute(c).await.map(|r| r.rows_affected()))?;
+    let sql = format!(
+        "UPDATE {} SET action = 'error' WHERE job = $1 AND seq = $2",
+        stage.table()
+    );
+    on_conn!(conn, c => sqlx::query(&sql)
+        .bind(stage.job).bind(seq).execute(c).await.map(|r| r.rows_affected()))?;
     insert_errors(conn, job_id, &[(seq, n, error)]).await
 }
 
 /// Counts of a job's staged rows by action.
-pub async fn counts(conn: &mut Conn<'_>, job_id: &str) -> Result<Counts> {
-    let by_action: Vec<(String, i64)> = on_conn!(conn, c => sqlx::query_as(
-        "SELECT action, COUNT(*) FROM ig_job_rows WHERE job_id = $1 GROUP BY action")
-        .bind(job_id).fetch_all(c).await)?;
+pub async fn counts(conn: &mut Conn<'_>, stage: &Stage<'_>) -> Result<Counts> {
+    let sql = format!(
+        "SELECT action, COUNT(*) FROM {} WHERE job = $1 GROUP BY action",
+        stage.table()
+    );
+    let by_action: Vec<(String, i64)> =
+        on_conn!(conn, c => sqlx::query_as(&sql).bind(stage.job).fetch_all(c).await)?;
     let mut counts = Counts::default();
     for (action, n) in by_action {
         counts.rows += n;
@@ -247,21 +307,53 @@ pub async fn counts(conn: &mut Conn<'_>, job_id: &str) -> Result<Counts> {
     Ok(counts)
 }
 
-fn stored<R: Row>(r: &R) -> Result<StoredRow>
+/// `SELECT` of staged rows as [`stored`] reads them: the row's own
+/// columns, then the provided columns' typed values and before-images.
+fn select(stage: &Stage<'_>) -> String {
+    format!(
+        "SELECT seq, row_no, action, nkey, vals{} FROM {}",
+        stage.provided_list(),
+        stage.table()
+    )
+}
+
+/// Reads a row of [`select`]. A row with errors shows what it staged as
+/// `vals`; any other row its typed values, as the API writes values; an
+/// update also its before-image.
+fn stored<R>(stage: &Stage<'_>, r: &R) -> Result<StoredRow>
 where
+    R: Row + DecodeValue,
     for<'a> String: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
     for<'a> i64: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
     for<'a> &'a str: sqlx::ColumnIndex<R>,
 {
-    let vals: String = r.try_get("vals")?;
-    let before: Option<String> = r.try_get("before")?;
+    let vals: Option<String> = r.try_get("vals")?;
+    let action: String = r.try_get("action")?;
+    // The typed columns follow the row's own five (see `select`).
+    let image = |from: usize| -> serde_json::Map<String, serde_json::Value> {
+        (stage.provided.iter().enumerate())
+            .map(|(k, &i)| {
+                let column = &stage.module.columns[i];
+                let value = r.value(from + k, column.ty);
+                let json = value
+                    .as_ref()
+                    .map_or(serde_json::Value::Null, Value::to_json);
+                (column.name.clone(), json)
+            })
+            .collect()
+    };
+    let vals = match vals {
+        Some(v) => json_col(&v, "vals")?,
+        None => image(5),
+    };
+    let before = (action == "update").then(|| image(5 + stage.provided.len()));
     Ok(StoredRow {
         seq: r.try_get("seq")?,
         row_no: r.try_get("row_no")?,
-        action: r.try_get("action")?,
+        action,
         nkey: r.try_get("nkey")?,
-        vals: json_col(&vals, "vals")?,
-        before: before.map(|b| json_col(&b, "before")).transpose()?,
+        vals,
+        before,
     })
 }
 
@@ -271,41 +363,42 @@ where
 /// so without a filter the page starts at `seq = offset` and the total is
 /// the last seq + 1: two index probes, whatever the offset. With a filter
 /// the page's first row is found by counting entries of the
-/// `(job_id, action, seq)` index alone, and only the page's rows are read
+/// `(job, action, seq)` index alone, and only the page's rows are read
 /// whole.
 pub async fn page(
     conn: &mut Conn<'_>,
-    job_id: &str,
+    stage: &Stage<'_>,
     action: Option<&str>,
     offset: i64,
     limit: i64,
 ) -> Result<(i64, Vec<StoredRow>)> {
-    const COLUMNS: &str = "SELECT seq, row_no, action, nkey, vals, before FROM ig_job_rows";
+    let (t, columns) = (stage.table(), select(stage));
     on_conn!(conn, c => {
         let (total, rows) = match action {
             None => {
                 let last: Option<i64> = sqlx::query_scalar(
-                    "SELECT MAX(seq) FROM ig_job_rows WHERE job_id = $1")
-                    .bind(job_id).fetch_one(&mut *c).await?;
+                    &format!("SELECT MAX(seq) FROM {t} WHERE job = $1"))
+                    .bind(stage.job).fetch_one(&mut *c).await?;
                 let rows = sqlx::query(&format!(
-                    "{COLUMNS} WHERE job_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3"))
-                    .bind(job_id).bind(offset).bind(limit).fetch_all(&mut *c).await?;
+                    "{columns} WHERE job = $1 AND seq >= $2 ORDER BY seq LIMIT $3"))
+                    .bind(stage.job).bind(offset).bind(limit).fetch_all(&mut *c).await?;
                 (last.map_or(0, |l| l + 1), rows)
             }
             Some(a) => {
-                let total: i64 = sqlx::query_scalar(
-                    "SELECT COUNT(*) FROM ig_job_rows WHERE job_id = $1 AND action = $2")
-                    .bind(job_id).bind(a).fetch_one(&mut *c).await?;
+                let total: i64 = sqlx::query_scalar(&format!(
+                    "SELECT COUNT(*) FROM {t} WHERE job = $1 AND action = $2"))
+                    .bind(stage.job).bind(a).fetch_one(&mut *c).await?;
                 let rows = sqlx::query(&format!(
-                    "{COLUMNS} WHERE job_id = $1 AND action = $2 AND seq >= (\
-                       SELECT seq FROM ig_job_rows WHERE job_id = $1 AND action = $2 \
-                       ORDER BY seq LIMIT 1 OFFSET $4) \
-                     ORDER BY seq LIMIT $3"))
-                    .bind(job_id).bind(a).bind(limit).bind(offset).fetch_all(&mut *c).await?;
+                    "{columns} WHERE job = $1 AND action = $2 AND seq >= (\
+                       SELECT seq FROM {t} WHERE job = $3 AND action = $4 \
+                       ORDER BY seq LIMIT 1 OFFSET $5) \
+                     ORDER BY seq LIMIT $6"))
+                    .bind(stage.job).bind(a).bind(stage.job).bind(a).bind(offset).bind(limit)
+                    .fetch_all(&mut *c).await?;
                 (total, rows)
             }
         };
-        let rows = rows.iter().map(stored).collect::<Result<Vec<_>>>()?;
+        let rows = rows.iter().map(|r| stored(stage, r)).collect::<Result<Vec<_>>>()?;
         Ok((total, rows))
     })
 }
@@ -368,69 +461,22 @@ fn seq_list(seqs: &[i64]) -> String {
 }
 
 /// The staged rows with these sequence numbers (a commit's suspects).
-pub async fn rows_at(conn: &mut Conn<'_>, job_id: &str, seqs: &[i64]) -> Result<Vec<StoredRow>> {
-    if seqs.is_empty() {
-        return Ok(vec![]);
-    }
-    let sql = format!(
-        "SELECT seq, row_no, action, nkey, vals, before FROM ig_job_rows \
-         WHERE job_id = $1 AND {} ORDER BY seq",
-        seq_list(seqs)
-    );
-    on_conn!(conn, c => {
-        let rows = sqlx::query(&sql).bind(job_id).fetch_all(c).await?;
-        rows.iter().map(stored).collect()
-    })
-}
-
-/// The catalog columns the job's file gave (the keys of a staged row).
-pub async fn provided_columns(
+pub async fn rows_at(
     conn: &mut Conn<'_>,
-    module: &crate::catalog::Module,
-    job_id: &str,
-) -> Result<Vec<usize>> {
-    let vals: Option<String> = on_conn!(conn, c => sqlx::query_scalar(
-        "SELECT vals FROM ig_job_rows WHERE job_id = $1 ORDER BY seq LIMIT 1")
-        .bind(job_id).fetch_optional(c).await)?;
-    let Some(vals) = vals else { return Ok(vec![]) };
-    let obj: serde_json::Map<String, serde_json::Value> = json_col(&vals, "vals")?;
-    Ok(module
-        .columns
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| obj.contains_key(&c.name))
-        .map(|(i, _)| i)
-        .collect())
-}
-
-/// One update a commit made, logged so a rollback can undo exactly it
-/// (written by `staged::log_updates`).
-#[derive(Debug, Clone)]
-pub struct Change {
-    pub seq: i64,
-    pub row_no: i64,
-    pub nkey: String,
-    /// The whole target row after, JSON object.
-    pub after: String,
-}
-
-/// The logged changes with these sequence numbers (a rollback's suspects).
-pub async fn changes_at(conn: &mut Conn<'_>, job_id: &str, seqs: &[i64]) -> Result<Vec<Change>> {
+    stage: &Stage<'_>,
+    seqs: &[i64],
+) -> Result<Vec<StoredRow>> {
     if seqs.is_empty() {
         return Ok(vec![]);
     }
     let sql = format!(
-        "SELECT seq, row_no, nkey, after FROM ig_job_changes WHERE job_id = $1 AND {} ORDER BY seq",
+        "{} WHERE job = $1 AND {} ORDER BY seq",
+        select(stage),
         seq_list(seqs)
     );
     on_conn!(conn, c => {
-        let rows = sqlx::query(&sql).bind(job_id).fetch_all(c).await?;
-        rows.iter().map(|r| Ok(Change {
-            seq: r.try_get("seq")?,
-            row_no: r.try_get("row_no")?,
-            nkey: r.try_get("nkey")?,
-            after: r.try_get("after")?,
-        })).collect()
+        let rows = sqlx::query(&sql).bind(stage.job).fetch_all(c).await?;
+        rows.iter().map(|r| stored(stage, r)).collect()
     })
 }
 

@@ -154,6 +154,24 @@ CREATE TABLE ig_idempotency (
     PRIMARY KEY (key_id, idem_key)
 );
 "#,
+    // 4: typed stage tables, one per module (created with the module
+    // tables, see `stage`): jobs get a stage number and the list of the
+    // columns their file gave. Existing jobs are numbered here; their rows
+    // move out of ig_job_rows in `adopt_job_rows`. The change log goes: a
+    // rollback restores the before-images staged with the rows.
+    r#"
+CREATE TABLE ig_counters (
+    name        TEXT PRIMARY KEY,
+    value       BIGINT NOT NULL
+);
+ALTER TABLE ig_jobs ADD COLUMN stage BIGINT;
+ALTER TABLE ig_jobs ADD COLUMN columns TEXT;
+UPDATE ig_jobs SET stage = numbered.n
+    FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS n FROM ig_jobs) AS numbered
+    WHERE ig_jobs.id = numbered.id;
+INSERT INTO ig_counters (name, value) SELECT 'stage', COALESCE(MAX(stage), 0) FROM ig_jobs;
+DROP TABLE ig_job_changes;
+"#,
 ];
 
 fn fill(sql: &str, dialect: Dialect) -> String {
@@ -168,7 +186,7 @@ fn fill(sql: &str, dialect: Dialect) -> String {
 /// The SQL type of a module column in each dialect. SQLite keeps `numeric`
 /// as canonical decimal text: its own NUMERIC affinity would turn `0.1` into
 /// a float and lose digits.
-fn sql_type(ty: ColumnType, dialect: Dialect) -> &'static str {
+pub(super) fn sql_type(ty: ColumnType, dialect: Dialect) -> &'static str {
     match (dialect, ty) {
         (Dialect::Sqlite, ColumnType::Integer | ColumnType::Bigint) => "INTEGER",
         (Dialect::Sqlite, ColumnType::Boolean) => "BOOLEAN",
@@ -254,34 +272,54 @@ pub(super) async fn migrate(db: &Db, catalog: &Catalog) -> Result<()> {
             }
         }
         for module in catalog.modules() {
-            let create = create_table_sql(module, dialect);
-            on_conn!(&mut conn, c => sqlx::query(&create).execute(c).await.map(|r| r.rows_affected()))?;
-            add_missing_columns(&mut conn, module).await?;
-            let index = natural_key_index_sql(module);
-            on_conn!(&mut conn, c => sqlx::query(&index).execute(c).await.map(|r| r.rows_affected()))?;
+            let mut ddl = vec![
+                create_table_sql(module, dialect),
+                natural_key_index_sql(module),
+            ];
+            ddl.extend(super::stage::create_sql(module, dialect));
+            for sql in ddl {
+                on_conn!(&mut conn, c => sqlx::query(&sql).execute(c).await.map(|r| r.rows_affected()))?;
+            }
+            // Columns a newer catalog added, to the table and its stage.
+            let named = |prefix: &str| -> Vec<_> {
+                let columns = module.columns.iter();
+                columns
+                    .map(|c| (format!("{prefix}{}", c.name), c.ty))
+                    .collect()
+            };
+            add_missing_columns(&mut conn, &module.table, &named("")).await?;
+            let stage_name = format!("ig_stage_{}", module.key);
+            for prefix in [super::stage::VALUE, super::stage::BEFORE] {
+                add_missing_columns(&mut conn, &stage_name, &named(prefix)).await?;
+            }
         }
+        super::staged::adopt_job_rows(&mut conn, catalog).await?;
     }
     tx.commit().await
 }
 
 /// Columns a newer catalog added to an existing table, added nullable.
-async fn add_missing_columns(conn: &mut super::Conn<'_>, module: &Module) -> Result<()> {
+async fn add_missing_columns(
+    conn: &mut super::Conn<'_>,
+    table: &str,
+    columns: &[(String, ColumnType)],
+) -> Result<()> {
     let dialect = conn.dialect();
     let existing: Vec<String> = match dialect {
         Dialect::Sqlite => {
-            on_conn!(conn, c => sqlx::query_scalar("SELECT name FROM pragma_table_info($1)").bind(&module.table).fetch_all(c).await)?
+            on_conn!(conn, c => sqlx::query_scalar("SELECT name FROM pragma_table_info($1)").bind(table).fetch_all(c).await)?
         }
         Dialect::Postgres => on_conn!(conn, c => sqlx::query_scalar(
             "SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1")
-            .bind(&module.table).fetch_all(c).await)?,
+            .bind(table).fetch_all(c).await)?,
     };
-    for col in &module.columns {
-        if !existing.iter().any(|e| e == &col.name) {
+    for (name, ty) in columns {
+        if !existing.iter().any(|e| e == name) {
             let sql = format!(
                 "ALTER TABLE {} ADD COLUMN {} {}",
-                ident(&module.table),
-                ident(&col.name),
-                sql_type(col.ty, dialect)
+                ident(table),
+                ident(name),
+                sql_type(*ty, dialect)
             );
             on_conn!(conn, c => sqlx::query(&sql).execute(c).await.map(|r| r.rows_affected()))?;
         }

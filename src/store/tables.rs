@@ -20,23 +20,6 @@ pub struct TableRow {
     pub values: Vec<Option<Value>>,
 }
 
-impl TableRow {
-    /// The whole row as a JSON object (for the change log).
-    pub fn to_json(&self, module: &Module) -> Map<String, Json> {
-        module
-            .columns
-            .iter()
-            .zip(&self.values)
-            .map(|(c, v)| {
-                (
-                    c.name.clone(),
-                    v.as_ref().map(Value::to_json).unwrap_or(Json::Null),
-                )
-            })
-            .collect()
-    }
-}
-
 /// The canonical text of a natural key, as validation computes it.
 pub fn key_text(module: &Module, values: &[Option<Value>]) -> String {
     let parts: Option<Vec<Value>> = module
@@ -163,7 +146,7 @@ pub async fn insert(
     Ok(())
 }
 
-/// Reads a whole row back from the change log's JSON object.
+/// A whole row from a JSON object of its columns (the demo's seed rows).
 pub fn row_from_json(module: &Module, obj: &Map<String, Json>) -> Vec<Option<Value>> {
     module
         .columns

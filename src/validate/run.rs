@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value as Json, json};
+use serde_json::{Value as Json, json};
 use tokio::sync::mpsc;
 
 use super::{
@@ -19,6 +19,7 @@ use crate::ingest::{self, FileError};
 use crate::ledger::{Counts, Job, Mode};
 use crate::store::blobs::BlobReader;
 use crate::store::rows::{self, StagedRow};
+use crate::store::stage::Stage;
 use crate::store::tables::{self, TableRow};
 use crate::store::{self, Db};
 
@@ -55,7 +56,7 @@ pub async fn validate(
     job: &Job,
     setup: &Setup,
 ) -> anyhow::Result<Outcome> {
-    rows::clear(&mut db.acquire().await?.conn(), &job.id).await?;
+    let mut stage = Stage::begin(&mut db.acquire().await?.conn(), module, &job.id).await?;
     let (tx, mut rx) = mpsc::channel::<Result<Msg, FileError>>(4);
     let reader = {
         let db = db.clone();
@@ -89,47 +90,35 @@ pub async fn validate(
         })
     };
 
-    let mut header = None;
-    let mut seq = 0i64;
-    let mut counts = Counts::default();
-    let mut last_progress = Instant::now();
-    let mut failure = None;
-    while let Some(msg) = rx.recv().await {
-        match msg {
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-            Ok(Msg::Header(h)) => header = Some(h),
-            Ok(Msg::Rows(batch)) => {
-                let Some(h) = header.as_ref() else { continue };
-                let staged = stage(db, module, job.mode, h, batch, &mut seq).await?;
-                tally(&mut counts, &staged);
-                // One transaction a batch: one commit instead of one per statement.
-                let mut tx = db.begin().await?;
-                rows::insert_batch(&mut tx.conn(), &job.id, &staged).await?;
-                tx.commit().await?;
-                if last_progress.elapsed() > Duration::from_millis(500) {
-                    store::jobs::set_counts(&mut db.acquire().await?.conn(), &job.id, &counts)
-                        .await?;
-                    last_progress = Instant::now();
-                }
-            }
+    // The reader sends the header first, or the reason there is none.
+    let header = match rx.recv().await {
+        Some(Ok(Msg::Header(h))) => h,
+        first => {
+            drop(rx);
+            reader.await?;
+            return Ok(Outcome::FileFailure(match first {
+                Some(Err(e)) => e,
+                _ => FileError::new("unreadable", "the file has no header row"),
+            }));
         }
-    }
+    };
+    let provided = header.provided.iter().map(|&(col, _)| col).collect();
+    stage
+        .set_provided(&mut db.acquire().await?.conn(), &job.id, provided)
+        .await?;
+    let (failure, staged) = stage_rows(db, &stage, job, &header, &mut rx).await?;
     drop(rx);
     reader.await?;
     if let Some(e) = failure {
         return Ok(Outcome::FileFailure(e));
     }
-    let Some(header) = header else {
-        return Ok(Outcome::FileFailure(FileError::new(
-            "unreadable",
-            "the file has no header row",
-        )));
-    };
-    mark_duplicates(db, module, &job.id).await?;
-    let counts = rows::counts(&mut db.acquire().await?.conn(), &job.id).await?;
+    if staged >= store::ANALYZE_AFTER_ROWS {
+        // The statistics then know this job's rows, for the checks below
+        // and the commit's plans.
+        store::analyze(&mut db.acquire().await?.conn(), &stage.table()).await?;
+    }
+    mark_duplicates(db, &stage, &job.id).await?;
+    let counts = rows::counts(&mut db.acquire().await?.conn(), &stage).await?;
     if counts.rows == 0 {
         return Ok(Outcome::FileFailure(FileError::new(
             "no_rows",
@@ -145,6 +134,56 @@ pub async fn validate(
         }));
     }
     Ok(Outcome::Checked { counts, warnings })
+}
+
+/// Decides and stores the rows the reader sends, two batches at a time:
+/// while one batch is written (its own transaction), the keys of the next
+/// are looked up in the table. Done one after the other, each side waited
+/// for the other: a 1M-row validation kept one of the two cores busy.
+/// Returns the file's failure, if it has one part-way, and the rows staged.
+async fn stage_rows(
+    db: &Db,
+    stage: &Stage<'_>,
+    job: &Job,
+    header: &HeaderMap,
+    rx: &mut mpsc::Receiver<Result<Msg, FileError>>,
+) -> anyhow::Result<(Option<FileError>, i64)> {
+    let (to_write, mut writes) = mpsc::channel::<Vec<StagedRow>>(2);
+    let decide_all = async move {
+        let mut seq = 0i64;
+        while let Some(msg) = rx.recv().await {
+            let batch = match msg {
+                Err(e) => return Ok((Some(e), seq)),
+                Ok(Msg::Header(_)) => continue,
+                Ok(Msg::Rows(batch)) => batch,
+            };
+            let staged = decide(db, stage.module, job.mode, header, batch, &mut seq).await?;
+            if to_write.send(staged).await.is_err() {
+                // The writer stopped; its error is the one reported.
+                break;
+            }
+        }
+        Ok::<_, anyhow::Error>((None, seq))
+    };
+    let write_all = async {
+        let mut counts = Counts::default();
+        let mut last_progress = Instant::now();
+        while let Some(staged) = writes.recv().await {
+            tally(&mut counts, &staged);
+            // One transaction a batch: one commit instead of one per statement.
+            let mut tx = db.begin().await?;
+            store::relax_durability(&mut tx.conn()).await?;
+            rows::insert_batch(&mut tx.conn(), stage, &job.id, &staged).await?;
+            tx.commit().await?;
+            if last_progress.elapsed() > Duration::from_millis(500) {
+                store::jobs::set_counts(&mut db.acquire().await?.conn(), &job.id, &counts).await?;
+                last_progress = Instant::now();
+            }
+        }
+        Ok::<_, anyhow::Error>(())
+    };
+    let (staged, ()) = tokio::try_join!(decide_all, write_all)?;
+    Ok(staged)
 }
 
 /// The blocking half: parse, match the header, check rows, send batches.
@@ -208,7 +247,7 @@ fn read_file(
 }
 
 /// Decides each row's action against the table and makes it a staged row.
-async fn stage(
+async fn decide(
     db: &Db,
     module: &Module,
     mode: Mode,
@@ -248,9 +287,9 @@ async fn stage(
                 }
                 (_, None) => "insert",
                 (_, Some(cur)) => {
-                    let (changed, old) = compare(module, header, &row, cur);
-                    if changed {
-                        before = Some(Json::Object(old).to_string());
+                    let old = current_values(header, cur);
+                    if changed(&old, &row) {
+                        before = Some(old);
                         "update"
                     } else {
                         "unchanged"
@@ -262,7 +301,9 @@ async fn stage(
             seq: *seq,
             row_no: row.row as i64,
             action,
-            vals: row.values_text(module, header),
+            // Failed cells have no value; the preview shows their text.
+            vals: (!row.raw.is_empty()).then(|| row.values_text(module, header)),
+            values: row.values,
             nkey,
             before,
             errors: row.errors,
@@ -289,27 +330,20 @@ fn key_error(module: &Module, row: &CheckedRow, code: &str, verb: &str, mode: Mo
     }
 }
 
-/// Whether a row changes the target row, and the target's current values
-/// of the row's columns.
-fn compare(
-    module: &Module,
-    header: &HeaderMap,
-    row: &CheckedRow,
-    cur: &TableRow,
-) -> (bool, Map<String, Json>) {
-    let mut changed = false;
-    let mut old = Map::new();
-    for (i, &(col, _)) in header.provided.iter().enumerate() {
-        let now = &cur.values[col];
-        if !Value::same(now, &row.values[i]) {
-            changed = true;
-        }
-        old.insert(
-            module.columns[col].name.clone(),
-            now.as_ref().map(Value::to_json).unwrap_or(Json::Null),
-        );
-    }
-    (changed, old)
+/// The target row's current values of the file's columns, in the
+/// stage's order: an update's before-image.
+fn current_values(header: &HeaderMap, cur: &TableRow) -> Vec<Option<Value>> {
+    (header.provided.iter())
+        .map(|&(col, _)| cur.values[col].clone())
+        .collect()
+}
+
+/// Whether a row would change the target row's values of its columns.
+fn changed(current: &[Option<Value>], row: &CheckedRow) -> bool {
+    current
+        .iter()
+        .zip(&row.values)
+        .any(|(now, new)| !Value::same(now, new))
 }
 
 fn tally(counts: &mut Counts, staged: &[StagedRow]) {
@@ -326,9 +360,10 @@ fn tally(counts: &mut Counts, staged: &[StagedRow]) {
 }
 
 /// Marks every row that repeats an earlier row's natural key.
-async fn mark_duplicates(db: &Db, module: &Module, job_id: &str) -> anyhow::Result<()> {
+async fn mark_duplicates(db: &Db, stage: &Stage<'_>, job_id: &str) -> anyhow::Result<()> {
+    let module = stage.module;
     let mut tx = db.begin().await?;
-    let dups = rows::duplicates(&mut tx.conn(), job_id).await?;
+    let dups = rows::duplicates(&mut tx.conn(), stage).await?;
     for d in dups {
         let error = RowError {
             row: d.row_no as u64,
@@ -342,7 +377,7 @@ async fn mark_duplicates(db: &Db, module: &Module, job_id: &str) -> anyhow::Resu
                 d.first_row
             ),
         };
-        rows::mark_error(&mut tx.conn(), job_id, d.seq, &error).await?;
+        rows::mark_error(&mut tx.conn(), stage, job_id, d.seq, &error).await?;
     }
     tx.commit().await?;
     Ok(())

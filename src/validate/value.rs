@@ -86,8 +86,7 @@ impl Value {
         };
     }
 
-    /// Reads back a value written by [`Value::to_json`] (or by the database,
-    /// see `store::staged`) for a column type.
+    /// Reads back a value written by [`Value::to_json`] for a column type.
     pub fn from_json(ty: ColumnType, json: &Json) -> Option<Option<Value>> {
         if json.is_null() {
             return Some(None);
@@ -97,13 +96,6 @@ impl Value {
             (ColumnType::Integer | ColumnType::Bigint, Json::Number(n)) => Value::Int(n.as_i64()?),
             (ColumnType::Numeric, Json::String(s)) => Value::Decimal(Decimal::from_str(s).ok()?),
             (ColumnType::Boolean, Json::Bool(b)) => Value::Bool(*b),
-            // SQLite keeps booleans as 0/1, and a change log built there
-            // from the stored row says so.
-            (ColumnType::Boolean, Json::Number(n)) => match n.as_i64()? {
-                0 => Value::Bool(false),
-                1 => Value::Bool(true),
-                _ => return None,
-            },
             (ColumnType::Date, Json::String(s)) => {
                 Value::Date(NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?)
             }

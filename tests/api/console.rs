@@ -559,25 +559,25 @@ async fn the_preview_pages_in_the_database_on_a_large_job() {
     // Stage a million rows for the job behind the service's back (what a
     // million-row upload leaves), then page to the end.
     let rows: i64 = 1_000_000;
+    let columns = "(job, seq, row_no, action, nkey, vals, v_customer_name, v_wa_number)";
+    let job = format!("(SELECT stage FROM ig_jobs WHERE id = '{id}')");
     let fill = if std::env::var("IMPORTGATE_TEST_POSTGRES").is_ok_and(|v| !v.is_empty()) {
         format!(
-            "INSERT INTO ig_job_rows (job_id, seq, row_no, action, nkey, vals, before) \
-             SELECT '{id}', s, s + 2, 'insert', NULL, \
-             '{{\"customer_name\":\"Pelanggan ' || s || '\",\"wa_number\":\"08' || s || '\"}}', NULL \
+            "INSERT INTO ig_stage_customers {columns} \
+             SELECT {job}, s, s + 2, 'insert', NULL, NULL, 'Pelanggan ' || s, '08' || s \
              FROM generate_series(3, {rows}) AS s"
         )
     } else {
         format!(
             "WITH RECURSIVE s(n) AS (SELECT 3 UNION ALL SELECT n + 1 FROM s WHERE n < {rows}) \
-             INSERT INTO ig_job_rows (job_id, seq, row_no, action, nkey, vals, before) \
-             SELECT '{id}', n, n + 2, 'insert', NULL, \
-             '{{\"customer_name\":\"Pelanggan ' || n || '\",\"wa_number\":\"08' || n || '\"}}', NULL FROM s"
+             INSERT INTO ig_stage_customers {columns} \
+             SELECT {job}, n, n + 2, 'insert', NULL, NULL, 'Pelanggan ' || n, '08' || n FROM s"
         )
     };
     app.sql(&fill).await;
     // What the database's own statistics job (autovacuum) does after a
     // large insert; without it PostgreSQL plans as if the table were empty.
-    app.sql("ANALYZE ig_job_rows").await;
+    app.sql("ANALYZE ig_stage_customers").await;
     let counts = format!(
         "{{\"rows\":{},\"valid\":{},\"errors\":0,\"insert\":{},\"update\":0,\"unchanged\":0}}",
         rows + 1,

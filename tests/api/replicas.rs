@@ -43,6 +43,10 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// The rows a job has staged (its module: orders).
+const STAGED_ROWS: &str =
+    "SELECT COUNT(*) FROM ig_stage_orders s JOIN ig_jobs j ON j.stage = s.job WHERE j.id = $1";
+
 /// Starts a replica and waits until it answers; returns it and whatever it
 /// printed on stdout (the first admin key, on an empty database).
 async fn start(db: &str, log: &std::path::Path) -> (Replica, String) {
@@ -227,14 +231,7 @@ async fn replicas_finish_the_jobs_of_a_replica_killed_mid_validation_and_mid_com
     // Kill the replica validating the file, once it is part-way through.
     let v = wait_for_holder(&db, &replicas, &id, "validating").await;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while count(
-        &db,
-        "SELECT COUNT(*) FROM ig_job_rows WHERE job_id = $1",
-        Some(&id),
-    )
-    .await
-        == 0
-    {
+    while count(&db, STAGED_ROWS, Some(&id)).await == 0 {
         assert!(Instant::now() < deadline, "validation never started");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -249,15 +246,7 @@ async fn replicas_finish_the_jobs_of_a_replica_killed_mid_validation_and_mid_com
     let job = wait_state(&client, &survivor, &sub, &id, "awaiting_approval").await;
     assert_eq!(job["counts"]["rows"], ROWS as i64);
     assert_eq!(job["counts"]["insert"], ROWS as i64);
-    assert_eq!(
-        count(
-            &db,
-            "SELECT COUNT(*) FROM ig_job_rows WHERE job_id = $1",
-            Some(&id)
-        )
-        .await,
-        ROWS as i64
-    );
+    assert_eq!(count(&db, STAGED_ROWS, Some(&id)).await, ROWS as i64);
 
     // Approve; it commits on whichever replica claims it.
     approve(&client, &survivor, &apr, &id).await;
@@ -287,7 +276,7 @@ async fn replicas_finish_the_jobs_of_a_replica_killed_mid_validation_and_mid_com
     let postgres = url.starts_with("postgres");
     // On PostgreSQL, a lock held here on one row it updates stops the commit
     // at its first write to the table, after it has taken the table and
-    // written its change log: a kill then is certainly mid-transaction. (SQLite has one writer at a time, so there
+    // checked the preview: a kill then is certainly mid-transaction. (SQLite has one writer at a time, so there
     // the replica is killed as soon as it holds the job.)
     let mut blocker = None;
     if postgres {
@@ -318,15 +307,6 @@ async fn replicas_finish_the_jobs_of_a_replica_killed_mid_validation_and_mid_com
         count(&db, "SELECT SUM(qty) FROM uc_sales_orders", None).await,
         sum_before
     );
-    assert_eq!(
-        count(
-            &db,
-            "SELECT COUNT(*) FROM ig_job_changes WHERE job_id = $1",
-            Some(&id)
-        )
-        .await,
-        0
-    );
 
     let last = replicas[0].base.clone();
     let job = wait_state(&client, &last, &sub, &id, "committed").await;
@@ -351,15 +331,6 @@ async fn replicas_finish_the_jobs_of_a_replica_killed_mid_validation_and_mid_com
         count(&db, "SELECT SUM(qty) FROM uc_sales_orders", None).await,
         want,
         "every update applied"
-    );
-    assert_eq!(
-        count(
-            &db,
-            "SELECT COUNT(*) FROM ig_job_changes WHERE job_id = $1",
-            Some(&id)
-        )
-        .await,
-        ROWS as i64
     );
     let events: Value = client
         .get(format!("{last}/api/jobs/{id}/events"))
@@ -504,14 +475,7 @@ async fn sigterm_hands_running_work_back() {
         .to_string();
     let replicas = vec![first];
     wait_for_holder(&db, &replicas, &id, "validating").await;
-    while count(
-        &db,
-        "SELECT COUNT(*) FROM ig_job_rows WHERE job_id = $1",
-        Some(&id),
-    )
-    .await
-        == 0
-    {
+    while count(&db, STAGED_ROWS, Some(&id)).await == 0 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let mut first = replicas.into_iter().next().unwrap();
@@ -535,14 +499,172 @@ async fn sigterm_hands_running_work_back() {
     let (second, _) = start(&url, &dir.path().join("second.log")).await;
     let job = wait_state(&client, &second.base, &sub, &id, "awaiting_approval").await;
     assert_eq!(job["counts"]["rows"], ROWS as i64);
+    assert_eq!(count(&db, STAGED_ROWS, Some(&id)).await, ROWS as i64);
+    db.close().await;
+}
+
+/// Runs statements with text parameters, straight on the database.
+async fn exec(db: &Db, sql: &str, params: &[&str]) {
+    let mut pooled = db.acquire().await.unwrap();
+    let mut conn = pooled.conn();
+    on_conn!(&mut conn, c => {
+        let mut q = sqlx::query(sql);
+        for p in params {
+            q = q.bind(*p);
+        }
+        q.execute(c).await.unwrap().rows_affected()
+    });
+}
+
+/// Uploads a CSV of technicians (upsert mode) and waits for its preview.
+async fn upload_technicians(client: &Client, base: &str, key: &str, csv: &str) -> String {
+    let resp = client
+        .post(format!(
+            "{base}/api/import/technicians?mode=upsert&on_error=skip"
+        ))
+        .header("X-API-Key", key)
+        .header("Content-Type", "text/csv")
+        .body(csv.to_string())
+        .send()
+        .await
+        .unwrap();
+    let id = resp.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_state(client, base, key, &id, "awaiting_approval").await;
+    id
+}
+
+/// The whole preview of a job, as the API shows it.
+async fn preview(client: &Client, base: &str, key: &str, id: &str) -> Value {
+    client
+        .get(format!("{base}/api/jobs/{id}/preview"))
+        .header("X-API-Key", key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// A service upgraded from the release that staged rows as JSON in
+/// `ig_job_rows` moves them into the typed stage tables at its first start:
+/// a job waiting at the gate keeps its preview (updates, unchanged rows,
+/// inserts, a row with a failed cell) and commits and rolls back as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_moves_rows_staged_as_json_into_the_stage_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database(dir.path()).await;
+    let (first, printed) = start(&url, &dir.path().join("first.log")).await;
+    let admin = first_admin_key(&printed);
+    let client = Client::new();
+    let sub = create_key(&client, &first.base, &admin, "Budi Santoso", "submitter").await;
+    let apr = create_key(&client, &first.base, &admin, "Siti Rahayu", "approver").await;
+    let seed = "tech_name,phone,city,rating,active\n\
+Andi,0812000001,Jakarta,4.50,true\n\
+Budi,0812000002,Bandung,3.75,false\n";
+    let seeded = upload_technicians(&client, &first.base, &sub, seed).await;
+    approve(&client, &first.base, &apr, &seeded).await;
+    wait_state(&client, &first.base, &sub, &seeded, "committed").await;
+    let csv = "tech_name,phone,city,rating,active\n\
+Andi,0812000001,Depok,4.5,true\n\
+Budi,0812000002,Bandung,3.75,false\n\
+Citra,0812000003,Medan,lima,true\n\
+Dewi,0812000004,Bogor,5,true\n";
+    let waiting = upload_technicians(&client, &first.base, &sub, csv).await;
+    let before = [
+        preview(&client, &first.base, &sub, &seeded).await,
+        preview(&client, &first.base, &sub, &waiting).await,
+    ];
+    let actions: Vec<&Value> = before[1]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["action"])
+        .collect();
+    assert_eq!(actions, ["update", "unchanged", "error", "insert"]);
+    drop(first);
+
+    // The layout of the release before: every job's rows in ig_job_rows,
+    // their values JSON, as the preview shows them.
+    let db = Db::connect(&url).await.unwrap();
+    exec(
+        &db,
+        "CREATE TABLE ig_job_rows (job_id TEXT NOT NULL, seq BIGINT NOT NULL, \
+         row_no BIGINT NOT NULL, action TEXT NOT NULL, nkey TEXT, vals TEXT NOT NULL, \
+         before TEXT, PRIMARY KEY (job_id, seq))",
+        &[],
+    )
+    .await;
+    exec(
+        &db,
+        "INSERT INTO ig_job_rows (job_id, seq, row_no, action, nkey, vals, before) \
+         SELECT j.id, s.seq, s.row_no, s.action, s.nkey, '{}', NULL \
+         FROM ig_stage_technicians s JOIN ig_jobs j ON j.stage = s.job",
+        &[],
+    )
+    .await;
+    for (id, shown) in [&seeded, &waiting].into_iter().zip(&before) {
+        for row in shown["rows"].as_array().unwrap() {
+            let (vals, row_no) = (row["values"].to_string(), row["row"].to_string());
+            exec(
+                &db,
+                "UPDATE ig_job_rows SET vals = $1 WHERE job_id = $2 AND row_no = CAST($3 AS BIGINT)",
+                &[&vals, id, &row_no],
+            )
+            .await;
+            if let Some(before) = row.get("before").filter(|b| !b.is_null()) {
+                exec(
+                    &db,
+                    "UPDATE ig_job_rows SET before = $1 \
+                     WHERE job_id = $2 AND row_no = CAST($3 AS BIGINT)",
+                    &[&before.to_string(), id, &row_no],
+                )
+                .await;
+            }
+        }
+    }
+    exec(&db, "DELETE FROM ig_stage_technicians", &[]).await;
+    exec(&db, "UPDATE ig_jobs SET columns = NULL", &[]).await;
+
+    let (second, _) = start(&url, &dir.path().join("second.log")).await;
+    let after = [
+        preview(&client, &second.base, &sub, &seeded).await,
+        preview(&client, &second.base, &sub, &waiting).await,
+    ];
+    assert_eq!(after, before, "the previews survive the upgrade");
+    let mut pooled = db.acquire().await.unwrap();
+    let mut conn = pooled.conn();
+    let gone = on_conn!(&mut conn, c => sqlx::query("SELECT 1 FROM ig_job_rows")
+        .fetch_optional(c).await.is_err());
+    drop(pooled);
+    assert!(gone, "the old table is dropped once its rows moved");
+
+    // The moved rows commit and roll back as the preview said.
+    let cities = "SELECT COUNT(*) FROM uc_technicians WHERE \
+                  (phone = '0812000001' AND city = 'Depok') OR phone IN ('0812000003', '0812000004')";
+    approve(&client, &second.base, &apr, &waiting).await;
+    wait_state(&client, &second.base, &sub, &waiting, "committed").await;
     assert_eq!(
-        count(
-            &db,
-            "SELECT COUNT(*) FROM ig_job_rows WHERE job_id = $1",
-            Some(&id)
-        )
-        .await,
-        ROWS as i64
+        count(&db, cities, None).await,
+        2,
+        "Andi updated, Dewi inserted"
+    );
+    let resp = client
+        .post(format!("{}/api/jobs/{waiting}/rollback", second.base))
+        .header("X-API-Key", &sub)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    approve(&client, &second.base, &apr, &waiting).await;
+    wait_state(&client, &second.base, &sub, &waiting, "rolled_back").await;
+    assert_eq!(count(&db, cities, None).await, 0, "back as it was");
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM uc_technicians", None).await,
+        2
     );
     db.close().await;
 }

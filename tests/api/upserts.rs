@@ -152,13 +152,17 @@ async fn a_changed_value_is_a_conflict_at_commit_and_at_rollback() {
     let rows = problem_rows(&job);
     assert_eq!(rows, vec![4, 3], "updates, then unchanged rows: {job}");
 
-    // Rollback: an updated row edited, another deleted since the commit.
+    // Rollback: an updated row edited in a column the file gave, another
+    // deleted since the commit. Budi's city, which the file did not give,
+    // is edited too: the rollback neither restores nor minds it.
     let job = app.upload(&sub, "technicians", "?mode=update", csv).await;
     let id = job["id"].as_str().unwrap();
     let job = app.act_ok(&apr, id, "approve").await;
     assert_eq!(job["state"], "committed", "{job}");
-    let committed = snapshot(&app).await;
-    set(&app, "0812000001", "city = 'Depok'").await;
+    let mut committed = snapshot(&app).await;
+    set(&app, "0812000001", "level = 'trainee'").await;
+    set(&app, "0812000002", "city = 'Depok'").await;
+    committed[1][2] = Some("Depok".into());
     app.sql(&format!("DELETE FROM {TABLE} WHERE phone = '0812000003'"))
         .await;
     app.act_ok(&sub, id, "rollback").await;
@@ -185,12 +189,12 @@ async fn a_changed_value_is_a_conflict_at_commit_and_at_rollback() {
     );
     let now = snapshot(&app).await;
     assert_eq!(now.len(), 2, "nothing undone");
-    assert_eq!(now[0][2].as_deref(), Some("Depok"));
+    assert_eq!(now[0][4].as_deref(), Some("trainee"));
     assert_eq!(now[1], committed[1], "Budi still as committed");
 }
 
-/// A module wider than one JSON-building call takes (the change log is
-/// built in parts): an upsert and its rollback still restore every column.
+/// A module with many columns of every type: an upsert and its rollback
+/// restore every column.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wide_module_is_restored_exactly() {
     const TYPES: [&str; 6] = [
@@ -273,7 +277,7 @@ async fn a_rollback_conflict_on_inserted_and_updated_rows_undoes_nothing() {
     let id = job["id"].as_str().unwrap();
     app.act_ok(&apr, id, "approve").await;
     // Andi (updated) and Eko (inserted) edited, Fajar (inserted) deleted.
-    set(&app, "0812000001", "city = 'Depok'").await;
+    set(&app, "0812000001", "level = 'trainee'").await;
     set(&app, "0812000005", "level = 'lead'").await;
     app.sql(&format!("DELETE FROM {TABLE} WHERE phone = '0812000006'"))
         .await;
