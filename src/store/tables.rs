@@ -48,10 +48,98 @@ pub fn key_values(module: &Module, nkey: &str) -> Option<Vec<Value>> {
         .collect()
 }
 
-fn select_columns(module: &Module) -> String {
-    let mut cols = vec![ident("id")];
-    cols.extend(module.columns.iter().map(|c| ident(&c.name)));
+fn select_columns(module: &Module, table: Option<&str>) -> String {
+    let prefix = table.map(|t| format!("{t}.")).unwrap_or_default();
+    let mut cols = vec![format!("{prefix}{}", ident("id"))];
+    cols.extend(
+        module
+            .columns
+            .iter()
+            .map(|c| format!("{prefix}{}", ident(&c.name))),
+    );
     cols.join(", ")
+}
+
+/// A row selected with [`select_columns`].
+fn table_row<R: sqlx::Row + DecodeValue>(module: &Module, row: &R) -> Result<TableRow>
+where
+    usize: sqlx::ColumnIndex<R>,
+    i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    let id: i64 = row.try_get(0)?;
+    let values = module
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, col)| row.value(i + 1, col.ty))
+        .collect();
+    Ok(TableRow { id, values })
+}
+
+/// SQLite's key lookup of `keys` keys: `IN` for a one-column key; for a
+/// wider one the keys are a `VALUES` list that the table is joined to
+/// (`CROSS JOIN` keeps the list the outer loop). With `(a, b) IN (VALUES
+/// …)` SQLite scanned the whole table for each batch (17 ms a batch of 500
+/// at 100k rows, against 1.3 ms joined).
+fn sqlite_lookup(module: &Module, keys: usize) -> String {
+    let width = module.key_columns.len();
+    let table = ident(&module.table);
+    if width == 1 {
+        let marks: Vec<String> = (1..=keys)
+            .map(|n| super::param(Dialect::Sqlite, n))
+            .collect();
+        return format!(
+            "SELECT {} FROM {table} WHERE {} IN ({})",
+            select_columns(module, None),
+            ident(&module.natural_key[0]),
+            marks.join(", ")
+        );
+    }
+    let on: Vec<String> = module
+        .natural_key
+        .iter()
+        .enumerate()
+        .map(|(n, name)| format!("t.{} = k.column{}", ident(name), n + 1))
+        .collect();
+    format!(
+        "SELECT {} FROM (VALUES {}) AS k CROSS JOIN {table} t ON {}",
+        select_columns(module, Some("t")),
+        super::tuples(Dialect::Sqlite, keys, width),
+        on.join(" AND ")
+    )
+}
+
+/// PostgreSQL's key lookup: the keys arrive as one text array per key
+/// column, unnested and joined to the table, each cast to its column's
+/// type (the catalog's type names are PostgreSQL's). With `IN (VALUES …)`
+/// the planner hashed the 500 keys and scanned the whole table once it
+/// held 100k rows (27 ms a batch: 3.8 s of looking up a 100k-row file
+/// already imported); an `unnest` of parameters is planned as index
+/// lookups at any size, and binds two arrays instead of 1,000 values.
+fn unnest_lookup(module: &Module) -> String {
+    let columns: Vec<String> = (1..=module.key_columns.len())
+        .map(|n| format!("${n}::text[]"))
+        .collect();
+    let names: Vec<String> = (1..=module.key_columns.len())
+        .map(|n| format!("k{n}"))
+        .collect();
+    let on: Vec<String> = module
+        .key_columns
+        .iter()
+        .enumerate()
+        .map(|(n, &i)| {
+            let col = &module.columns[i];
+            format!("t.{} = k.k{}::{}", ident(&col.name), n + 1, col.ty.as_str())
+        })
+        .collect();
+    format!(
+        "SELECT {} FROM unnest({}) AS k({}) JOIN {} t ON {}",
+        select_columns(module, Some("t")),
+        columns.join(", "),
+        names.join(", "),
+        ident(&module.table),
+        on.join(" AND ")
+    )
 }
 
 /// Takes the module's table for a commit or rollback: other writers wait
@@ -82,22 +170,20 @@ pub async fn by_keys(
     if keys.is_empty() {
         return Ok(found);
     }
-    let width = module.key_columns.len();
-    let key_cols: Vec<String> = module.natural_key.iter().map(|c| ident(c)).collect();
     for part in keys.chunks(super::rows::BATCH) {
-        let d = conn.dialect();
-        let condition = if width == 1 {
-            let marks: Vec<String> = (1..=part.len()).map(|n| super::param(d, n)).collect();
-            format!("{} IN ({})", key_cols[0], marks.join(", "))
-        } else {
-            let tuples = super::tuples(d, part.len(), width);
-            format!("({}) IN (VALUES {tuples})", key_cols.join(", "))
-        };
-        let sql = format!(
-            "SELECT {} FROM {} WHERE {condition}",
-            select_columns(module),
-            ident(&module.table)
-        );
+        if let Conn::Postgres(c) = conn {
+            let sql = unnest_lookup(module);
+            let mut q = sqlx::query(&sql);
+            for k in 0..module.key_columns.len() {
+                q = q.bind(part.iter().map(|key| key[k].to_text()).collect::<Vec<_>>());
+            }
+            for row in q.fetch_all(&mut **c).await? {
+                let row = table_row(module, &row)?;
+                found.insert(key_text(module, &row.values), row);
+            }
+            continue;
+        }
+        let sql = sqlite_lookup(module, part.len());
         on_conn!(conn, c => {
             let mut q = sqlx::query(&sql);
             for key in part {
@@ -106,10 +192,8 @@ pub async fn by_keys(
                 }
             }
             for row in q.fetch_all(c).await? {
-                let id: i64 = sqlx::Row::try_get(&row, 0)?;
-                let values: Vec<Option<Value>> = module.columns.iter().enumerate()
-                    .map(|(i, col)| row.value(i + 1, col.ty)).collect();
-                found.insert(key_text(module, &values), TableRow { id, values });
+                let row = table_row(module, &row)?;
+                found.insert(key_text(module, &row.values), row);
             }
         });
     }

@@ -298,3 +298,47 @@ async fn a_rollback_conflict_on_inserted_and_updated_rows_undoes_nothing() {
         "nothing undone (Dewi stays)"
     );
 }
+
+/// A natural key of typed columns (a date, an integer, a number, a moment):
+/// the lookup that decides insert, update or unchanged finds the table's
+/// rows by every one of them, as the commit and the rollback do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_natural_keys_are_found_in_the_table() {
+    let toml = "[[module]]\nkey = \"readings\"\ntable = \"uc_readings\"\n\
+natural_key = [\"day\", \"meter\", \"band\", \"at\"]\n\n\
+[[module.column]]\nname = \"day\"\ntype = \"date\"\nrequired = true\n\n\
+[[module.column]]\nname = \"meter\"\ntype = \"integer\"\nrequired = true\n\n\
+[[module.column]]\nname = \"band\"\ntype = \"numeric\"\nrequired = true\n\n\
+[[module.column]]\nname = \"at\"\ntype = \"timestamptz\"\nrequired = true\n\n\
+[[module.column]]\nname = \"kwh\"\ntype = \"integer\"\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("catalog.toml");
+    std::fs::write(&path, toml).unwrap();
+    let app = spawn_app_with(|s| s.catalog = Some(path.clone())).await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let first = "day,meter,band,at,kwh\n\
+2024-03-01,7,1.50,2024-03-01T06:00:00Z,10\n\
+2024-03-01,8,1.50,2024-03-01T06:00:00Z,20\n";
+    let job = app.upload(&sub, "readings", "", first).await;
+    let job = app
+        .act_ok(&apr, job["id"].as_str().unwrap(), "approve")
+        .await;
+    assert_eq!(job["state"], "committed", "{job}");
+
+    // The same keys again (the date written otherwise, the moment in
+    // another offset): one row changed, one as it is, one new.
+    let again = "day,meter,band,at,kwh\n\
+01/03/2024,7,1.50,2024-03-01T13:00:00+07:00,11\n\
+2024-03-01,8,1.50,2024-03-01T06:00:00Z,20\n\
+2024-03-02,7,1.50,2024-03-02T06:00:00Z,30\n";
+    let job = app.upload(&sub, "readings", "?mode=upsert", again).await;
+    assert_eq!(job["counts"]["update"], 1, "{job}");
+    assert_eq!(job["counts"]["unchanged"], 1, "{job}");
+    assert_eq!(job["counts"]["insert"], 1, "{job}");
+    let job = app.upload(&sub, "readings", "?on_error=skip", again).await;
+    assert_eq!(
+        job["counts"]["errors"], 2,
+        "the two keys in the table: {job}"
+    );
+    assert_eq!(job["counts"]["insert"], 1, "{job}");
+}
