@@ -278,9 +278,17 @@ pub async fn relax_durability(conn: &mut Conn<'_>) -> Result<()> {
 /// into an empty table, the next upload's key lookups were planned as
 /// scans of a table it took for empty (2,437 full scans, over a minute).
 /// SQLite plans without statistics unless asked to keep them.
-pub async fn analyze(conn: &mut Conn<'_>, table: &str) -> Result<()> {
+///
+/// `columns` (quoted) limits the statistics to the columns plans depend
+/// on; none means every column.
+pub async fn analyze(conn: &mut Conn<'_>, table: &str, columns: &[String]) -> Result<()> {
     if let Conn::Postgres(c) = conn {
-        sqlx::query(&format!("ANALYZE {table}"))
+        let list = if columns.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", columns.join(", "))
+        };
+        sqlx::query(&format!("ANALYZE {table}{list}"))
             .execute(&mut **c)
             .await?;
     }

@@ -115,7 +115,8 @@ pub async fn validate(
     if staged >= store::ANALYZE_AFTER_ROWS {
         // The statistics then know this job's rows, for the checks below
         // and the commit's plans.
-        store::analyze(&mut db.acquire().await?.conn(), &stage.table()).await?;
+        let columns = stage.planned_columns();
+        store::analyze(&mut db.acquire().await?.conn(), &stage.table(), &columns).await?;
     }
     mark_duplicates(db, &stage, &job.id).await?;
     let counts = rows::counts(&mut db.acquire().await?.conn(), &stage).await?;
