@@ -177,6 +177,30 @@ async fn wait_state(client: &Client, base: &str, key: &str, id: &str, want: &str
     }
 }
 
+/// Posts a CSV to `{base}/api/import/{target}` (`target` the module and
+/// query), waiting up to `wait` seconds for its validation (`Prefer: wait`)
+/// if given; the answer's status and the job's id.
+async fn upload(
+    client: &Client,
+    base: &str,
+    target: &str,
+    key: &str,
+    csv: String,
+    wait: Option<u32>,
+) -> (StatusCode, String) {
+    let mut request = client
+        .post(format!("{base}/api/import/{target}"))
+        .header("X-API-Key", key)
+        .header("Content-Type", "text/csv");
+    if let Some(seconds) = wait {
+        request = request.header("Prefer", format!("wait={seconds}"));
+    }
+    let resp = request.body(csv).send().await.unwrap();
+    let status = resp.status();
+    let job: Value = resp.json().await.unwrap();
+    (status, job["id"].as_str().unwrap().to_string())
+}
+
 fn orders_csv(rows: usize) -> String {
     orders_csv_shifted(rows, 0)
 }
@@ -214,19 +238,16 @@ async fn replicas_finish_the_jobs_of_a_replica_killed_mid_validation_and_mid_com
     let apr = create_key(&client, &base, &admin, "Siti Rahayu", "approver").await;
 
     const ROWS: usize = 30_000;
-    let resp = client
-        .post(format!("{}/api/import/orders", replicas[1].base))
-        .header("X-API-Key", &sub)
-        .header("Content-Type", "text/csv")
-        .body(orders_csv(ROWS))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), StatusCode::ACCEPTED);
-    let id = resp.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (status, id) = upload(
+        &client,
+        &replicas[1].base,
+        "orders",
+        &sub,
+        orders_csv(ROWS),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
 
     // Kill the replica validating the file, once it is part-way through.
     let v = wait_for_holder(&db, &replicas, &id, "validating").await;
@@ -258,17 +279,16 @@ async fn replicas_finish_the_jobs_of_a_replica_killed_mid_validation_and_mid_com
 
     // A second large file changes every row and adds more; kill the replica
     // committing it while its transaction is open.
-    let resp = client
-        .post(format!("{survivor}/api/import/orders?mode=upsert"))
-        .header("X-API-Key", &sub)
-        .header("Content-Type", "text/csv")
-        .header("Prefer", "wait=60")
-        .body(orders_csv_shifted(ROWS + 1000, 1))
-        .send()
-        .await
-        .unwrap();
-    let job: Value = resp.json().await.unwrap();
-    let id = job["id"].as_str().unwrap().to_string();
+    let csv = orders_csv_shifted(ROWS + 1000, 1);
+    let (_, id) = upload(
+        &client,
+        &survivor,
+        "orders?mode=upsert",
+        &sub,
+        csv,
+        Some(60),
+    )
+    .await;
     let job = wait_state(&client, &survivor, &sub, &id, "awaiting_approval").await;
     assert_eq!(job["counts"]["update"], ROWS as i64);
     assert_eq!(job["counts"]["insert"], 1000);
@@ -393,19 +413,8 @@ async fn two_approvals_on_two_replicas_at_once_commit_once() {
     let apr2 = create_key(&client, &b.base, &admin, "Eko Prasetyo", "approver").await;
     let db = Db::connect(&url).await.unwrap();
     for round in 0..5 {
-        let resp = client
-            .post(format!("{}/api/import/orders?mode=upsert", a.base))
-            .header("X-API-Key", &sub)
-            .header("Content-Type", "text/csv")
-            .header("Prefer", "wait=30")
-            .body(orders_csv(200 + round))
-            .send()
-            .await
-            .unwrap();
-        let id = resp.json::<Value>().await.unwrap()["id"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let csv = orders_csv(200 + round);
+        let (_, id) = upload(&client, &a.base, "orders?mode=upsert", &sub, csv, Some(30)).await;
         let approve = |base: String, key: String| {
             let client = client.clone();
             let id = id.clone();
@@ -461,18 +470,7 @@ async fn sigterm_hands_running_work_back() {
     let client = Client::new();
     let sub = create_key(&client, &first.base, &admin, "Budi Santoso", "submitter").await;
     const ROWS: usize = 150_000;
-    let resp = client
-        .post(format!("{}/api/import/orders", first.base))
-        .header("X-API-Key", &sub)
-        .header("Content-Type", "text/csv")
-        .body(orders_csv(ROWS))
-        .send()
-        .await
-        .unwrap();
-    let id = resp.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (_, id) = upload(&client, &first.base, "orders", &sub, orders_csv(ROWS), None).await;
     let replicas = vec![first];
     wait_for_holder(&db, &replicas, &id, "validating").await;
     while count(&db, STAGED_ROWS, Some(&id)).await == 0 {
@@ -518,20 +516,8 @@ async fn exec(db: &Db, sql: &str, params: &[&str]) {
 
 /// Uploads a CSV of technicians (upsert mode) and waits for its preview.
 async fn upload_technicians(client: &Client, base: &str, key: &str, csv: &str) -> String {
-    let resp = client
-        .post(format!(
-            "{base}/api/import/technicians?mode=upsert&on_error=skip"
-        ))
-        .header("X-API-Key", key)
-        .header("Content-Type", "text/csv")
-        .body(csv.to_string())
-        .send()
-        .await
-        .unwrap();
-    let id = resp.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let target = "technicians?mode=upsert&on_error=skip";
+    let (_, id) = upload(client, base, target, key, csv.to_string(), None).await;
     wait_state(client, base, key, &id, "awaiting_approval").await;
     id
 }
