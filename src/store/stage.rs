@@ -170,13 +170,10 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<String> {
         // Rows with errors: the row as the preview shows it, JSON.
         "vals TEXT".into(),
     ];
-    for prefix in [VALUE, BEFORE] {
-        for c in &module.columns {
-            cols.push(format!(
-                "{} {}",
-                ident(&format!("{prefix}{}", c.name)),
-                super::schema::sql_type(c.ty, dialect)
-            ));
+    for name in [column, before_column] {
+        for (i, c) in module.columns.iter().enumerate() {
+            let ty = super::schema::sql_type(c.ty, dialect);
+            cols.push(format!("{} {ty}", name(module, i)));
         }
     }
     cols.push("PRIMARY KEY (job, seq)".into());

@@ -10,27 +10,16 @@
 //! staged rows too; only rows the database finds different come back to
 //! the service, to be confirmed.
 
+use super::schema::sql_type;
 use super::stage::{self, Stage};
 use super::{Conn, Dialect, Result, ident};
-use crate::catalog::{Catalog, ColumnType, Module};
+use crate::catalog::{Catalog, Module};
 use crate::on_conn;
 
 /// A string literal for SQL. Only catalog identifiers ever reach it (they
 /// are `[a-z0-9_]`), but it escapes quotes anyway.
 fn literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
-}
-
-fn pg_type(ty: ColumnType) -> &'static str {
-    match ty {
-        ColumnType::Text => "text",
-        ColumnType::Integer => "integer",
-        ColumnType::Bigint => "bigint",
-        ColumnType::Numeric => "numeric",
-        ColumnType::Date => "date",
-        ColumnType::Timestamptz => "timestamptz",
-        ColumnType::Boolean => "boolean",
-    }
 }
 
 /// Where a statement reads a row's values of the module's columns.
@@ -89,7 +78,7 @@ impl<'a> Source<'a> {
                     .module
                     .columns
                     .iter()
-                    .map(|c| format!("{} {}", ident(&c.name), pg_type(c.ty)))
+                    .map(|c| format!("{} {}", ident(&c.name), sql_type(c.ty, Dialect::Postgres)))
                     .collect();
                 format!(
                     " CROSS JOIN LATERAL json_to_record(({json})::json) AS {alias}({})",

@@ -111,7 +111,7 @@ fn sqlite_lookup(module: &Module, keys: usize) -> String {
 
 /// PostgreSQL's key lookup: the keys arrive as one text array per key
 /// column, unnested and joined to the table, each cast to its column's
-/// type (the catalog's type names are PostgreSQL's). With `IN (VALUES …)`
+/// type. With `IN (VALUES …)`
 /// the planner hashed the 500 keys and scanned the whole table once it
 /// held 100k rows (27 ms a batch: 3.8 s of looking up a 100k-row file
 /// already imported); an `unnest` of parameters is planned as index
@@ -129,7 +129,8 @@ fn unnest_lookup(module: &Module) -> String {
         .enumerate()
         .map(|(n, &i)| {
             let col = &module.columns[i];
-            format!("t.{} = k.k{}::{}", ident(&col.name), n + 1, col.ty.as_str())
+            let ty = super::schema::sql_type(col.ty, Dialect::Postgres);
+            format!("t.{} = k.k{}::{ty}", ident(&col.name), n + 1)
         })
         .collect();
     format!(
