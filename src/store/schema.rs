@@ -288,7 +288,7 @@ pub(super) async fn migrate(db: &Db, catalog: &Catalog) -> Result<()> {
                     .collect()
             };
             add_missing_columns(&mut conn, &module.table, &named("")).await?;
-            let stage_name = format!("ig_stage_{}", module.key);
+            let stage_name = super::stage::table_name(module);
             for prefix in [super::stage::VALUE, super::stage::BEFORE] {
                 add_missing_columns(&mut conn, &stage_name, &named(prefix)).await?;
             }

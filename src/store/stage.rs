@@ -134,10 +134,15 @@ fn provided(module: &Module, names: &[String]) -> Vec<usize> {
     found
 }
 
-/// The module's stage table, quoted. Module keys are short identifiers
-/// (the catalog checks them), so the name stays within 63 bytes.
+/// The module's stage table, quoted.
 pub fn table(module: &Module) -> String {
-    ident(&format!("ig_stage_{}", module.key))
+    ident(&table_name(module))
+}
+
+/// The module's stage table, unquoted. Module keys are short identifiers
+/// (the catalog checks them), so the name stays within 63 bytes.
+pub fn table_name(module: &Module) -> String {
+    format!("ig_stage_{}", module.key)
 }
 
 /// The stage table's column for catalog column `i`, quoted: `v_` keeps

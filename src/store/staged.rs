@@ -26,8 +26,8 @@ fn literal(s: &str) -> String {
 #[derive(Clone, Copy)]
 enum Place<'a> {
     /// Typed columns of a stage table row under this alias: its values
-    /// ([`stage::VALUE`]) or its before-image ([`stage::BEFORE`]).
-    Staged(&'a str, &'static str),
+    /// ([`stage::column`]) or its before-image ([`stage::before_column`]).
+    Staged(&'a str, fn(&Module, usize) -> String),
     /// A JSON object text, as rows were staged before stage tables (see
     /// [`adopt_job_rows`]). PostgreSQL parses each object once
     /// (`json_to_record` in a lateral join); SQLite's `json_extract` caches
@@ -49,7 +49,7 @@ impl<'a> Source<'a> {
         Source {
             dialect,
             module,
-            from: Place::Staged(alias, stage::VALUE),
+            from: Place::Staged(alias, stage::column),
         }
     }
 
@@ -58,7 +58,7 @@ impl<'a> Source<'a> {
         Source {
             dialect,
             module,
-            from: Place::Staged(alias, stage::BEFORE),
+            from: Place::Staged(alias, stage::before_column),
         }
     }
 
@@ -93,9 +93,7 @@ impl<'a> Source<'a> {
     fn field(&self, i: usize) -> String {
         let name = &self.module.columns[i].name;
         match (self.from, self.dialect) {
-            (Place::Staged(alias, prefix), _) => {
-                format!("{alias}.{}", ident(&format!("{prefix}{name}")))
-            }
+            (Place::Staged(alias, column), _) => format!("{alias}.{}", column(self.module, i)),
             (Place::Json(_, alias), Dialect::Postgres) => format!("{alias}.{}", ident(name)),
             (Place::Json(json, _), Dialect::Sqlite) => {
                 format!("json_extract({json}, {})", literal(&format!("$.{name}")))
