@@ -3,7 +3,7 @@
 //!
 //! The jobs are real uploads of generated CSV files (Indonesian names,
 //! IDR amounts) validated by the workers, then moved by the same gate
-//! function the API and the console call ([`http::jobs::decide`]). The
+//! operation the API and the console call ([`service::gate::make_move`]). The
 //! service runs in simulation, so commits and rollbacks are recorded but
 //! write nothing; a few rows of "existing business data" are put in the
 //! customers and products tables first, so that updates have something to
@@ -15,16 +15,14 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue, header};
 use serde_json::{Map, Value as Json};
 
-use crate::app::App;
-use crate::http::auth::Caller;
-use crate::http::imports::accept;
-use crate::http::jobs::decide;
-use crate::keys::{self, KeyRecord, Role};
-use crate::ledger::{Job, Move, State};
+use crate::ingest::Format;
+use crate::keys::{KeyRecord, Role};
+use crate::ledger::{Job, JobState as State, Mode, Move, OnError};
+use crate::service::keys::NewKey;
+use crate::service::uploads::{self, Params};
+use crate::service::{self, App, gate, jobs, work};
 use crate::store::{self, tables};
 
 /// The keys the demo prints (secrets, shown once) and who they belong to.
@@ -191,11 +189,13 @@ fn payments_csv(d: &mut Dice, from: usize, n: usize) -> String {
 }
 
 async fn key(app: &App, name: &str, role: Role) -> anyhow::Result<(KeyRecord, String)> {
-    let key = keys::generate();
-    let mut c = app.db.acquire().await?;
-    let record =
-        store::keys::insert(&mut c.conn(), &key, name, role, &["*".to_string()], None).await?;
-    Ok((record, key.secret))
+    let new = NewKey {
+        name: name.to_string(),
+        role,
+        modules: vec!["*".to_string()],
+        expires_at: None,
+    };
+    Ok(service::keys::issue(app, &new).await?)
 }
 
 /// Puts rows straight into a module table: the business data that existed
@@ -228,29 +228,31 @@ async fn existing_rows(app: &App, module: &str, csv_text: &str) -> anyhow::Resul
     Ok(())
 }
 
-/// Who uploads which file: uploader, module, query string, file name.
-struct Upload<'a>(&'a Caller, &'a str, &'a str, &'a str);
+/// Who uploads which file: uploader, module, parameters (as a query
+/// string), file name.
+struct Upload<'a>(&'a KeyRecord, &'a str, &'a str, &'a str);
 
 /// Uploads a CSV file as its uploader would; the job starts validating.
 async fn start(app: &App, up: Upload<'_>, csv_text: String) -> anyhow::Result<Job> {
     let Upload(who, module, query, file) = up;
-    let mut headers = HeaderMap::new();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/csv"));
-    headers.insert(
-        header::CONTENT_DISPOSITION,
-        HeaderValue::from_str(&format!("attachment; filename=\"{file}\""))?,
-    );
-    accept(
-        app,
-        who,
+    let params: Params = serde_urlencoded::from_str(query)?;
+    let upload = uploads::Upload {
         module,
-        Some(query),
-        &headers,
-        Body::from(csv_text),
-    )
-    .await
-    .map(|accepted| accepted.job)
-    .map_err(|p| anyhow::anyhow!("demo upload {file}: {}", p.detail()))
+        mode: params.mode.unwrap_or(Mode::Insert),
+        on_error: params.on_error.unwrap_or(OnError::Fail),
+        options: params.options()?,
+        format: Some(Format::Csv),
+        charset: None,
+        file_name: Some(file.to_string()),
+        idempotency_key: None,
+    };
+    let body = futures::stream::once(async move {
+        Ok::<_, std::convert::Infallible>(bytes::Bytes::from(csv_text))
+    });
+    let accepted = uploads::upload(app, who, upload, body)
+        .await
+        .map_err(|e| anyhow::anyhow!("demo upload {file}: {e}"))?;
+    Ok(accepted.job)
 }
 
 /// One demo job: the upload, validation, then the gate moves made on it
@@ -259,7 +261,7 @@ async fn story(
     app: &App,
     up: Upload<'_>,
     csv_text: String,
-    moves: &[(&Caller, Move, &str)],
+    moves: &[(&KeyRecord, Move, &str)],
     end: State,
 ) -> anyhow::Result<Job> {
     let job = start(app, up, csv_text).await?;
@@ -273,20 +275,21 @@ async fn story(
 
 /// Waits until the service has finished working on a job.
 async fn settle(app: &App, id: &str) -> anyhow::Result<Job> {
-    crate::http::wait_for_job(app, id, Duration::from_secs(120))
-        .await
-        .map_err(|p| anyhow::anyhow!("{}", p.detail()))?;
-    let mut c = app.db.acquire().await?;
-    store::jobs::get(&mut c.conn(), id)
-        .await?
-        .ok_or_else(|| anyhow::anyhow!("job {id} vanished"))
+    jobs::wait(app, id, Duration::from_secs(120)).await?;
+    Ok(jobs::find(app, id).await?)
 }
 
-async fn act(app: &App, who: &Caller, job: &Job, m: Move, comment: &str) -> anyhow::Result<Job> {
-    let comment = (!comment.is_empty()).then(|| comment.to_string());
-    decide(app, who, &job.id, m, None, comment)
+async fn act(app: &App, who: &KeyRecord, job: &Job, m: Move, comment: &str) -> anyhow::Result<Job> {
+    let request = gate::MoveRequest {
+        job_id: &job.id,
+        event: m,
+        if_match: None,
+        comment: Some(comment),
+        reason_required: false,
+    };
+    gate::make_move(app, who, request)
         .await
-        .map_err(|p| anyhow::anyhow!("demo {} on {}: {}", m.as_str(), job.id, p.detail()))?;
+        .map_err(|e| anyhow::anyhow!("demo {} on {}: {e}", m.as_str(), job.id))?;
     settle(app, &job.id).await
 }
 
@@ -310,10 +313,10 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     let submitter = key(app, "Budi Santoso", Role::Submitter).await?;
     let approver = key(app, "Siti Rahayu", Role::Approver).await?;
     let admin = key(app, "Dewi Anggraini", Role::Admin).await?;
-    let budi = Caller(submitter.0.clone());
-    let siti = Caller(approver.0.clone());
-    let eko = Caller(key(app, "Eko Prasetyo", Role::Approver).await?.0);
-    let agus = Caller(key(app, "Agus Setiawan", Role::Submitter).await?.0);
+    let budi = submitter.0.clone();
+    let siti = approver.0.clone();
+    let eko = key(app, "Eko Prasetyo", Role::Approver).await?.0;
+    let agus = key(app, "Agus Setiawan", Role::Submitter).await?.0;
     let mut d = Dice(20_240_517);
 
     existing_rows(app, "customers", &customers_csv(&mut d, 0, 40)).await?;
@@ -393,7 +396,7 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     let file = Upload(&agus, "technicians", "", "teknisi-jawa-timur.csv");
     let job = story(app, file, s, &[], State::AwaitingApproval).await?;
     anyhow::ensure!(
-        crate::worker::expire_job(app, &job.id).await?,
+        work::expire(app, &job.id).await?,
         "demo job {} did not expire",
         job.id
     );
@@ -556,9 +559,7 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     )
     .await?;
     let until = chrono::Utc::now().timestamp_millis() + HOLD.as_millis() as i64;
-    let mut c = app.db.acquire().await?;
-    store::jobs::hold(&mut c.conn(), &held.id, "demo-hold", until).await?;
-    drop(c);
+    work::hold(app, &held.id, "demo-hold", until).await?;
 
     Ok(DemoKeys {
         submitter,

@@ -71,6 +71,15 @@ impl KeyRecord {
         self.modules.iter().any(|m| m == "*" || m == module)
     }
 
+    /// The modules this key may see, or `None` for all.
+    pub fn scope(&self) -> Option<Vec<String>> {
+        if self.modules.iter().any(|m| m == "*") {
+            None
+        } else {
+            Some(self.modules.clone())
+        }
+    }
+
     /// Whether the key may be used now.
     pub fn is_live(&self, now: DateTime<Utc>) -> bool {
         self.revoked_at.is_none() && self.expires_at.is_none_or(|e| e > now)
@@ -111,6 +120,61 @@ pub fn mask(name: &str) -> String {
 /// an address names a person as surely as a name does.
 pub fn mask_email(email: &str) -> String {
     mask(email)
+}
+
+/// Where a request is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[schema(as = KeyRequestState)]
+pub enum RequestState {
+    Pending,
+    Approved,
+    Denied,
+    /// Approved, and the key was handed out (once).
+    Collected,
+}
+
+impl RequestState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestState::Pending => "pending",
+            RequestState::Approved => "approved",
+            RequestState::Denied => "denied",
+            RequestState::Collected => "collected",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RequestState> {
+        match s {
+            "pending" => Some(RequestState::Pending),
+            "approved" => Some(RequestState::Approved),
+            "denied" => Some(RequestState::Denied),
+            "collected" => Some(RequestState::Collected),
+            _ => None,
+        }
+    }
+}
+
+/// A request for a key from the developer center (API.md section 7).
+/// The claim token itself is never kept, only its hash.
+#[derive(Debug, Clone)]
+pub struct KeyRequest {
+    pub id: String,
+    pub name: String,
+    pub email: String,
+    pub role: Role,
+    pub modules: Vec<String>,
+    pub reason: String,
+    pub claim_hash: String,
+    pub state: RequestState,
+    pub created_at: DateTime<Utc>,
+    pub decided_at: Option<DateTime<Utc>>,
+    /// The admin key that decided.
+    pub decided_by: Option<String>,
+    pub comment: Option<String>,
+    /// The key made at collection.
+    pub key_id: Option<String>,
+    pub collected_at: Option<DateTime<Utc>>,
 }
 
 /// A newly made key: the secret to show once, and what is stored.

@@ -5,23 +5,23 @@
 //! only then is it committed, in one transaction, and it can be rolled back
 //! through the gate again.
 //!
-//! Where each part lives:
-//! - [`catalog`]: the modules, their tables, columns and natural keys;
-//! - [`ingest`]: file bytes → rows of cells (one seam for every format);
-//! - [`validate`]: cells → typed values and row errors; the validation stage;
-//! - [`ledger`]: jobs, states, the moves table and the gate rules;
-//! - [`store`]: SQLite and PostgreSQL behind one interface;
-//! - [`commit`]: the writes of a commit and of a rollback;
-//! - [`worker`]: the leases that run validation, commit and rollback;
-//! - [`http`]: the API; [`keys`]: keys, roles and masking;
-//! - [`console`]: the web console at `/`; [`demo`]: `importgate demo`'s ledger;
-//! - [`config`] and [`app`]: settings and the running service;
-//! - [`client`]: `importgate import`, the command-line upload client.
+//! The layers, top to bottom (data flows one way; `docs/architecture.md`):
+//! - transport: [`http`] (the API), [`console`] (the web console), the
+//!   command line (`main.rs`, [`client`]); [`app`] puts them together;
+//! - [`service`]: what people and workers do (upload, read, decide, manage
+//!   keys), written once for every front door; [`worker`] and [`demo`]
+//!   call it too;
+//! - the domain: [`ledger`] (the state table, the gate, the hash chain;
+//!   pure rules), [`catalog`], [`ingest`] (bytes → rows of cells),
+//!   [`validate`] (cells → typed values and row errors, pure), [`pipeline`]
+//!   (the validation stage, commit and rollback: the domain's work over the
+//!   store), [`keys`] (keys, roles, masking);
+//! - storage: [`store`], SQLite and PostgreSQL behind one interface;
+//! - settings: [`config`].
 
 pub mod app;
 pub mod catalog;
 pub mod client;
-pub mod commit;
 pub mod config;
 pub mod console;
 pub mod demo;
@@ -29,6 +29,8 @@ pub mod http;
 pub mod ingest;
 pub mod keys;
 pub mod ledger;
+pub mod pipeline;
+pub mod service;
 pub mod store;
 pub mod validate;
 pub mod worker;

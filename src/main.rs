@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use importgate::app::App;
 use importgate::config::{FileSettings, Settings, parse_zone};
-use importgate::keys::{self, Role};
 use importgate::ledger::chain::Verdict;
-use importgate::store::{self, Db};
+use importgate::service::keys::NewKey;
+use importgate::store::Db;
 
 #[derive(Parser)]
 #[command(
@@ -208,7 +208,7 @@ async fn main() -> anyhow::Result<()> {
 async fn verify_ledger(common: &Common) -> anyhow::Result<()> {
     let s = settings(common)?;
     let db = Db::connect(&s.database).await?;
-    match importgate::ledger::chain::verify(&db).await? {
+    match importgate::service::audit::verify(&db).await? {
         Verdict::Holds { links, jobs } => {
             println!(
                 "ledger holds: {links} events chained, {jobs} jobs where their events left them"
@@ -290,33 +290,21 @@ async fn demo(listen: Option<std::net::SocketAddr>) -> anyhow::Result<()> {
 
 async fn create_key(common: &Common, name: &str, role: &str, modules: &str) -> anyhow::Result<()> {
     let s = settings(common)?;
-    let role = Role::parse(role).ok_or_else(|| anyhow::anyhow!("unknown role {role}"))?;
     let modules: Vec<String> = modules
         .split(',')
         .map(|m| m.trim().to_string())
         .filter(|m| !m.is_empty())
         .collect();
-    let catalog = match &s.catalog {
-        Some(p) => importgate::catalog::Catalog::from_file(p)?,
-        None => importgate::catalog::Catalog::builtin(),
-    };
-    for m in &modules {
-        if m != "*" && catalog.get(m).is_none() {
-            anyhow::bail!("{m} is not a module; valid: {}", catalog.keys().join(", "));
-        }
-    }
-    let db = Db::connect(&s.database).await?;
-    db.migrate(&catalog).await?;
-    let key = keys::generate();
-    let mut c = db.acquire().await?;
-    let record = store::keys::insert(&mut c.conn(), &key, name, role, &modules, None).await?;
+    let app = App::open(s).await?;
+    let new = NewKey::parse(&app, name, role, modules, None)?;
+    let (record, secret) = importgate::service::keys::issue(&app, &new).await?;
     eprintln!(
         "created {} ({}, {}, modules {})",
         record.id,
         record.person().display,
-        role.as_str(),
-        modules.join(",")
+        new.role.as_str(),
+        new.modules.join(",")
     );
-    println!("{}", key.secret);
+    println!("{secret}");
     Ok(())
 }

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use sha2::{Digest, Sha256};
 
-use crate::app::App;
+use crate::service::App;
 
 struct Asset {
     name: &'static str,

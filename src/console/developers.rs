@@ -1,7 +1,8 @@
 //! The developer center: how to call the API, asking for a key (no key
 //! needed), and collecting it once an admin approved. The forms are open to
 //! anyone, so they carry the double-submit token of
-//! [`session::form_token`]; the work is done by [`http::key_requests`].
+//! [`session::form_token`]; the work is the service's
+//! ([`crate::service::key_requests`]).
 //! The claim token travels in a form body, never in a URL.
 
 use std::sync::Arc;
@@ -18,11 +19,10 @@ use serde::Deserialize;
 use super::keys::module_list;
 use super::layout::{self, Ctx, Nav};
 use super::session::{self, Visitor, check_anonymous_form, form_token};
-use super::{Fail, PageResult};
-use crate::app::App;
-use crate::http::key_requests::{NewRequest, claim, submit};
-use crate::http::problem::Problem;
-use crate::store::key_requests::RequestState;
+use super::{Fail, PageResult, Shown};
+use crate::keys::RequestState;
+use crate::service::App;
+use crate::service::key_requests::{self, Ask};
 
 pub fn routes() -> Router<Arc<App>> {
     Router::new()
@@ -44,7 +44,7 @@ enum Notice {
     },
     /// The request is not approved (yet).
     Waiting(RequestState),
-    Refused(Problem),
+    Refused(Shown),
 }
 
 async fn page(
@@ -120,7 +120,7 @@ fn render(
                     @else { "Your request waits for an admin. Try again later." }
                 }
             }
-            Some(Notice::Refused(p)) => div.alert.alert-error role="alert" { strong { (p.title()) } ": " (p.detail()) },
+            Some(Notice::Refused(p)) => div.alert.alert-error role="alert" { strong { (p.title) } ": " (p.detail) },
             None => {},
         }
         div.two-col {
@@ -238,20 +238,23 @@ async fn request(
 ) -> Result<Response, Fail> {
     check_anonymous_form(&headers, &jar, &form.csrf)?;
     let ctx = Ctx::new(&app, Nav::Developers, visitor.0.as_ref());
-    let asked = submit(
+    let asked = key_requests::submit(
         &app,
-        NewRequest {
+        Ask {
             name: form.name,
             email: form.email,
             role: form.role,
-            modules: Some(module_list(&form.modules)),
+            modules: module_list(&form.modules),
             reason: form.reason,
         },
     )
     .await;
     let (status, notice) = match asked {
         Ok((r, token)) => (StatusCode::CREATED, Notice::Requested { id: r.id, token }),
-        Err(p) => (p.status(), Notice::Refused(p)),
+        Err(e) => {
+            let shown = Shown::from(e);
+            (shown.status, Notice::Refused(shown))
+        }
     };
     Ok((
         status,
@@ -277,10 +280,14 @@ async fn collect(
 ) -> PageResult {
     check_anonymous_form(&headers, &jar, &form.csrf)?;
     let ctx = Ctx::new(&app, Nav::Developers, visitor.0.as_ref());
-    let (status, notice) = match claim(&app, form.id.trim(), form.claim_token.trim()).await {
+    let claimed = key_requests::claim(&app, form.id.trim(), form.claim_token.trim()).await;
+    let (status, notice) = match claimed {
         Ok((_, Some(secret))) => (StatusCode::OK, Notice::Collected { secret }),
         Ok((r, None)) => (StatusCode::OK, Notice::Waiting(r.state)),
-        Err(p) => (p.status(), Notice::Refused(p)),
+        Err(e) => {
+            let shown = Shown::from(e);
+            (shown.status, Notice::Refused(shown))
+        }
     };
     Ok((
         status,

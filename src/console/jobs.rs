@@ -1,7 +1,7 @@
 //! The job list and the job page: counts, warnings, the problem, the preview
 //! (paged in the database), the timeline, and the gate moves the signed-in
 //! key may make right now — decided by [`gate::authorize`], the same rule
-//! the API applies, and carried out by [`http::jobs::decide`].
+//! the API applies, and carried out by [`service::gate::make_move`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,15 +17,15 @@ use serde_json::{Value as JsonValue, json};
 
 use super::layout::{self, Ctx, Nav, badge, count, person};
 use super::session::Signed;
-use super::{Fail, PageResult};
-use crate::app::App;
+use super::{PageResult, ScriptResult, Shown};
 use crate::catalog::Module;
-use crate::http::jobs::{PreviewRow, decide, load, people, preview_page};
-use crate::http::problem::{ApiResult, Problem};
-use crate::ledger::gate::{self, Refusal};
+use crate::ledger::chain::Event;
+use crate::ledger::gate::{self, PERSONS_MOVES, Refusal};
 use crate::ledger::job::People;
-use crate::ledger::{ALL_STATES, Job, Move, State as JobState};
-use crate::store::{self, jobs::EventRecord};
+use crate::ledger::{ALL_STATES, GateAction, Job, JobState, Move};
+use crate::service::jobs::{self, ListQuery, PreviewRow};
+use crate::service::{self, App};
+use crate::validate::RowAction;
 
 /// Preview rows per page.
 pub const PAGE: i64 = 50;
@@ -47,7 +47,7 @@ fn given(v: &Option<String>) -> Option<&str> {
 }
 
 #[derive(Deserialize, Default)]
-struct ListQuery {
+struct ListForm {
     module: Option<String>,
     state: Option<String>,
     mine: Option<String>,
@@ -57,49 +57,34 @@ struct ListQuery {
 async fn list(
     State(app): State<Arc<App>>,
     signed: Signed,
-    Query(q): Query<ListQuery>,
+    Query(q): Query<ListForm>,
 ) -> PageResult {
-    let caller = &signed.caller;
-    let module = match given(&q.module) {
-        Some(m) => {
-            let module = crate::http::module(&app, m)?;
-            caller.check_module(module)?;
-            Some(module.key.clone())
-        }
-        None => None,
-    };
+    let caller = &signed.key;
+    let module = given(&q.module).map(str::to_string);
     let state = match given(&q.state) {
         Some(s) => Some(JobState::parse(s).ok_or_else(|| {
-            Problem::invalid_parameter("state", format!("{s:?} is not a job state"))
+            service::Error::invalid("state", format!("{s:?} is not a job state"))
         })?),
         None => None,
     };
     let mine = given(&q.mine).is_some();
-    let filter = store::jobs::Filter {
-        modules: caller.scope(),
+    let query = ListQuery {
         module: module.clone(),
         state,
-        submitter: mine.then(|| caller.id().to_string()),
-        before: given(&q.before).map(str::to_string),
-        limit: LIST_PAGE + 1,
+        mine,
+        cursor: given(&q.before).map(str::to_string),
+        limit: LIST_PAGE,
     };
-    let mut c = app.db.acquire().await?;
-    let mut jobs = store::jobs::list(&mut c.conn(), &filter).await?;
-    drop(c);
-    let older = if jobs.len() as i64 > LIST_PAGE {
-        jobs.truncate(LIST_PAGE as usize);
-        jobs.last().map(|j| j.id.clone())
-    } else {
-        None
-    };
-    let names = people(&app).await?;
+    let page = jobs::list(&app, caller, query).await?;
+    let (jobs, older) = (page.jobs, page.next);
+    let names = app.names().await?;
     let people = People(&names);
     let ctx = signed.ctx(&app, Nav::Jobs);
     let modules: Vec<&str> = app
         .catalog
         .modules()
         .iter()
-        .filter(|m| caller.0.covers(&m.key))
+        .filter(|m| caller.covers(&m.key))
         .map(|m| m.key.as_str())
         .collect();
     let older_link = older.map(|id| {
@@ -209,7 +194,7 @@ pub struct DetailQuery {
 /// What the page says above everything after a move.
 enum Notice {
     Done(&'static str),
-    Refused(Problem),
+    Refused(Shown),
 }
 
 async fn detail(
@@ -234,8 +219,6 @@ async fn detail(
     render_detail(&app, &signed, &id, &q, notice, StatusCode::OK).await
 }
 
-const PREVIEW_ACTIONS: [&str; 4] = ["insert", "update", "unchanged", "error"];
-
 async fn render_detail(
     app: &App,
     signed: &Signed,
@@ -244,24 +227,23 @@ async fn render_detail(
     notice: Option<Notice>,
     status: StatusCode,
 ) -> PageResult {
-    let job = load(app, &signed.caller, id).await?;
-    let module = crate::http::module(app, &job.module)?.clone();
-    let action = given(&q.action).filter(|a| PREVIEW_ACTIONS.contains(a));
-    let total_for = |a: Option<&str>| match a {
-        Some("insert") => job.counts.insert,
-        Some("update") => job.counts.update,
-        Some("unchanged") => job.counts.unchanged,
-        Some("error") => job.counts.errors,
-        _ => job.counts.rows,
+    let job = jobs::get(app, &signed.key, id).await?;
+    let module = app.module(&job.module)?.clone();
+    let action = given(&q.action).and_then(RowAction::parse);
+    let total_for = |a: Option<RowAction>| match a {
+        Some(RowAction::Insert) => job.counts.insert,
+        Some(RowAction::Update) => job.counts.update,
+        Some(RowAction::Unchanged) => job.counts.unchanged,
+        Some(RowAction::Error) => job.counts.errors,
+        None => job.counts.rows,
     };
     let last_page = ((total_for(action) - 1).max(0) / PAGE) * PAGE;
     let offset = q.offset.unwrap_or(0).clamp(0, last_page);
-    let (total, rows) = preview_page(app, &job, action, offset, PAGE).await?;
-    let names = people(app).await?;
+    let page = jobs::preview(app, &job, action, offset, PAGE).await?;
+    let (total, rows) = (page.total, page.rows);
+    let names = app.names().await?;
     let people = People(&names);
-    let mut c = app.db.acquire().await?;
-    let events = store::jobs::events(&mut c.conn(), &job.id).await?;
-    drop(c);
+    let events = jobs::events(app, &job).await?;
     let ctx = signed.ctx(app, Nav::Jobs);
     let title = format!("{} import {}", job.module, short_id(&job.id));
     let content = html! {
@@ -289,7 +271,7 @@ async fn render_detail(
             @match &notice {
                 Some(Notice::Done(text)) => div.alert.alert-ok role="status" { (text) },
                 Some(Notice::Refused(p)) => div.alert.alert-error role="alert" {
-                    strong { (p.title()) } ": " (p.detail())
+                    strong { (p.title) } ": " (p.detail)
                 },
                 None => {},
             }
@@ -345,31 +327,21 @@ fn problem_panel(job: &Job) -> Markup {
     let Some(p) = &job.problem else {
         return html! {};
     };
-    let text = |k: &str| {
-        p.get(k)
-            .and_then(JsonValue::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    let rows = p
-        .get("rows")
-        .and_then(JsonValue::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let rows = p.rows.as_deref().unwrap_or_default();
     html! {
         section.alert.alert-error aria-labelledby="problem-title" {
-            h2 #problem-title { (text("title")) }
-            p { (text("detail")) " " span.muted { "(" code { (text("code")) } ")" } }
+            h2 #problem-title { (p.title) }
+            p { (p.detail) " " span.muted { "(" code { (p.code.as_str()) } ")" } }
             @if !rows.is_empty() {
                 div.table-wrap {
                     table.small {
                         (layout::table_head(&["Row", "Key", "Why"]))
                         tbody {
-                            @for r in &rows {
+                            @for r in rows {
                                 tr {
-                                    td { (r.get("row").map(|v| v.to_string()).unwrap_or_default()) }
-                                    td { code { (r.get("key").map(plain).unwrap_or_default()) } }
-                                    td { (r.get("reason").map(plain).unwrap_or_default()) }
+                                    td { (r.row) }
+                                    td { code { (plain(&r.key)) } }
+                                    td { (r.reason) }
                                 }
                             }
                         }
@@ -389,14 +361,14 @@ fn warnings_panel(job: &Job) -> Markup {
             h2 { "Warnings" }
             ul {
                 @for w in &job.warnings {
-                    li { (w.get("message").map(plain).unwrap_or_else(|| w.to_string())) }
+                    li { (w.message) }
                 }
             }
         }
     }
 }
 
-fn gate_panel(ctx: &Ctx, job: &Job, people: &People, events: &[EventRecord]) -> Markup {
+fn gate_panel(ctx: &Ctx, job: &Job, people: &People, events: &[Event]) -> Markup {
     // A rollback request's reason is what its approver decides on.
     let reason = events
         .iter()
@@ -408,18 +380,18 @@ fn gate_panel(ctx: &Ctx, job: &Job, people: &People, events: &[EventRecord]) -> 
             section.panel aria-labelledby="gate-title" {
                 h2 #gate-title { "Human-Gate" }
                 p {
-                    @if g.action == "rollback" { "Rollback" } @else { "Commit" }
+                    @if g.action == GateAction::Rollback { "Rollback" } @else { "Commit" }
                     " requested by " (person(&people.person(&g.requested_by)))
                     " · " (ctx.when(&g.requested_at))
                 }
-                @if g.action == "rollback" && let Some(r) = reason {
+                @if g.action == GateAction::Rollback && let Some(r) = reason {
                     blockquote.reason { (r) }
                 }
                 @if !job.decisions.is_empty() {
                     ul.decisions {
                         @for d in &job.decisions {
                             li {
-                                strong { (d.action) " " (d.decision) }
+                                strong { (d.action.as_str()) " " (d.decision.as_str()) }
                                 @if let Some(by) = &d.by { " by " (person(&people.person(by))) }
                                 " · " (ctx.when(&d.at))
                                 @if let Some(c) = &d.comment { blockquote { (c) } }
@@ -433,7 +405,7 @@ fn gate_panel(ctx: &Ctx, job: &Job, people: &People, events: &[EventRecord]) -> 
 }
 
 /// The gate moves a person can be offered, in the order they are shown.
-const OFFERED: [Move; 4] = [Move::Approve, Move::Reject, Move::Cancel, Move::Rollback];
+const OFFERED: [Move; 4] = PERSONS_MOVES;
 
 /// What the button says and what the confirmation explains.
 fn move_text(job: &Job, m: Move) -> (&'static str, String, &'static str) {
@@ -494,11 +466,11 @@ fn move_text(job: &Job, m: Move) -> (&'static str, String, &'static str) {
 
 /// Reject and rollback need a reason the other person can read.
 fn needs_comment(m: Move) -> bool {
-    matches!(m, Move::Reject | Move::Rollback)
+    service::gate::wants_reason(m)
 }
 
 fn actions_panel(app: &App, signed: &Signed, job: &Job) -> Markup {
-    let caller = &signed.caller.0;
+    let caller = &signed.key;
     let mut offered = Vec::new();
     let mut four_eyes = false;
     let mut approver_needed = false;
@@ -586,10 +558,10 @@ fn shown_columns<'a>(module: &'a Module, rows: &[PreviewRow]) -> Vec<&'a str> {
         .collect()
 }
 
-fn preview_link(job: &Job, action: Option<&str>, offset: i64) -> String {
+fn preview_link(job: &Job, action: Option<RowAction>, offset: i64) -> String {
     let mut params: Vec<(&str, String)> = Vec::new();
     if let Some(a) = action {
-        params.push(("action", a.to_string()));
+        params.push(("action", a.as_str().to_string()));
     }
     if offset > 0 {
         params.push(("offset", offset.to_string()));
@@ -605,7 +577,7 @@ fn preview_link(job: &Job, action: Option<&str>, offset: i64) -> String {
 fn preview_section(
     job: &Job,
     module: &Module,
-    action: Option<&str>,
+    action: Option<RowAction>,
     offset: i64,
     total: i64,
     rows: &[PreviewRow],
@@ -613,10 +585,10 @@ fn preview_section(
     let c = &job.counts;
     let tabs = [
         (None, "All", c.rows),
-        (Some("insert"), "Insert", c.insert),
-        (Some("update"), "Update", c.update),
-        (Some("unchanged"), "Unchanged", c.unchanged),
-        (Some("error"), "Errors", c.errors),
+        (Some(RowAction::Insert), "Insert", c.insert),
+        (Some(RowAction::Update), "Update", c.update),
+        (Some(RowAction::Unchanged), "Unchanged", c.unchanged),
+        (Some(RowAction::Error), "Errors", c.errors),
     ];
     let cols = shown_columns(module, rows);
     let first = if total == 0 { 0 } else { offset + 1 };
@@ -683,9 +655,9 @@ fn preview_row(r: &PreviewRow, cols: &[&str]) -> Markup {
         }
     }
     html! {
-        tr class=(format!("row-{}", row.action)) {
+        tr class=(format!("row-{}", row.action.as_str())) {
             th scope="row" { (row.row_no) }
-            td { span class=(format!("row-action row-action-{}", row.action)) { (row.action) } }
+            td { span class=(format!("row-action row-action-{}", row.action.as_str())) { (row.action.as_str()) } }
             @for col in cols {
                 @let after = row.vals.get(*col);
                 @let before = row.before.as_ref().and_then(|b| b.get(*col));
@@ -694,7 +666,7 @@ fn preview_row(r: &PreviewRow, cols: &[&str]) -> Markup {
                         (cell_value(after))
                         @for m in msgs { span.cell-msg { (m) } }
                     }
-                } @else if row.action == "update" && row.before.as_ref().is_some_and(|b| b.contains_key(*col)) && before != after {
+                } @else if row.action == RowAction::Update && row.before.as_ref().is_some_and(|b| b.contains_key(*col)) && before != after {
                     td.cell-changed {
                         span.sr-only { "was " }
                         del { (cell_value(before)) }
@@ -732,7 +704,7 @@ fn event_label(e: &str) -> &'static str {
     }
 }
 
-fn timeline(ctx: &Ctx, events: &[EventRecord], people: &People) -> Markup {
+fn timeline(ctx: &Ctx, events: &[Event], people: &People) -> Markup {
     html! {
         section #timeline aria-labelledby="timeline-title" {
             h2 #timeline-title { "Timeline" }
@@ -779,33 +751,22 @@ async fn act(
     let event = OFFERED
         .into_iter()
         .find(|m| m.as_str() == action)
-        .ok_or_else(|| Problem::not_found("action", &action))?;
-    let comment = form
-        .comment
-        .as_deref()
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .map(str::to_string);
-    if comment.as_ref().is_some_and(|c| c.chars().count() > 2000) {
-        return Err(Fail(Problem::invalid_parameter(
-            "comment",
-            "a comment has at most 2000 characters",
-        )));
-    }
-    let refused = if needs_comment(event) && comment.is_none() {
-        Some(Problem::invalid_parameter(
-            "comment",
-            "say why: the other person reads your reason in the timeline",
-        ))
-    } else {
-        decide(&app, &signed.caller, &id, event, Some(&form.etag), comment)
-            .await
-            .err()
+        .ok_or_else(|| service::Error::not_found("action", &action))?;
+    let request = service::gate::MoveRequest {
+        job_id: &id,
+        event,
+        if_match: Some(&form.etag),
+        comment: form.comment.as_deref(),
+        reason_required: true,
     };
+    let refused = service::gate::make_move(&app, &signed.key, request)
+        .await
+        .err()
+        .map(Shown::from);
     match refused {
         None => Ok(Redirect::to(&format!("/jobs/{id}?done={action}")).into_response()),
         Some(p) => {
-            let status = p.status();
+            let status = p.status;
             render_detail(
                 &app,
                 &signed,
@@ -836,8 +797,8 @@ async fn status(
     State(app): State<Arc<App>>,
     signed: Signed,
     Path(id): Path<String>,
-) -> ApiResult<Json<JsonValue>> {
-    let job = load(&app, &signed.caller, &id).await?;
+) -> ScriptResult<Json<JsonValue>> {
+    let job = jobs::get(&app, &signed.key, &id).await?;
     Ok(Json(status_view(&job)))
 }
 
@@ -852,7 +813,7 @@ async fn states(
     State(app): State<Arc<App>>,
     signed: Signed,
     Query(q): Query<StatesQuery>,
-) -> ApiResult<Response> {
+) -> ScriptResult<Response> {
     let ids: Vec<String> = q
         .ids
         .split(',')
@@ -861,12 +822,7 @@ async fn states(
         .take(200)
         .map(str::to_string)
         .collect();
-    let mut c = app.db.acquire().await?;
-    let jobs = store::jobs::get_many(&mut c.conn(), &ids).await?;
-    let list: Vec<JsonValue> = jobs
-        .iter()
-        .filter(|j| signed.caller.0.covers(&j.module))
-        .map(status_view)
-        .collect();
+    let jobs = jobs::some(&app, &signed.key, &ids).await?;
+    let list: Vec<JsonValue> = jobs.iter().map(status_view).collect();
     Ok(Json(json!({"jobs": list})).into_response())
 }

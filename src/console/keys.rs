@@ -1,7 +1,7 @@
 //! Key management for admins: create (the key shown once, with a copy
 //! button), list, revoke; and the key requests of the developer center,
-//! approved or denied here. The work is done by the API's own functions
-//! ([`http::keys`], [`http::key_requests`]).
+//! approved or denied here. The work is the service's
+//! ([`crate::service::keys`], [`crate::service::key_requests`]).
 
 use std::sync::Arc;
 
@@ -16,13 +16,10 @@ use serde::Deserialize;
 
 use super::layout::{self, Ctx, Nav, person};
 use super::session::{CsrfOnly, Signed};
-use super::{Fail, PageResult};
-use crate::app::App;
-use crate::http::key_requests::decide_request;
-use crate::http::keys::{check_new_key, issue, revoke_key};
-use crate::http::problem::Problem;
-use crate::keys::{self, KeyRecord, Person};
-use crate::store::{self, key_requests::KeyRequest, key_requests::RequestState};
+use super::{Fail, PageResult, Shown};
+use crate::keys::{self, KeyRecord, KeyRequest, Person, RequestState};
+use crate::service::keys::NewKey;
+use crate::service::{self, App, key_requests};
 
 pub fn routes() -> Router<Arc<App>> {
     Router::new()
@@ -36,7 +33,7 @@ enum Notice {
     /// A key just made: shown this once.
     NewKey(KeyRecord, String),
     Done(&'static str),
-    Refused(Problem),
+    Refused(Shown),
 }
 
 /// Splits "a, b" or "*" into module keys.
@@ -55,7 +52,7 @@ pub fn module_list(text: &str) -> Vec<String> {
 }
 
 async fn page(State(app): State<Arc<App>>, signed: Signed) -> PageResult {
-    signed.caller.check_admin()?;
+    service::admin_only(&signed.key)?;
     render(&app, &signed, None, StatusCode::OK).await
 }
 
@@ -75,11 +72,9 @@ async fn render(
     notice: Option<Notice>,
     status: StatusCode,
 ) -> PageResult {
-    let mut c = app.db.acquire().await?;
-    let keys = store::keys::list(&mut c.conn()).await?;
-    let requests = store::key_requests::list(&mut c.conn(), false, 200).await?;
-    let names = store::keys::names(&mut c.conn()).await?;
-    drop(c);
+    let keys = service::keys::list(app, &signed.key).await?;
+    let requests = key_requests::list(app, &signed.key, false, 200).await?;
+    let names = app.names().await?;
     let ctx = signed.ctx(app, Nav::Keys);
     let pending = requests
         .iter()
@@ -100,7 +95,7 @@ async fn render(
                 }
             }
             Some(Notice::Done(text)) => div.alert.alert-ok role="status" { (text) },
-            Some(Notice::Refused(p)) => div.alert.alert-error role="alert" { strong { (p.title()) } ": " (p.detail()) },
+            Some(Notice::Refused(p)) => div.alert.alert-error role="alert" { strong { (p.title) } ": " (p.detail) },
             None => {},
         }
         section.panel aria-labelledby="create-title" {
@@ -150,7 +145,7 @@ async fn render(
                                 td { @if let Some(e) = &k.expires_at { (ctx.when(e)) } @else { "never" } }
                                 td { span class=(format!("key-status key-{}", key_status(k))) { (key_status(k)) } }
                                 td {
-                                    @if k.revoked_at.is_none() && k.id != signed.caller.id() {
+                                    @if k.revoked_at.is_none() && k.id != signed.key.id {
                                         details.action {
                                             summary.btn.btn-small.btn-danger { "Revoke…" }
                                             form method="post" action=(format!("/keys/{}/revoke", k.id)) {
@@ -159,7 +154,7 @@ async fn render(
                                                 button.btn.btn-danger type="submit" { "Revoke key" }
                                             }
                                         }
-                                    } @else if k.id == signed.caller.id() {
+                                    } @else if k.id == signed.key.id {
                                         span.muted { "your key" }
                                     }
                                 }
@@ -240,15 +235,14 @@ async fn create(
     Form(form): Form<CreateForm>,
 ) -> PageResult {
     signed.check_form(&headers, &form.csrf)?;
-    signed.caller.check_admin()?;
+    service::admin_only(&signed.key)?;
     let modules = module_list(&form.modules);
     let made = async {
-        let role = check_new_key(&app, &form.name, &form.role, &modules)?;
         let expires = match form.expires.trim() {
             "" => None,
             d => {
                 let day = NaiveDate::parse_from_str(d, "%Y-%m-%d").map_err(|_| {
-                    Problem::invalid_parameter("expires", "expires must be a date (YYYY-MM-DD)")
+                    service::Error::invalid("expires", "expires must be a date (YYYY-MM-DD)")
                 })?;
                 // The end of that day in the service's zone.
                 let end = day.and_hms_opt(23, 59, 59).unwrap_or_default();
@@ -259,9 +253,8 @@ async fn create(
                     .map(|t| t.with_timezone(&chrono::Utc))
             }
         };
-        let (record, secret) = issue(&app, form.name.trim(), role, &modules, expires).await?;
-        tracing::info!(key_id = %record.id, by = %signed.caller.id(), role = role.as_str(), "key created in the console");
-        Ok::<_, Problem>((record, secret))
+        let new = NewKey::parse(&app, &form.name, &form.role, modules, expires)?;
+        service::keys::create(&app, &signed.key, &new).await
     }
     .await;
     match made {
@@ -274,9 +267,10 @@ async fn create(
             )
             .await
         }
-        Err(p) => {
-            let status = p.status();
-            render(&app, &signed, Some(Notice::Refused(p)), status).await
+        Err(e) => {
+            let shown = Shown::from(e);
+            let status = shown.status;
+            render(&app, &signed, Some(Notice::Refused(shown)), status).await
         }
     }
 }
@@ -289,7 +283,7 @@ async fn revoke(
     Form(form): Form<CsrfOnly>,
 ) -> PageResult {
     signed.check_form(&headers, &form.csrf)?;
-    match revoke_key(&app, &signed.caller, &id).await {
+    match service::keys::revoke(&app, &signed.key, &id).await {
         Ok(_) => {
             render(
                 &app,
@@ -299,10 +293,11 @@ async fn revoke(
             )
             .await
         }
-        Err(p) if p.status() == StatusCode::FORBIDDEN => Err(Fail(p)),
-        Err(p) => {
-            let status = p.status();
-            render(&app, &signed, Some(Notice::Refused(p)), status).await
+        Err(e @ service::Error::Forbidden(_)) => Err(e.into()),
+        Err(e) => {
+            let shown = Shown::from(e);
+            let status = shown.status;
+            render(&app, &signed, Some(Notice::Refused(shown)), status).await
         }
     }
 }
@@ -326,18 +321,15 @@ async fn decide(
     let approve = match decision.as_str() {
         "approve" => true,
         "deny" => false,
-        _ => return Err(Fail(Problem::not_found("decision", &decision))),
+        _ => return Err(service::Error::not_found("decision", &decision).into()),
     };
-    let comment = form
-        .comment
-        .map(|c| c.trim().chars().take(2000).collect::<String>())
-        .filter(|c| !c.is_empty());
-    match decide_request(&app, &signed.caller, &id, approve, comment).await {
+    match key_requests::decide(&app, &signed.key, &id, approve, form.comment.as_deref()).await {
         Ok(_) => Ok(Redirect::to("/keys#requests-title").into_response()),
-        Err(p) if p.status() == StatusCode::FORBIDDEN => Err(Fail(p)),
-        Err(p) => {
-            let status = p.status();
-            render(&app, &signed, Some(Notice::Refused(p)), status).await
+        Err(e @ service::Error::Forbidden(_)) => Err(e.into()),
+        Err(e) => {
+            let shown = Shown::from(e);
+            let status = shown.status;
+            render(&app, &signed, Some(Notice::Refused(shown)), status).await
         }
     }
 }

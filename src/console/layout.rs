@@ -1,17 +1,16 @@
 //! The page shell and the small pieces every page shares: the simulation
 //! banner, the navigation, state badges, masked people and times.
 
-use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use maud::{DOCTYPE, Markup, html};
 
+use super::Shown;
 use super::assets;
 use super::session::Signed;
-use crate::app::App;
-use crate::http::problem::Problem;
 use crate::keys::{Person, Role};
-use crate::ledger::State;
+use crate::ledger::JobState;
+use crate::service::App;
 
 /// Which part of the console a page belongs to (for the navigation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +40,7 @@ impl Ctx {
             simulate: app.settings.simulate,
             zone: app.settings.zone,
             nav,
-            user: signed.map(|s| (s.caller.0.person(), s.caller.0.role)),
+            user: signed.map(|s| (s.key.person(), s.key.role)),
             csrf: signed.map(|s| s.csrf.clone()),
         }
     }
@@ -143,7 +142,7 @@ pub fn page(ctx: &Ctx, title: &str, content: Markup) -> Markup {
 }
 
 /// A problem as a page of its own.
-pub fn error_page(status: StatusCode, p: &Problem) -> Markup {
+pub fn error_page(p: &Shown) -> Markup {
     let ctx = Ctx {
         simulate: false,
         zone: chrono_tz::UTC,
@@ -153,13 +152,13 @@ pub fn error_page(status: StatusCode, p: &Problem) -> Markup {
     };
     page(
         &ctx,
-        p.title(),
+        &p.title,
         html! {
             div.narrow {
-                h1 { (p.title()) }
+                h1 { (p.title) }
                 div.alert.alert-error role="alert" {
-                    p { (p.detail()) }
-                    p.muted { "Status " (status.as_u16()) ", code " code { (p.code()) } }
+                    p { (p.detail) }
+                    p.muted { "Status " (p.status.as_u16()) ", code " code { (p.code) } }
                 }
                 p { a href="/jobs" { "Back to the jobs" } }
             }
@@ -199,26 +198,26 @@ pub fn role_and_modules(prefix: &str) -> Markup {
 }
 
 /// Words a person reads for a state.
-pub fn state_label(s: State) -> &'static str {
+pub fn state_label(s: JobState) -> &'static str {
     match s {
-        State::Validating => "Validating",
-        State::Invalid => "Invalid file",
-        State::Failed => "Failed",
-        State::AwaitingApproval => "Awaiting approval",
-        State::Committing => "Committing",
-        State::Committed => "Committed",
-        State::Rejected => "Rejected",
-        State::Cancelled => "Cancelled",
-        State::Expired => "Expired",
-        State::RollbackPending => "Rollback pending",
-        State::RollingBack => "Rolling back",
-        State::RolledBack => "Rolled back",
+        JobState::Validating => "Validating",
+        JobState::Invalid => "Invalid file",
+        JobState::Failed => "Failed",
+        JobState::AwaitingApproval => "Awaiting approval",
+        JobState::Committing => "Committing",
+        JobState::Committed => "Committed",
+        JobState::Rejected => "Rejected",
+        JobState::Cancelled => "Cancelled",
+        JobState::Expired => "Expired",
+        JobState::RollbackPending => "Rollback pending",
+        JobState::RollingBack => "Rolling back",
+        JobState::RolledBack => "Rolled back",
     }
 }
 
 /// A state as a coloured badge (colour is never the only signal: the words
 /// are there too).
-pub fn badge(s: State) -> Markup {
+pub fn badge(s: JobState) -> Markup {
     html! {
         span class=(format!("badge state-{}", s.as_str())) data-state=(s.as_str()) {
             (state_label(s))

@@ -1,12 +1,12 @@
 //! The web console (API.md section 6): the Human-Gate as a person sees it.
 //!
 //! Server-rendered HTML ([`maud`], checked at compile time) with one small
-//! script, every asset embedded in the binary. The console is a client of
-//! the same functions the API runs — uploads through
-//! [`crate::http::imports::accept`], gate moves through
-//! [`crate::http::jobs::decide`] (which asks [`crate::ledger::gate`]),
-//! previews through [`crate::store::rows::page`] — so a page can never
-//! allow what the API refuses.
+//! script, every asset embedded in the binary. The console is a front door
+//! of the same service the API is — uploads through
+//! [`crate::service::uploads`], gate moves through
+//! [`crate::service::gate`] (which asks [`crate::ledger::gate`]), previews
+//! through [`crate::service::jobs`] — so a page can never allow what the
+//! API refuses. It renders the service's errors its own way ([`Shown`]).
 //!
 //! Where things are:
 //! - [`session`]: sign-in with a key, the server-side session, CSRF;
@@ -35,8 +35,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 
-use crate::app::App;
-use crate::http::problem::{Code, Problem};
+use crate::service::{self, App};
 
 /// The Content-Security-Policy of every console answer: nothing but the
 /// service's own scripts, styles and images, no framing, forms only to itself.
@@ -64,19 +63,19 @@ async fn home(visitor: session::Visitor) -> Response {
     }
 }
 
-/// Any path nobody serves: under `/api` a plain 404 (the problem
-/// middleware makes it a problem), elsewhere a page a person can act on.
+/// Any path nobody serves: under `/api` a plain 404 (the API's problem
+/// layer makes it a problem), elsewhere a page a person can act on.
 pub async fn not_found(uri: axum::http::Uri) -> Response {
     if uri.path().starts_with("/api") {
         return StatusCode::NOT_FOUND.into_response();
     }
-    let p = Problem::new(
+    let shown = Shown::new(
         StatusCode::NOT_FOUND,
-        Code::NotFound,
+        "not_found",
         "Page not found",
         format!("there is no page at {}", uri.path()),
     );
-    let mut resp = Fail(p).into_response();
+    let mut resp = Fail(shown).into_response();
     resp.headers_mut().insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(CSP),
@@ -109,27 +108,89 @@ async fn security_headers(req: Request, next: Next) -> Response {
     resp
 }
 
-/// A failed page: the problem rendered as an HTML page with its status.
-#[derive(Debug)]
-pub struct Fail(pub Problem);
+/// What a person is told when something they asked for did not happen:
+/// the console's own rendering of the service's error (and of its own
+/// refusals: a form from another site, an expired form).
+#[derive(Debug, Clone)]
+pub struct Shown {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub title: String,
+    pub detail: String,
+}
 
-impl From<Problem> for Fail {
-    fn from(p: Problem) -> Fail {
-        Fail(p)
+impl Shown {
+    pub fn new(
+        status: StatusCode,
+        code: &'static str,
+        title: &str,
+        detail: impl Into<String>,
+    ) -> Shown {
+        Shown {
+            status,
+            code,
+            title: title.to_string(),
+            detail: detail.into(),
+        }
     }
 }
 
-impl From<crate::store::StoreError> for Fail {
-    fn from(e: crate::store::StoreError) -> Fail {
-        Fail(Problem::from(e))
+impl From<service::Error> for Shown {
+    fn from(e: service::Error) -> Shown {
+        use service::Error as E;
+        let (status, title) = match &e {
+            E::UnknownModule { .. } => (StatusCode::NOT_FOUND, "Unknown module"),
+            E::NotFound { .. } => (StatusCode::NOT_FOUND, "Not found"),
+            E::Unauthorized => (StatusCode::UNAUTHORIZED, "Sign in again"),
+            E::Forbidden(_) => (StatusCode::FORBIDDEN, "Not allowed for this key"),
+            E::SelfApproval => (StatusCode::FORBIDDEN, "Four-eyes rule"),
+            E::InvalidState { title, .. } => (StatusCode::CONFLICT, *title),
+            E::StaleEtag { .. } => (
+                StatusCode::PRECONDITION_FAILED,
+                "The job changed since you looked at it",
+            ),
+            E::Invalid { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "Invalid parameter"),
+            E::BadRequest(_) => (StatusCode::BAD_REQUEST, "Bad request"),
+            E::UnsupportedType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported file type"),
+            E::EmptyBody => (StatusCode::BAD_REQUEST, "Empty file"),
+            E::IdempotencyReused => (StatusCode::UNPROCESSABLE_ENTITY, "Idempotency key reused"),
+            E::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "File too large"),
+            E::AlreadyCollected { .. } => (StatusCode::GONE, "The key was already collected"),
+            E::Store(_) | E::Internal(_) => {
+                // The detail goes to the log, not to the person.
+                tracing::error!(error = %e, "internal error");
+                return Shown::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "Internal error",
+                    "the service failed; the error is logged",
+                );
+            }
+        };
+        Shown::new(status, e.code(), title, e.to_string())
+    }
+}
+
+/// A failed page: what went wrong as an HTML page with its status.
+#[derive(Debug)]
+pub struct Fail(pub Shown);
+
+impl From<Shown> for Fail {
+    fn from(s: Shown) -> Fail {
+        Fail(s)
+    }
+}
+
+impl From<service::Error> for Fail {
+    fn from(e: service::Error) -> Fail {
+        Fail(e.into())
     }
 }
 
 impl IntoResponse for Fail {
     fn into_response(self) -> Response {
-        let p = &self.0;
-        let status = p.status();
-        let body = layout::error_page(status, p);
+        let status = self.0.status;
+        let body = layout::error_page(&self.0);
         let mut resp = (status, body).into_response();
         if status == StatusCode::UNAUTHORIZED {
             resp.headers_mut().remove(header::WWW_AUTHENTICATE);
@@ -138,5 +199,38 @@ impl IntoResponse for Fail {
     }
 }
 
+/// A failed call of the console's script: the same, as JSON
+/// (`{"status", "code", "title", "detail"}`), which the script shows.
+#[derive(Debug)]
+pub struct ScriptFail(pub Shown);
+
+impl From<Shown> for ScriptFail {
+    fn from(s: Shown) -> ScriptFail {
+        ScriptFail(s)
+    }
+}
+
+impl From<service::Error> for ScriptFail {
+    fn from(e: service::Error) -> ScriptFail {
+        ScriptFail(e.into())
+    }
+}
+
+impl IntoResponse for ScriptFail {
+    fn into_response(self) -> Response {
+        let s = self.0;
+        let body = serde_json::json!({
+            "status": s.status.as_u16(),
+            "code": s.code,
+            "title": s.title,
+            "detail": s.detail,
+        });
+        (s.status, axum::Json(body)).into_response()
+    }
+}
+
 /// What a page handler answers.
 pub type PageResult = Result<Response, Fail>;
+
+/// What a call of the console's script answers.
+pub type ScriptResult<T> = Result<T, ScriptFail>;

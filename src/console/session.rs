@@ -5,8 +5,8 @@
 //!   request came over TLS), stored only as its SHA-256 with the key id, a
 //!   CSRF token and an expiry. The key itself is not kept anywhere.
 //! - Every request re-reads the session and its key: a revoked or expired
-//!   key ends its sessions at once. Sessions slide by [`IDLE`] and end after
-//!   [`ABSOLUTE`] whatever happens.
+//!   key ends its sessions at once. Sessions slide by an idle time and end
+//!   after an absolute one whatever happens ([`crate::service::sessions`]).
 //! - Every state-changing request must carry the session's CSRF token (a
 //!   hidden `_csrf` field, or the `X-CSRF-Token` header from the script) and
 //!   must not come from another site (`Origin`, `Sec-Fetch-Site`). Forms
@@ -22,18 +22,14 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum_extra::extract::cookie::{Cookie, CookieJar, SameSite};
-use chrono::Duration;
 use maud::html;
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
 use super::layout::{self, Ctx, Nav};
-use super::{Fail, PageResult};
-use crate::app::App;
-use crate::http::auth::{self, Caller};
-use crate::http::problem::{Code, Problem};
-use crate::keys;
-use crate::store::{self, sessions};
+use super::{Fail, PageResult, Shown};
+use crate::keys::{self, KeyRecord};
+use crate::service::{self, App, sessions};
 
 /// The session cookie.
 pub const SESSION_COOKIE: &str = "ig_session";
@@ -41,13 +37,6 @@ pub const SESSION_COOKIE: &str = "ig_session";
 pub const FORM_COOKIE: &str = "ig_form";
 /// The header the script sends the CSRF token in.
 pub const CSRF_HEADER: &str = "x-csrf-token";
-
-/// A session ends this long after its last use.
-pub const IDLE: Duration = Duration::hours(1);
-/// A session ends this long after sign-in, used or not.
-pub const ABSOLUTE: Duration = Duration::hours(12);
-/// A session's expiry is written again at most this often.
-const EXTEND_STEP: Duration = Duration::minutes(5);
 
 pub fn routes() -> Router<Arc<App>> {
     Router::new()
@@ -58,14 +47,14 @@ pub fn routes() -> Router<Arc<App>> {
 /// A signed-in person: the live key of their session and its CSRF token.
 #[derive(Debug, Clone)]
 pub struct Signed {
-    pub caller: Caller,
+    pub key: KeyRecord,
     pub csrf: String,
-    id_hash: String,
+    session: sessions::Session,
 }
 
 impl Signed {
     /// `403` unless `presented` is this session's CSRF token.
-    pub fn check_csrf(&self, presented: &str) -> Result<(), Problem> {
+    pub fn check_csrf(&self, presented: &str) -> Result<(), Shown> {
         if bool::from(presented.as_bytes().ct_eq(self.csrf.as_bytes())) {
             Ok(())
         } else {
@@ -75,7 +64,7 @@ impl Signed {
 
     /// `403` unless a state-changing request comes from the console's own
     /// page ([`check_origin`]) with this session's CSRF token.
-    pub fn check_form(&self, headers: &HeaderMap, presented: &str) -> Result<(), Problem> {
+    pub fn check_form(&self, headers: &HeaderMap, presented: &str) -> Result<(), Shown> {
         check_origin(headers)?;
         self.check_csrf(presented)
     }
@@ -86,10 +75,10 @@ impl Signed {
     }
 }
 
-fn csrf_problem() -> Problem {
-    Problem::new(
+fn csrf_problem() -> Shown {
+    Shown::new(
         StatusCode::FORBIDDEN,
-        Code::Csrf,
+        "csrf",
         "The form expired",
         "the form's security token does not match your session; reload the page and try again",
     )
@@ -125,11 +114,11 @@ fn cookie(name: &'static str, value: String, secure: bool) -> Cookie<'static> {
 /// (curl, tests) is judged by its CSRF token alone. `Origin: null` is what
 /// browsers send for the console's own forms under `Referrer-Policy:
 /// no-referrer`, so it says nothing; `Sec-Fetch-Site` still does.
-pub fn check_origin(headers: &HeaderMap) -> Result<(), Problem> {
+pub fn check_origin(headers: &HeaderMap) -> Result<(), Shown> {
     let forbidden = || {
-        Problem::new(
+        Shown::new(
             StatusCode::FORBIDDEN,
-            Code::CrossSite,
+            "cross_site",
             "Cross-site request refused",
             "the console accepts changes only from its own pages",
         )
@@ -157,32 +146,18 @@ pub fn check_origin(headers: &HeaderMap) -> Result<(), Problem> {
 }
 
 /// The session a request's cookie names, if it is current and its key live.
-async fn load(app: &App, jar: &CookieJar) -> Result<Option<Signed>, Problem> {
+async fn load(app: &App, jar: &CookieJar) -> Result<Option<Signed>, Shown> {
     let Some(id) = jar.get(SESSION_COOKIE).map(|c| c.value().to_string()) else {
         return Ok(None);
     };
-    let id_hash = keys::hash(&id);
-    let now = store::now();
-    let mut c = app.db.acquire().await?;
-    let Some(s) = sessions::get(&mut c.conn(), &id_hash, now).await? else {
+    let Some(session) = sessions::find(app, &id).await? else {
         return Ok(None);
     };
-    let Some(key) = store::keys::get(&mut c.conn(), &s.key_id).await? else {
-        return Ok(None);
-    };
-    if !key.is_live(chrono::Utc::now()) {
-        sessions::delete(&mut c.conn(), &id_hash).await?;
-        return Ok(None);
-    }
-    let wanted = (now + IDLE).min(s.created_at + ABSOLUTE);
-    if wanted - s.expires_at > EXTEND_STEP {
-        sessions::extend(&mut c.conn(), &id_hash, wanted).await?;
-    }
-    tracing::Span::current().record("key_id", key.id.as_str());
+    tracing::Span::current().record("key_id", session.key.id.as_str());
     Ok(Some(Signed {
-        caller: Caller(key),
-        csrf: s.csrf,
-        id_hash,
+        key: session.key.clone(),
+        csrf: session.csrf.clone(),
+        session,
     }))
 }
 
@@ -208,10 +183,15 @@ impl FromRequestParts<Arc<App>> for Signed {
         let jar = CookieJar::from_headers(&parts.headers);
         match load(app, &jar).await {
             Ok(Some(s)) => Ok(s),
-            Ok(None) if parts.uri.path().starts_with("/console/") => Err(Problem::unauthorized(
-                "your console session ended; sign in again",
-            )
-            .into_response()),
+            Ok(None) if parts.uri.path().starts_with("/console/") => {
+                Err(super::ScriptFail(Shown::new(
+                    StatusCode::UNAUTHORIZED,
+                    "unauthorized",
+                    "Sign in again",
+                    "your console session ended; sign in again",
+                ))
+                .into_response())
+            }
             Ok(None) => {
                 let here = parts
                     .uri
@@ -262,7 +242,7 @@ pub fn check_anonymous_form(
     headers: &HeaderMap,
     jar: &CookieJar,
     presented: &str,
-) -> Result<(), Problem> {
+) -> Result<(), Shown> {
     check_origin(headers)?;
     match jar.get(FORM_COOKIE) {
         Some(c)
@@ -338,9 +318,9 @@ async fn signin(
 ) -> PageResult {
     check_anonymous_form(&headers, &jar, &form.csrf)?;
     let next = safe_next(form.next.as_deref());
-    let key = match auth::verify(&app, form.key.trim()).await {
-        Ok(k) => k,
-        Err(p) if p.status() == StatusCode::UNAUTHORIZED => {
+    let id = match sessions::open(&app, form.key.trim()).await {
+        Ok((id, _)) => id,
+        Err(service::Error::Unauthorized) => {
             let ctx = Ctx::new(&app, Nav::SignIn, None);
             let page = signin_markup(
                 &ctx,
@@ -350,15 +330,8 @@ async fn signin(
             );
             return Ok((StatusCode::UNAUTHORIZED, page).into_response());
         }
-        Err(p) => return Err(Fail(p)),
+        Err(e) => return Err(e.into()),
     };
-    let id = keys::token(43);
-    let csrf = keys::token(32);
-    let now = store::now();
-    let mut c = app.db.acquire().await?;
-    sessions::sweep(&mut c.conn(), now).await?;
-    sessions::insert(&mut c.conn(), &keys::hash(&id), &key.id, &csrf, now + IDLE).await?;
-    tracing::info!(key_id = %key.id, "console sign-in");
     let jar = jar.remove(Cookie::build(FORM_COOKIE).path("/")).add(cookie(
         SESSION_COOKIE,
         id,
@@ -381,9 +354,7 @@ async fn signout(
     Form(form): Form<CsrfOnly>,
 ) -> PageResult {
     signed.check_form(&headers, &form.csrf)?;
-    let mut c = app.db.acquire().await?;
-    sessions::delete(&mut c.conn(), &signed.id_hash).await?;
-    tracing::info!(key_id = %signed.caller.id(), "console sign-out");
+    sessions::close(&app, &signed.session).await?;
     let jar = jar.remove(Cookie::build(SESSION_COOKIE).path("/"));
     Ok((jar, Redirect::to("/signin")).into_response())
 }

@@ -2,7 +2,7 @@
 //! choose or drop a file, mode and on_error; the script sends the file with
 //! a progress bar, follows validation, and lands on the job page.
 //!
-//! The file goes through [`http::imports::accept`], exactly as an API
+//! The file goes through [`crate::service::uploads`], exactly as an API
 //! upload does: the same checks, the same streaming into the store.
 
 use std::collections::HashMap;
@@ -10,20 +10,22 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, Query, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use maud::html;
+use serde::Deserialize;
 use serde_json::json;
 
-use super::PageResult;
 use super::layout::{self, Nav};
 use super::session::{CSRF_HEADER, Signed};
-use crate::app::App;
-use crate::http::imports::accept;
-use crate::http::modules::template_file;
-use crate::http::problem::{ApiResult, Problem};
+use super::{PageResult, ScriptResult};
+use crate::ingest::Declared;
+use crate::ledger::{Mode, OnError};
+use crate::service::modules::{self, TemplateFormat};
+use crate::service::uploads::{self, Declaration, Params};
+use crate::service::{self, App};
 
 pub fn routes() -> Router<Arc<App>> {
     Router::new()
@@ -45,7 +47,7 @@ async fn page(
         .catalog
         .modules()
         .iter()
-        .filter(|m| signed.caller.0.covers(&m.key))
+        .filter(|m| signed.key.covers(&m.key))
         .cloned()
         .collect();
     let selected = q
@@ -79,6 +81,8 @@ async fn page(
                             a href=(format!("/console/modules/{}/template?format=csv", m.key)) download { "CSV" }
                             " · "
                             a href=(format!("/console/modules/{}/template?format=json", m.key)) download { "JSON" }
+                            " · "
+                            a href=(format!("/console/modules/{}/template?format=xlsx", m.key)) download { "XLSX" }
                         }
                         div.table-wrap {
                             table.small {
@@ -143,23 +147,38 @@ async fn upload(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
-) -> ApiResult<Response> {
+) -> ScriptResult<Response> {
+    let params: Params = serde_urlencoded::from_str(query.as_deref().unwrap_or(""))
+        .map_err(|e| service::Error::invalid("query", format!("the upload's options: {e}")))?;
     let presented = headers
         .get(CSRF_HEADER)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
     signed.check_form(&headers, &presented)?;
-    let job = accept(
-        &app,
-        &signed.caller,
-        &module,
-        query.as_deref(),
-        &headers,
-        body,
-    )
-    .await?
-    .job;
+    let declaration =
+        Declaration::from_headers(|name| headers.get(name).and_then(|v| v.to_str().ok()))?;
+    let format = match declaration.declared {
+        Declared::Format(f) => Some(f),
+        Declared::Sniff => None,
+        // The page's script sends the file itself, never a form.
+        Declared::Multipart => {
+            return Err(service::Error::UnsupportedType("multipart/form-data".into()).into());
+        }
+    };
+    let up = uploads::Upload {
+        module: &module,
+        mode: params.mode.unwrap_or(Mode::Insert),
+        on_error: params.on_error.unwrap_or(OnError::Fail),
+        options: params.options()?,
+        format,
+        charset: declaration.charset,
+        file_name: declaration.name,
+        idempotency_key: None,
+    };
+    let job = uploads::upload(&app, &signed.key, up, body.into_data_stream())
+        .await?
+        .job;
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({
@@ -171,20 +190,28 @@ async fn upload(
         .into_response())
 }
 
+#[derive(Deserialize)]
+struct TemplateQuery {
+    format: Option<TemplateFormat>,
+}
+
 async fn template(
     State(app): State<Arc<App>>,
     signed: Signed,
     Path(module): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Response> {
-    let m = crate::http::module(&app, &module)?;
-    signed.caller.check_module(m)?;
-    let format = q.get("format").map(String::as_str).unwrap_or("csv");
-    if !matches!(format, "csv" | "json") {
-        return Err(Problem::invalid_parameter(
-            "format",
-            "format must be csv or json",
-        ));
-    }
-    template_file(m, format)
+    Query(q): Query<TemplateQuery>,
+) -> ScriptResult<Response> {
+    let m = uploads::target(&app, &signed.key, &module)?;
+    let t = modules::template(m, q.format.unwrap_or_default())?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, t.content_type.to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{}\"", t.file_name),
+            ),
+        ],
+        t.body,
+    )
+        .into_response())
 }

@@ -6,12 +6,11 @@ use std::sync::Arc;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
-use super::limits::{Class, Slot};
+use super::limits::{Answer, Slot};
 use super::problem::Problem;
-use crate::app::App;
-use crate::catalog::Module;
-use crate::keys::{self, KeyRecord, Role};
-use crate::store;
+use crate::keys::KeyRecord;
+use crate::service::App;
+use crate::service::limits::Class;
 
 pub const HEADER: &str = "x-api-key";
 
@@ -29,7 +28,7 @@ impl FromRequestParts<Arc<App>> for Caller {
             .and_then(|v| v.to_str().ok())
             .map(str::trim)
             .ok_or_else(|| Problem::unauthorized("the X-API-Key header is missing"))?;
-        let record = verify(app, presented).await?;
+        let record = crate::service::keys::verify(app, presented).await?;
         tracing::Span::current().record("key_id", record.id.as_str());
         let class = if parts.method == axum::http::Method::POST
             && parts.uri.path().starts_with("/api/import/")
@@ -50,56 +49,8 @@ impl FromRequestParts<Arc<App>> for Caller {
     }
 }
 
-/// The live key a presented secret belongs to, or `401` (unknown, revoked
-/// or expired alike). Shared by the API and the console's sign-in.
-pub async fn verify(app: &App, presented: &str) -> Result<KeyRecord, Problem> {
-    let bad = || Problem::unauthorized("the key is unknown, revoked or expired");
-    let lookup = keys::lookup_part(presented).ok_or_else(bad)?;
-    let mut c = app.db.acquire().await?;
-    let (record, hash) = store::keys::by_lookup(&mut c.conn(), lookup)
-        .await?
-        .ok_or_else(bad)?;
-    if !keys::matches(presented, &hash) || !record.is_live(chrono::Utc::now()) {
-        return Err(bad());
-    }
-    Ok(record)
-}
-
 impl Caller {
     pub fn id(&self) -> &str {
         &self.0.id
-    }
-
-    /// 403 unless the key's scope covers the module.
-    pub fn check_module(&self, module: &Module) -> Result<(), Problem> {
-        self.check_module_key(&module.key)
-    }
-
-    pub fn check_module_key(&self, module: &str) -> Result<(), Problem> {
-        if self.0.covers(module) {
-            Ok(())
-        } else {
-            Err(Problem::forbidden(format!(
-                "this key's scope does not include the module {module}"
-            )))
-        }
-    }
-
-    /// 403 unless the key is an admin's.
-    pub fn check_admin(&self) -> Result<(), Problem> {
-        if self.0.role == Role::Admin {
-            Ok(())
-        } else {
-            Err(Problem::forbidden("only an admin key may do this"))
-        }
-    }
-
-    /// The modules this key may see, or `None` for all.
-    pub fn scope(&self) -> Option<Vec<String>> {
-        if self.0.modules.iter().any(|m| m == "*") {
-            None
-        } else {
-            Some(self.0.modules.clone())
-        }
     }
 }

@@ -9,7 +9,7 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 
 use super::problem::{Code, Problem};
-use crate::app::App;
+use crate::service::App;
 
 pub fn routes() -> Router<Arc<App>> {
     Router::new()
@@ -24,7 +24,7 @@ async fn healthz() -> Json<Value> {
 
 /// The database answers.
 async fn readyz(State(app): State<Arc<App>>) -> Result<Json<Value>, Problem> {
-    if app.db.ping().await {
+    if app.ready().await {
         Ok(Json(json!({"status": "ready"})))
     } else {
         Err(Problem::new(

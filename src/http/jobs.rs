@@ -1,30 +1,29 @@
 //! Jobs: reading them (list, one, preview, errors, events) and the
-//! Human-Gate moves (approve, reject, cancel, rollback).
+//! Human-Gate moves (approve, reject, cancel, rollback), over HTTP. The
+//! work is the service's ([`crate::service::jobs`], [`crate::service::gate`]).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Map, Value as JsonValue, json};
+use serde::Deserialize;
+use serde_json::{Map, Value as JsonValue};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::auth::Caller;
-use super::modules::XLSX_TYPE;
+use super::extract::Params;
 use super::openapi::Binary;
-use super::problem::{ApiResult, Code, Problem};
+use super::problem::{ApiResult, Problem};
 use super::views::{CommentBody, ErrorsPage, EventList, EventView, JobList, JobView, PreviewPage};
-use crate::app::App;
-use crate::ledger::gate::{self, Refusal};
 use crate::ledger::job::People;
-use crate::ledger::{Decision, Gate, Job, Move, State as JobState};
-use crate::store::stage::Stage;
-use crate::store::{self, jobs::MoveBy, rows};
-use crate::validate::RowError;
+use crate::ledger::{Job, JobState, Move};
+use crate::service::modules::XLSX_TYPE;
+use crate::service::{App, gate, jobs};
+use crate::validate::RowAction;
 
 pub fn routes() -> OpenApiRouter<Arc<App>> {
     OpenApiRouter::new()
@@ -39,33 +38,10 @@ pub fn routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(rollback))
 }
 
-type Params = Query<HashMap<String, String>>;
-
-/// The job with this id, if the caller's scope covers its module.
-pub async fn load(app: &App, caller: &Caller, id: &str) -> ApiResult<Job> {
-    let mut c = app.db.acquire().await?;
-    let job = store::jobs::get(&mut c.conn(), id)
-        .await?
-        .ok_or_else(|| Problem::not_found("job", id))?;
-    caller.check_module_key(&job.module)?;
-    Ok(job)
-}
-
-/// Names behind key ids, for masking people in views.
-pub async fn people(app: &App) -> ApiResult<HashMap<String, String>> {
-    let mut c = app.db.acquire().await?;
-    Ok(store::keys::names(&mut c.conn()).await?)
-}
-
 /// A job response: the view, its `ETag`, and `Location`.
-pub async fn job_response(app: &App, id: &str, status: StatusCode) -> ApiResult<Response> {
-    let mut c = app.db.acquire().await?;
-    let job = store::jobs::get(&mut c.conn(), id)
-        .await?
-        .ok_or_else(|| Problem::not_found("job", id))?;
-    drop(c);
-    let names = people(app).await?;
-    let mut resp = (status, Json(JobView::new(&job, &People(&names)))).into_response();
+async fn job_response(app: &App, job: &Job, status: StatusCode) -> ApiResult<Response> {
+    let names = app.names().await?;
+    let mut resp = (status, Json(JobView::new(job, &People(&names)))).into_response();
     let h = resp.headers_mut();
     if let Ok(v) = HeaderValue::from_str(&job.etag()) {
         h.insert(header::ETAG, v);
@@ -76,17 +52,49 @@ pub async fn job_response(app: &App, id: &str, status: StatusCode) -> ApiResult<
     Ok(resp)
 }
 
-fn number(q: &HashMap<String, String>, name: &str, default: i64, max: i64) -> ApiResult<i64> {
-    match q.get(name) {
-        None => Ok(default),
-        Some(v) => match v.parse::<i64>() {
-            Ok(n) if (0..=max).contains(&n) => Ok(n),
-            _ => Err(Problem::invalid_parameter(
-                name,
-                format!("{name} must be a whole number from 0 to {max}"),
-            )),
-        },
+/// The job as it is now, after waiting for its work if the request asked
+/// with `Prefer: wait=N`.
+pub async fn answer_job(
+    app: &App,
+    id: &str,
+    headers: &HeaderMap,
+    status: StatusCode,
+) -> ApiResult<Response> {
+    if let Some(wait) = super::prefer_wait(headers) {
+        jobs::wait(app, id, wait).await?;
     }
+    let job = jobs::find(app, id).await?;
+    job_response(app, &job, status).await
+}
+
+/// A number parameter within `0..=max`.
+fn bounded(name: &str, value: Option<i64>, default: i64, max: i64) -> ApiResult<i64> {
+    match value {
+        None => Ok(default),
+        Some(n) if (0..=max).contains(&n) => Ok(n),
+        Some(_) => Err(Problem::invalid_parameter(
+            name,
+            format!("{name} must be a whole number from 0 to {max}"),
+        )),
+    }
+}
+
+/// Who uploaded the jobs a list shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum SubmittedBy {
+    Me,
+    #[default]
+    Any,
+}
+
+#[derive(Debug, Deserialize)]
+struct ListParams {
+    module: Option<String>,
+    state: Option<JobState>,
+    submitted_by: Option<SubmittedBy>,
+    limit: Option<i64>,
+    cursor: Option<String>,
 }
 
 /// Jobs the key's scope covers, newest first.
@@ -106,51 +114,21 @@ fn number(q: &HashMap<String, String>, name: &str, default: i64, max: i64) -> Ap
 async fn list(
     State(app): State<Arc<App>>,
     caller: Caller,
-    Query(q): Params,
+    Params(q): Params<ListParams>,
 ) -> ApiResult<Json<JobList>> {
-    let limit = number(&q, "limit", 50, 200)?.max(1);
-    let state = match q.get("state") {
-        None => None,
-        Some(s) => Some(JobState::parse(s).ok_or_else(|| {
-            Problem::invalid_parameter("state", format!("{s:?} is not a job state"))
-        })?),
+    let query = jobs::ListQuery {
+        module: q.module,
+        state: q.state,
+        mine: q.submitted_by == Some(SubmittedBy::Me),
+        cursor: q.cursor,
+        limit: bounded("limit", q.limit, 50, 200)?.max(1),
     };
-    if let Some(m) = q.get("module") {
-        super::module(&app, m)?;
-    }
-    let submitter = match q.get("submitted_by").map(String::as_str) {
-        None | Some("any") => None,
-        Some("me") => Some(caller.id().to_string()),
-        Some(other) => {
-            return Err(Problem::invalid_parameter(
-                "submitted_by",
-                format!("{other:?} is not me or any"),
-            ));
-        }
-    };
-    let filter = store::jobs::Filter {
-        modules: caller.scope(),
-        module: q.get("module").cloned(),
-        state,
-        submitter,
-        before: q.get("cursor").cloned(),
-        limit: limit + 1,
-    };
-    let mut c = app.db.acquire().await?;
-    let mut found = store::jobs::list(&mut c.conn(), &filter).await?;
-    drop(c);
-    let next = if found.len() as i64 > limit {
-        found.truncate(limit as usize);
-        found.last().map(|j| j.id.clone())
-    } else {
-        None
-    };
-    let names = people(&app).await?;
+    let page = jobs::list(&app, &caller.0, query).await?;
+    let names = app.names().await?;
     let people = People(&names);
-    let jobs = found.iter().map(|j| JobView::new(j, &people)).collect();
     Ok(Json(JobList {
-        jobs,
-        next_cursor: next,
+        jobs: page.jobs.iter().map(|j| JobView::new(j, &people)).collect(),
+        next_cursor: page.next,
     }))
 }
 
@@ -173,18 +151,22 @@ async fn one(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    load(&app, &caller, &id).await?;
-    if let Some(wait) = super::prefer_wait(&headers) {
-        super::wait_for_job(&app, &id, wait).await?;
-    }
-    job_response(&app, &id, StatusCode::OK).await
+    jobs::get(&app, &caller.0, &id).await?;
+    answer_job(&app, &id, &headers, StatusCode::OK).await
+}
+
+#[derive(Debug, Deserialize)]
+struct PreviewParams {
+    action: Option<RowAction>,
+    offset: Option<i64>,
+    limit: Option<i64>,
 }
 
 /// A page of the job's preview: what each row would do.
 #[utoipa::path(get, path = "/api/jobs/{id}/preview", operation_id = "get_preview", tag = "jobs",
     params(
         ("id" = String, Path, description = "The job's id (`job_…`)"),
-        ("action" = Option<super::views::RowAction>, Query, description = "Only rows with this action"),
+        ("action" = Option<RowAction>, Query, description = "Only rows with this action"),
         ("offset" = Option<i64>, Query, description = "Rows to skip (default 0)", minimum = 0),
         ("limit" = Option<i64>, Query, description = "Rows a page (default 100)", minimum = 0, maximum = 1000),
     ),
@@ -198,23 +180,14 @@ async fn preview(
     State(app): State<Arc<App>>,
     caller: Caller,
     Path(id): Path<String>,
-    Query(q): Params,
+    Params(q): Params<PreviewParams>,
 ) -> ApiResult<Json<PreviewPage>> {
-    let job = load(&app, &caller, &id).await?;
-    let action = match q.get("action").map(String::as_str) {
-        None => None,
-        Some(a @ ("insert" | "update" | "unchanged" | "error")) => Some(a),
-        Some(a) => {
-            return Err(Problem::invalid_parameter(
-                "action",
-                format!("{a:?} is not insert, update, unchanged or error"),
-            ));
-        }
-    };
-    let offset = number(&q, "offset", 0, i64::MAX)?;
-    let limit = number(&q, "limit", 100, 1000)?.max(1);
-    let (total, page) = preview_page(&app, &job, action, offset, limit).await?;
+    let job = jobs::get(&app, &caller.0, &id).await?;
+    let offset = bounded("offset", q.offset, 0, i64::MAX)?;
+    let limit = bounded("limit", q.limit, 100, 1000)?.max(1);
+    let page = jobs::preview(&app, &job, q.action, offset, limit).await?;
     let rows = page
+        .rows
         .into_iter()
         .map(|p| super::views::PreviewRow {
             row: p.row.row_no,
@@ -225,54 +198,11 @@ async fn preview(
         })
         .collect();
     Ok(Json(PreviewPage {
-        total,
+        total: page.total,
         offset,
         limit,
         rows,
     }))
-}
-
-/// One row of the preview with its errors.
-pub struct PreviewRow {
-    pub row: rows::StoredRow,
-    pub errors: Vec<RowError>,
-}
-
-/// A page of a job's preview (one action, or all), in file order, read
-/// from the database page by page: never the whole job.
-pub async fn preview_page(
-    app: &App,
-    job: &Job,
-    action: Option<&str>,
-    offset: i64,
-    limit: i64,
-) -> ApiResult<(i64, Vec<PreviewRow>)> {
-    let job_id = job.id.as_str();
-    let mut c = app.db.acquire().await?;
-    // A job never validated, or of a module the catalog no longer has,
-    // has no rows to show.
-    let stage = match app.catalog.get(&job.module) {
-        Some(module) => Stage::of(&mut c.conn(), module, job_id).await?,
-        None => None,
-    };
-    let Some(stage) = stage else {
-        return Ok((0, vec![]));
-    };
-    let (total, page) = rows::page(&mut c.conn(), &stage, action, offset, limit).await?;
-    let mut by_seq: HashMap<i64, Vec<RowError>> = HashMap::new();
-    if let (Some(first), Some(last)) = (page.first(), page.last()) {
-        for (seq, e) in rows::errors_of(&mut c.conn(), job_id, first.seq, last.seq).await? {
-            by_seq.entry(seq).or_default().push(e);
-        }
-    }
-    let rows = page
-        .into_iter()
-        .map(|row| PreviewRow {
-            errors: by_seq.remove(&row.seq).unwrap_or_default(),
-            row,
-        })
-        .collect();
-    Ok((total, rows))
 }
 
 /// Cells a spreadsheet would run as a formula get a leading apostrophe.
@@ -281,6 +211,22 @@ pub fn neutralise(cell: &str) -> String {
         Some('=' | '+' | '-' | '@' | '\t' | '\r') => format!("'{cell}"),
         _ => cell.to_string(),
     }
+}
+
+/// The formats of the errors report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ReportFormat {
+    Json,
+    Csv,
+    Xlsx,
+}
+
+#[derive(Debug, Deserialize)]
+struct ErrorsParams {
+    format: Option<ReportFormat>,
+    offset: Option<i64>,
+    limit: Option<i64>,
 }
 
 /// The job's row errors: JSON pages, or the whole report as CSV or XLSX
@@ -308,35 +254,28 @@ async fn errors(
     State(app): State<Arc<App>>,
     caller: Caller,
     Path(id): Path<String>,
-    Query(q): Params,
+    Params(q): Params<ErrorsParams>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let job = load(&app, &caller, &id).await?;
+    let job = jobs::get(&app, &caller.0, &id).await?;
     let accept = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let wanted = match q.get("format").map(String::as_str) {
-        Some(f @ ("csv" | "json" | "xlsx")) => f,
-        Some(f) => {
-            return Err(Problem::invalid_parameter(
-                "format",
-                format!("{f:?} is not csv, xlsx or json"),
-            ));
-        }
-        None if accept.contains(XLSX_TYPE) => "xlsx",
-        None if accept.contains("text/csv") => "csv",
-        None => "json",
+    let wanted = match q.format {
+        Some(f) => f,
+        None if accept.contains(XLSX_TYPE) => ReportFormat::Xlsx,
+        None if accept.contains("text/csv") => ReportFormat::Csv,
+        None => ReportFormat::Json,
     };
     match wanted {
-        "csv" => return Ok(errors_csv(app, job.id).await),
-        "xlsx" => return errors_xlsx(&app, &job.id).await,
-        _ => {}
+        ReportFormat::Csv => return Ok(errors_csv(app, job)),
+        ReportFormat::Xlsx => return errors_xlsx(&app, &job).await,
+        ReportFormat::Json => {}
     }
-    let offset = number(&q, "offset", 0, i64::MAX)?;
-    let limit = number(&q, "limit", 1000, 10_000)?.max(1);
-    let mut c = app.db.acquire().await?;
-    let (total, list) = rows::errors(&mut c.conn(), &job.id, offset, limit).await?;
+    let offset = bounded("offset", q.offset, 0, i64::MAX)?;
+    let limit = bounded("limit", q.limit, 1000, 10_000)?.max(1);
+    let (total, list) = jobs::errors(&app, &job, offset, limit).await?;
     Ok(Json(ErrorsPage {
         total,
         offset,
@@ -354,7 +293,7 @@ const XLSX_MAX_ROWS: u32 = 1_048_575;
 /// held and runs nothing; the values stay exactly as in the other reports.
 /// Rows go to a temporary file as they are written (rust_xlsxwriter's
 /// constant-memory mode); only the compressed result is held to send.
-async fn errors_xlsx(app: &App, job_id: &str) -> ApiResult<Response> {
+async fn errors_xlsx(app: &App, job: &Job) -> ApiResult<Response> {
     use rust_xlsxwriter::{Format, Workbook};
     let mut book = Workbook::new();
     let sheet = book
@@ -371,11 +310,9 @@ async fn errors_xlsx(app: &App, job_id: &str) -> ApiResult<Response> {
             .map_err(Problem::internal)?;
     }
     let mut row = 1u32;
-    let mut offset = 0i64;
-    'pages: loop {
-        let mut c = app.db.acquire().await?;
-        let (total, list) = rows::errors(&mut c.conn(), job_id, offset, 5000).await?;
-        drop(c);
+    let mut written = 0i64;
+    let mut pages = jobs::error_pages(app, job);
+    'pages: while let Some((total, list)) = pages.next().await? {
         for e in &list {
             if row > XLSX_MAX_ROWS {
                 sheet
@@ -384,7 +321,7 @@ async fn errors_xlsx(app: &App, job_id: &str) -> ApiResult<Response> {
                         0,
                         format!(
                             "{} more errors: download the CSV report for all {total}",
-                            total - offset
+                            total - written
                         ),
                     )
                     .map_err(Problem::internal)?;
@@ -398,10 +335,7 @@ async fn errors_xlsx(app: &App, job_id: &str) -> ApiResult<Response> {
                 .and_then(|s| s.write_string(row, 4, &e.message))
                 .map_err(Problem::internal)?;
             row += 1;
-            offset += 1;
-        }
-        if list.len() < 5000 {
-            break;
+            written += 1;
         }
     }
     let body = tokio::task::spawn_blocking(move || book.save_to_buffer())
@@ -422,20 +356,17 @@ async fn errors_xlsx(app: &App, job_id: &str) -> ApiResult<Response> {
 }
 
 /// The whole error report as CSV, streamed page by page.
-async fn errors_csv(app: Arc<App>, job_id: String) -> Response {
+fn errors_csv(app: Arc<App>, job: Job) -> Response {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
     tokio::spawn(async move {
-        let mut offset = 0i64;
         let mut head = csv::Writer::from_writer(Vec::new());
         let _ = head.write_record(["row", "column", "value", "code", "message"]);
         let mut chunk = head.into_inner().unwrap_or_default();
+        let mut pages = jobs::error_pages(&app, &job);
         loop {
-            let page = match app.db.acquire().await {
-                Ok(mut c) => rows::errors(&mut c.conn(), &job_id, offset, 5000).await,
-                Err(e) => Err(e),
-            };
-            let list = match page {
-                Ok((_, list)) => list,
+            let list = match pages.next().await {
+                Ok(Some((_, list))) => list,
+                Ok(None) => return,
                 Err(e) => {
                     let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
                     return;
@@ -455,13 +386,11 @@ async fn errors_csv(app: Arc<App>, job_id: String) -> Response {
             if !bytes.is_empty() && tx.send(Ok(Bytes::from(bytes))).await.is_err() {
                 return;
             }
-            if list.len() < 5000 {
-                return;
-            }
-            offset += list.len() as i64;
         }
     });
-    let stream = tokio_stream_from(rx);
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
     (
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
@@ -473,12 +402,6 @@ async fn errors_csv(app: Arc<App>, job_id: String) -> Response {
         Body::from_stream(stream),
     )
         .into_response()
-}
-
-fn tokio_stream_from<T: Send + 'static>(
-    mut rx: tokio::sync::mpsc::Receiver<T>,
-) -> impl futures::Stream<Item = T> {
-    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 
 /// The job's ledger: every move with its actor (masked), time and comment.
@@ -494,17 +417,16 @@ async fn events(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<EventList>> {
-    let job = load(&app, &caller, &id).await?;
-    let mut c = app.db.acquire().await?;
-    let list = store::jobs::events(&mut c.conn(), &job.id).await?;
-    let names = store::keys::names(&mut c.conn()).await?;
+    let job = jobs::get(&app, &caller.0, &id).await?;
+    let list = jobs::events(&app, &job).await?;
+    let names = app.names().await?;
     let people = People(&names);
     let events = list.iter().map(|e| EventView::new(e, &people)).collect();
     Ok(Json(EventList { events }))
 }
 
 /// The optional `{"comment": "..."}` body of a gate move (and of a
-/// decision on a key request).
+/// decision on a key request): the comment's text, checked by the service.
 pub fn comment(body: &Bytes) -> ApiResult<Option<String>> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
@@ -516,15 +438,7 @@ pub fn comment(body: &Bytes) -> ApiResult<Option<String>> {
     })?;
     match v.get("comment") {
         None | Some(JsonValue::Null) => Ok(None),
-        Some(JsonValue::String(s)) if s.contains('\0') => Err(Problem::invalid_parameter(
-            "comment",
-            "a comment may not hold NUL characters",
-        )),
-        Some(JsonValue::String(s)) if s.chars().count() <= 2000 => Ok(Some(s.clone())),
-        Some(JsonValue::String(_)) => Err(Problem::invalid_parameter(
-            "comment",
-            "a comment has at most 2000 characters",
-        )),
+        Some(JsonValue::String(s)) => Ok(Some(s.clone())),
         Some(_) => Err(Problem::invalid_parameter(
             "comment",
             "comment must be a string",
@@ -590,43 +504,6 @@ gate_handler!(
     "Asks for a committed job to be undone; the rollback waits at the gate."
 );
 
-fn invalid_state(job: &Job, event: Move) -> Problem {
-    Problem::new(
-        StatusCode::CONFLICT,
-        Code::InvalidState,
-        "The job is not in a state for this move",
-        format!(
-            "{} is {}; {} is not possible from there",
-            job.id,
-            job.state.as_str(),
-            event.as_str()
-        ),
-    )
-    .with("state", json!(job.state.as_str()))
-}
-
-/// `If-Match` must name the job's current version when it is given.
-fn check_etag(job: &Job, if_match: Option<&str>) -> ApiResult<()> {
-    let Some(wanted) = if_match else {
-        return Ok(());
-    };
-    let etag = job.etag();
-    if wanted
-        .split(',')
-        .any(|t| t.trim() == "*" || t.trim() == etag)
-    {
-        Ok(())
-    } else {
-        Err(Problem::new(
-            StatusCode::PRECONDITION_FAILED,
-            Code::PreconditionFailed,
-            "The job changed since you looked at it",
-            format!("If-Match {wanted} does not match the job's current version {etag}; reload it and decide again"),
-        )
-        .with("etag", json!(etag)))
-    }
-}
-
 /// One move at the gate, over the API: the body's comment, the move, then
 /// (with `Prefer: wait`) the work it starts.
 async fn gate_move(
@@ -638,94 +515,13 @@ async fn gate_move(
     body: &Bytes,
 ) -> ApiResult<Response> {
     let comment = comment(body)?;
-    let if_match = headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok());
-    let job = decide(app, caller, id, event, if_match, comment).await?;
-    if job.state.is_work()
-        && let Some(wait) = super::prefer_wait(headers)
-    {
-        super::wait_for_job(app, id, wait).await?;
-    }
-    job_response(app, id, StatusCode::ACCEPTED).await
-}
-
-/// Why a person may not make a move, as the problem the API answers.
-pub fn refusal_problem(job: &Job, event: Move, refusal: Refusal) -> Problem {
-    match refusal {
-        Refusal::InvalidState(_) => invalid_state(job, event),
-        Refusal::Forbidden(why) => Problem::forbidden(why),
-        Refusal::SelfApproval => Problem::new(
-            StatusCode::FORBIDDEN,
-            Code::SelfApproval,
-            "Four-eyes rule",
-            "the key that asked for this gate action may not decide it; another approver must",
-        ),
-    }
-}
-
-/// One move at the gate, for the API and the console alike: authorise it
-/// with [`gate::authorize`], check the version the person looked at
-/// (`if_match`), apply it if nobody moved the job meanwhile, and hand work
-/// to the workers. Returns the job after the move.
-pub async fn decide(
-    app: &App,
-    caller: &Caller,
-    id: &str,
-    event: Move,
-    if_match: Option<&str>,
-    comment: Option<String>,
-) -> ApiResult<Job> {
-    let job = load(app, caller, id).await?;
-    check_etag(&job, if_match)?;
-    let to = gate::authorize(&job, event, &caller.0, app.settings.allow_self_approval)
-        .map_err(|r| refusal_problem(&job, event, r))?;
-    let mut after = job.clone();
-    after.state = to;
-    after.updated_at = store::now();
-    let action = gate::gate_action(job.state).to_string();
-    match event {
-        Move::Rollback => {
-            after.problem = None;
-            after.gate = Some(Gate {
-                action: "rollback".into(),
-                requested_at: after.updated_at,
-                requested_by: caller.id().to_string(),
-            });
-        }
-        _ => {
-            let decision = match event {
-                Move::Approve => "approved",
-                Move::Reject => "rejected",
-                _ => "cancelled",
-            };
-            after.decisions.push(Decision {
-                action,
-                decision: decision.into(),
-                by: Some(caller.id().to_string()),
-                at: after.updated_at,
-                comment: comment.clone(),
-            });
-        }
-    }
-    let mut tx = app.db.begin().await?;
-    let by = MoveBy {
+    let request = gate::MoveRequest {
+        job_id: id,
         event,
-        actor: Some(caller.id()),
+        if_match: headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()),
         comment: comment.as_deref(),
-        detail: None,
-        lease_owner: None,
+        reason_required: false,
     };
-    if !store::jobs::transition(&mut tx.conn(), &job, &after, by).await? {
-        tx.rollback().await?;
-        // Somebody moved the job first: answer from its state now.
-        let now = load(app, caller, id).await?;
-        return Err(invalid_state(&now, event));
-    }
-    tx.commit().await?;
-    app.job_moved.notify_waiters();
-    tracing::info!(job = %id, event = event.as_str(), to = to.as_str(), "gate move");
-    if to.is_work() {
-        app.work.notify_one();
-    }
-    after.version += 1;
-    Ok(after)
+    gate::make_move(app, &caller.0, request).await?;
+    answer_job(app, id, headers, StatusCode::ACCEPTED).await
 }

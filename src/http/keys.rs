@@ -6,7 +6,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, Datelike, Utc};
+use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -15,9 +15,8 @@ use utoipa_axum::routes;
 use super::auth::Caller;
 use super::problem::{ApiResult, Problem};
 use super::views::{KeyList, KeyView, NewKeyView};
-use crate::app::App;
-use crate::keys::{self, KeyRecord, Role};
-use crate::store;
+use crate::keys::Role;
+use crate::service::{self, App, keys};
 
 pub fn routes() -> OpenApiRouter<Arc<App>> {
     OpenApiRouter::new()
@@ -44,44 +43,6 @@ pub struct NewKey {
     expires_at: Option<DateTime<Utc>>,
 }
 
-/// Checks what a new key asks for (shared with key requests).
-pub fn check_new_key(app: &App, name: &str, role: &str, modules: &[String]) -> ApiResult<Role> {
-    let name = name.trim();
-    if name.is_empty() || name.chars().count() > 200 {
-        return Err(Problem::invalid_parameter(
-            "name",
-            "name must have 1 to 200 characters",
-        ));
-    }
-    if name.contains('\0') {
-        return Err(Problem::invalid_parameter(
-            "name",
-            "name may not hold NUL characters",
-        ));
-    }
-    let role = Role::parse(role).ok_or_else(|| {
-        Problem::invalid_parameter(
-            "role",
-            format!("{role:?} is not submitter, approver or admin"),
-        )
-    })?;
-    if modules.is_empty() {
-        return Err(Problem::invalid_parameter(
-            "modules",
-            "modules must list module keys or \"*\"",
-        ));
-    }
-    for m in modules {
-        if m != "*" && app.catalog.get(m).is_none() {
-            return Err(Problem::invalid_parameter(
-                "modules",
-                format!("{m:?} is not a module"),
-            ));
-        }
-    }
-    Ok(role)
-}
-
 /// Creates a key (admins); the secret is in this answer and nowhere else.
 #[utoipa::path(post, path = "/api/keys", operation_id = "create_key", tag = "keys",
     request_body(content = NewKey, description = "The key's holder, role and scope"),
@@ -96,58 +57,21 @@ async fn create(
     caller: Caller,
     body: axum::body::Bytes,
 ) -> ApiResult<Response> {
-    caller.check_admin()?;
+    // Only an admin learns what a well-formed request looks like.
+    service::admin_only(&caller.0)?;
     let req: NewKey = serde_json::from_slice(&body).map_err(|e| {
         Problem::bad_request(format!(
             "the body must be {{\"name\", \"role\", \"modules\"?, \"expires_at\"?}}: {e}"
         ))
     })?;
     let modules = req.modules.unwrap_or_else(|| vec!["*".to_string()]);
-    let role = check_new_key(&app, &req.name, &req.role, &modules)?;
-    if let Some(at) = req.expires_at
-        && !(1..=9999).contains(&at.year())
-    {
-        return Err(Problem::invalid_parameter(
-            "expires_at",
-            "expires_at must be a time in the years 1 to 9999",
-        ));
-    }
-    let (record, secret) = issue(&app, req.name.trim(), role, &modules, req.expires_at).await?;
-    tracing::info!(key_id = %record.id, by = %caller.id(), role = role.as_str(), "key created");
+    let new = keys::NewKey::parse(&app, &req.name, &req.role, modules, req.expires_at)?;
+    let (record, secret) = keys::create(&app, &caller.0, &new).await?;
     let body = NewKeyView {
         key_view: KeyView::new(&record),
         key: secret,
     };
     Ok((StatusCode::CREATED, Json(body)).into_response())
-}
-
-/// Makes and stores a new key; gives its record and the secret to show once.
-/// The name, role and modules must have passed [`check_new_key`].
-pub async fn issue(
-    app: &App,
-    name: &str,
-    role: Role,
-    modules: &[String],
-    expires_at: Option<DateTime<Utc>>,
-) -> ApiResult<(KeyRecord, String)> {
-    let key = keys::generate();
-    let mut c = app.db.acquire().await?;
-    let record = store::keys::insert(&mut c.conn(), &key, name, role, modules, expires_at).await?;
-    Ok((record, key.secret))
-}
-
-/// Revokes a key (an admin's act, checked by the caller); gives it back.
-pub async fn revoke_key(app: &App, caller: &Caller, id: &str) -> ApiResult<KeyRecord> {
-    caller.check_admin()?;
-    let mut c = app.db.acquire().await?;
-    if !store::keys::revoke(&mut c.conn(), id).await? {
-        return Err(Problem::not_found("key", id));
-    }
-    let record = store::keys::get(&mut c.conn(), id)
-        .await?
-        .ok_or_else(|| Problem::not_found("key", id))?;
-    tracing::info!(key_id = %id, by = %caller.id(), "key revoked");
-    Ok(record)
 }
 
 /// Every key (admins), people masked.
@@ -157,9 +81,7 @@ pub async fn revoke_key(app: &App, caller: &Caller, id: &str) -> ApiResult<KeyRe
         (status = 403, description = "`forbidden`: not an admin key"),
     ))]
 async fn list(State(app): State<Arc<App>>, caller: Caller) -> ApiResult<Json<KeyList>> {
-    caller.check_admin()?;
-    let mut c = app.db.acquire().await?;
-    let keys = store::keys::list(&mut c.conn())
+    let keys = keys::list(&app, &caller.0)
         .await?
         .iter()
         .map(KeyView::new)
@@ -180,5 +102,7 @@ async fn revoke(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<KeyView>> {
-    Ok(Json(KeyView::new(&revoke_key(&app, &caller, &id).await?)))
+    Ok(Json(KeyView::new(
+        &keys::revoke(&app, &caller.0, &id).await?,
+    )))
 }

@@ -1,17 +1,9 @@
-//! Rate limits per key (API.md section 10): uploads and other requests
-//! each get a number of requests per one-minute window. Every answer to a
-//! known key carries the IETF `RateLimit-Policy` and `RateLimit` fields
+//! Rate limits as HTTP says them: every answer to a known key carries the
+//! IETF `RateLimit-Policy` and `RateLimit` fields
 //! (draft-ietf-httpapi-ratelimit-headers); over the limit it is `429` with
-//! `Retry-After`.
-//!
-//! Counted in this process's memory: a fixed window per key is a few lines,
-//! needs no database write per request, and tells the client exactly how
-//! many requests remain (which the GCRA crates do not report). With several
-//! replicas behind a load balancer each replica counts its own share.
+//! `Retry-After`. The counting is the service's ([`crate::service::limits`]).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -20,36 +12,16 @@ use axum::response::Response;
 
 use super::problem::{Code, Problem};
 
-const WINDOW_SECS: u64 = 60;
+use crate::service::limits::{Decision, WINDOW_SECS};
 
-/// Which budget a request draws on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Class {
-    Uploads,
-    Requests,
+/// The fields and the `429` of a counted request.
+pub trait Answer {
+    fn policy(&self) -> String;
+    fn current(&self) -> String;
+    fn problem(&self) -> Problem;
 }
 
-impl Class {
-    fn name(self) -> &'static str {
-        match self {
-            Class::Uploads => "uploads",
-            Class::Requests => "requests",
-        }
-    }
-}
-
-/// The outcome of counting one request.
-#[derive(Debug, Clone, Copy)]
-pub struct Decision {
-    pub class: Class,
-    pub limit: u64,
-    pub remaining: u64,
-    /// Seconds until the window ends.
-    pub reset: u64,
-    pub allowed: bool,
-}
-
-impl Decision {
+impl Answer for Decision {
     fn policy(&self) -> String {
         format!("\"{}\";q={};w={WINDOW_SECS}", self.class.name(), self.limit)
     }
@@ -63,8 +35,7 @@ impl Decision {
         )
     }
 
-    /// The `429` for a request over the limit.
-    pub fn problem(&self) -> Problem {
+    fn problem(&self) -> Problem {
         Problem::new(
             StatusCode::TOO_MANY_REQUESTS,
             Code::RateLimited,
@@ -82,62 +53,6 @@ impl Decision {
             self.policy(),
         )
         .header(header::HeaderName::from_static("ratelimit"), self.current())
-    }
-}
-
-/// The counters of one process.
-pub struct Limiter {
-    uploads_per_minute: u64,
-    requests_per_minute: u64,
-    windows: Mutex<HashMap<(String, Class), (u64, u64)>>,
-}
-
-impl Limiter {
-    /// A limit of 0 turns that limit off.
-    pub fn new(uploads_per_minute: u64, requests_per_minute: u64) -> Limiter {
-        Limiter {
-            uploads_per_minute,
-            requests_per_minute,
-            windows: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// Counts one request of a key; `None` when the class has no limit.
-    pub fn count(&self, key_id: &str, class: Class) -> Option<Decision> {
-        let limit = match class {
-            Class::Uploads => self.uploads_per_minute,
-            Class::Requests => self.requests_per_minute,
-        };
-        if limit == 0 {
-            return None;
-        }
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        let window = now / WINDOW_SECS;
-        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
-        if windows.len() > 10_000 {
-            // Forget keys idle since an earlier window.
-            windows.retain(|_, (w, _)| *w == window);
-        }
-        let entry = windows
-            .entry((key_id.to_string(), class))
-            .or_insert((window, 0));
-        if entry.0 != window {
-            *entry = (window, 0);
-        }
-        let allowed = entry.1 < limit;
-        if allowed {
-            entry.1 += 1;
-        }
-        Some(Decision {
-            class,
-            limit,
-            remaining: limit - entry.1,
-            reset: (window + 1) * WINDOW_SECS - now,
-            allowed,
-        })
     }
 }
 
@@ -160,28 +75,4 @@ pub async fn headers(mut req: Request, next: Next) -> Response {
         }
     }
     resp
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_key_gets_its_limit_then_a_refusal() {
-        let limiter = Limiter::new(2, 0);
-        let a = limiter.count("key_a", Class::Uploads).unwrap();
-        assert!(a.allowed && a.remaining == 1);
-        assert!(limiter.count("key_a", Class::Uploads).unwrap().allowed);
-        let refused = limiter.count("key_a", Class::Uploads).unwrap();
-        assert!(!refused.allowed);
-        assert!(refused.reset <= 60);
-        assert!(
-            limiter.count("key_b", Class::Uploads).unwrap().allowed,
-            "per key"
-        );
-        assert!(
-            limiter.count("key_a", Class::Requests).is_none(),
-            "0 is no limit"
-        );
-    }
 }

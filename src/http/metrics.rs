@@ -14,8 +14,8 @@ use axum::routing::get;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 use super::problem::Problem;
-use crate::app::App;
 use crate::ledger::ALL_STATES;
+use crate::service::App;
 
 /// Seconds: from a fast API answer to a long commit.
 const BUCKETS: &[f64] = &[
@@ -43,8 +43,7 @@ pub fn routes() -> Router<Arc<App>> {
 }
 
 async fn scrape(State(app): State<Arc<App>>) -> Result<Response, Problem> {
-    let mut c = app.db.acquire().await?;
-    let counts = crate::store::jobs::count_by_state(&mut c.conn()).await?;
+    let counts = crate::service::jobs::count_by_state(&app).await?;
     for state in ALL_STATES {
         let n = counts
             .iter()

@@ -1,7 +1,11 @@
-//! The HTTP API of API.md: one module per resource, each with its own
-//! routes; problems in [`problem`]; the key check in [`auth`].
+//! The HTTP API of API.md: transport only. One module per resource, each
+//! with its own routes, turning requests into the service's typed inputs
+//! and its answers into JSON views; problems in [`problem`] (the one
+//! conversion from the service's error); the key check in [`auth`]; typed
+//! query strings in [`extract`].
 
 pub mod auth;
+pub mod extract;
 pub mod health;
 pub mod imports;
 pub mod jobs;
@@ -23,12 +27,10 @@ use axum::http::HeaderMap;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
-use crate::app::App;
-use crate::catalog::Module;
-use problem::{Code, Problem};
+use crate::service::App;
 
-/// The whole router of the service.
-pub fn router(app: Arc<App>) -> Router {
+/// The API's routes, with health and metrics.
+pub fn routes() -> Router<Arc<App>> {
     // Install the metrics recorder before anything records.
     metrics::handle();
     // Every /api route comes with its part of the OpenAPI document.
@@ -38,8 +40,12 @@ pub fn router(app: Arc<App>) -> Router {
         .merge(health::routes())
         .merge(metrics::routes())
         .merge(api)
-        .merge(crate::console::routes())
-        .fallback(crate::console::not_found)
+}
+
+/// The layers every answer passes through (the console's too): metrics,
+/// problems, rate-limit fields, tracing and request ids.
+pub fn layered(routes: Router<Arc<App>>) -> Router<Arc<App>> {
+    routes
         .route_layer(axum::middleware::from_fn(metrics::track))
         .layer(axum::middleware::from_fn(problem::problems))
         // Outside the problem renderer, so problems keep the fields too.
@@ -56,24 +62,6 @@ pub fn router(app: Arc<App>) -> Router {
         }))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
-        .with_state(app)
-}
-
-/// The module named in a path, or `404 unknown_module` listing the valid keys.
-pub fn module<'a>(app: &'a App, key: &str) -> Result<&'a Arc<Module>, Problem> {
-    app.catalog.get(key).ok_or_else(|| {
-        let keys = app.catalog.keys();
-        Problem::new(
-            axum::http::StatusCode::NOT_FOUND,
-            Code::UnknownModule,
-            "Unknown module",
-            format!(
-                "{key:?} is not a module; valid modules: {}",
-                keys.join(", ")
-            ),
-        )
-        .with("valid_modules", serde_json::json!(keys))
-    })
 }
 
 /// `Prefer: wait=N` (seconds, at most 60), if the request asks for it.
@@ -87,32 +75,4 @@ pub fn prefer_wait(headers: &HeaderMap) -> Option<Duration> {
         .filter_map(|n| n.trim().parse::<u64>().ok())
         .map(|n| Duration::from_secs(n.min(60)))
         .next()
-}
-
-/// Waits until a job has left the states in which the service works on it,
-/// or the time is up. Woken at once by moves made in this process; moves
-/// made by another replica are seen by re-reading the job at least every
-/// quarter second.
-pub async fn wait_for_job(app: &App, id: &str, wait: Duration) -> Result<(), Problem> {
-    let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        let moved = app.job_moved.notified();
-        tokio::pin!(moved);
-        moved.as_mut().enable();
-        let mut c = app.db.acquire().await?;
-        let job = crate::store::jobs::get(&mut c.conn(), id).await?;
-        drop(c);
-        let stopping = *app.shutdown.borrow();
-        if job.is_none_or(|j| !j.state.is_work())
-            || tokio::time::Instant::now() >= deadline
-            || stopping
-        {
-            return Ok(());
-        }
-        let step = Duration::from_millis(250).min(deadline - tokio::time::Instant::now());
-        tokio::select! {
-            _ = moved => {},
-            _ = tokio::time::sleep(step) => {},
-        }
-    }
 }

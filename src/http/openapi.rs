@@ -25,8 +25,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::problem::{ApiResult, CONTENT_TYPE as PROBLEM, Problem, ProblemSchema};
-use crate::app::App;
 use crate::catalog::Catalog;
+use crate::service::App;
 
 /// The bytes of a file (a spreadsheet, a report), as the document shows
 /// them: `{"type": "string", "format": "binary"}`.
@@ -58,10 +58,10 @@ const SCHEME: &str = "api_key";
     security(("api_key" = [])),
     components(schemas(
         ProblemSchema,
-        super::views::JobProblemCode,
-        super::views::RowAction,
-        super::views::KeyRequestState,
-        super::modules::TemplateFormat,
+        crate::ledger::ProblemCode,
+        crate::validate::RowAction,
+        crate::keys::RequestState,
+        crate::service::modules::TemplateFormat,
         super::imports::CsvEncoding,
     )),
     tags(

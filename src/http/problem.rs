@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{Map, Value as Json, json};
 use utoipa::ToSchema;
 
-use crate::store::StoreError;
+use crate::service::Error as ServiceError;
 
 pub const CONTENT_TYPE: &str = "application/problem+json";
 
@@ -33,10 +33,6 @@ pub enum Code {
     Forbidden,
     /// 403: the four-eyes rule (the requester of a gate action decides it).
     SelfApproval,
-    /// 403: a console form sent from another site.
-    CrossSite,
-    /// 403: a console form without its session's CSRF token.
-    Csrf,
     /// 404: no such job, key, key request or path.
     NotFound,
     /// 404: no such module (`valid_modules` lists them).
@@ -73,8 +69,6 @@ impl Code {
             Code::Unauthorized => "unauthorized",
             Code::Forbidden => "forbidden",
             Code::SelfApproval => "self_approval",
-            Code::CrossSite => "cross_site",
-            Code::Csrf => "csrf",
             Code::NotFound => "not_found",
             Code::UnknownModule => "unknown_module",
             Code::MethodNotAllowed => "method_not_allowed",
@@ -282,15 +276,81 @@ impl IntoResponse for Problem {
     }
 }
 
-impl From<StoreError> for Problem {
-    fn from(e: StoreError) -> Problem {
-        Problem::internal(e)
-    }
-}
-
-impl From<anyhow::Error> for Problem {
-    fn from(e: anyhow::Error) -> Problem {
-        Problem::internal(e)
+/// The one conversion from the service's error to a problem: its status,
+/// code, title, and the members a client switches on.
+impl From<ServiceError> for Problem {
+    fn from(e: ServiceError) -> Problem {
+        let detail = e.to_string();
+        match e {
+            ServiceError::UnknownModule { valid, .. } => Problem::new(
+                StatusCode::NOT_FOUND,
+                Code::UnknownModule,
+                "Unknown module",
+                detail,
+            )
+            .with("valid_modules", json!(valid)),
+            ServiceError::NotFound { .. } => {
+                Problem::new(StatusCode::NOT_FOUND, Code::NotFound, "Not found", detail)
+            }
+            ServiceError::Unauthorized => Problem::unauthorized(detail),
+            ServiceError::Forbidden(_) => Problem::forbidden(detail),
+            ServiceError::SelfApproval => Problem::new(
+                StatusCode::FORBIDDEN,
+                Code::SelfApproval,
+                "Four-eyes rule",
+                detail,
+            ),
+            ServiceError::InvalidState { title, state, .. } => {
+                Problem::new(StatusCode::CONFLICT, Code::InvalidState, title, detail)
+                    .with("state", json!(state))
+            }
+            ServiceError::StaleEtag { current, .. } => Problem::new(
+                StatusCode::PRECONDITION_FAILED,
+                Code::PreconditionFailed,
+                "The job changed since you looked at it",
+                detail,
+            )
+            .with("etag", json!(current)),
+            ServiceError::Invalid { parameter, .. } => {
+                Problem::invalid_parameter(&parameter, detail)
+            }
+            ServiceError::BadRequest(_) => Problem::bad_request(detail),
+            ServiceError::UnsupportedType(_) => Problem::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                Code::UnsupportedMediaType,
+                "Unsupported media type",
+                detail,
+            ),
+            ServiceError::EmptyBody => Problem::new(
+                StatusCode::BAD_REQUEST,
+                Code::EmptyBody,
+                "Empty body",
+                detail,
+            ),
+            ServiceError::IdempotencyReused => Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                Code::IdempotencyKeyReused,
+                "Idempotency key reused",
+                detail,
+            ),
+            ServiceError::TooLarge { limit } => Problem::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                Code::TooLarge,
+                "File too large",
+                detail,
+            )
+            .with("limit", json!(limit))
+            // The rest of the body is not read, so the connection cannot
+            // carry another request: say so, or a client may reuse it and fail.
+            .header(header::CONNECTION, "close".to_string()),
+            ServiceError::AlreadyCollected { .. } => Problem::new(
+                StatusCode::GONE,
+                Code::AlreadyCollected,
+                "The key was already collected",
+                detail,
+            ),
+            ServiceError::Store(_) | ServiceError::Internal(_) => Problem::internal(detail),
+        }
     }
 }
 

@@ -10,12 +10,13 @@ use utoipa::ToSchema;
 
 use crate::catalog::Module;
 use crate::ingest::Format;
-use crate::keys::{self, KeyRecord, Person, Role};
+use crate::keys::{self, KeyRecord, KeyRequest, Person, RequestState, Role};
+use crate::ledger::chain::Event;
 use crate::ledger::job::{People, time};
-use crate::ledger::{Counts, Job, Mode, OnError, State};
-use crate::store::jobs::EventRecord;
-use crate::store::key_requests::KeyRequest;
-use crate::validate::RowError;
+use crate::ledger::{
+    Counts, DecisionKind, GateAction, Job, JobProblem, JobState, Mode, OnError, Warning,
+};
+use crate::validate::{RowAction, RowError};
 
 /// A job (API.md section 4).
 #[derive(Debug, Serialize, ToSchema)]
@@ -27,7 +28,7 @@ pub struct JobView {
     pub module: String,
     /// The module's table.
     pub table: String,
-    pub state: State,
+    pub state: JobState,
     pub mode: Mode,
     pub on_error: OnError,
     /// Made in simulation: commit and rollback touch no module table.
@@ -37,11 +38,9 @@ pub struct JobView {
     pub counts: Counts,
     /// File-level remarks that do not stop the job (columns not in the
     /// module, …).
-    #[schema(value_type = Vec<Warning>)]
-    pub warnings: Vec<Value>,
+    pub warnings: Vec<Warning>,
     /// Why the job is `invalid` or `failed`, or why a rollback was refused.
-    #[schema(value_type = Option<JobProblem>)]
-    pub problem: Option<Value>,
+    pub problem: Option<JobProblem>,
     /// The latest request at the Human-Gate.
     pub gate: Option<GateView>,
     /// Decisions taken at the gate, oldest first.
@@ -76,7 +75,7 @@ impl JobView {
             warnings: job.warnings.clone(),
             problem: job.problem.clone(),
             gate: job.gate.as_ref().map(|g| GateView {
-                action: g.action.clone(),
+                action: g.action,
                 requested_at: time(&g.requested_at),
                 requested_by: people.person(&g.requested_by),
             }),
@@ -84,8 +83,8 @@ impl JobView {
                 .decisions
                 .iter()
                 .map(|d| DecisionView {
-                    action: d.action.clone(),
-                    decision: d.decision.clone(),
+                    action: d.action,
+                    decision: d.decision,
                     by: d.by.as_deref().map(|b| people.person(b)),
                     at: time(&d.at),
                     comment: d.comment.clone(),
@@ -116,80 +115,10 @@ pub struct FileView {
     pub sha256: String,
 }
 
-/// A file-level warning.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct Warning {
-    /// `unknown_columns`.
-    code: String,
-    /// The columns concerned.
-    #[schema(nullable = false)]
-    columns: Option<Vec<String>>,
-    message: String,
-}
-
-/// The codes of a job's `problem`.
-#[derive(ToSchema)]
-#[schema(rename_all = "snake_case")]
-#[allow(dead_code)]
-pub enum JobProblemCode {
-    /// `invalid`: the file cannot be read (format, limits of the reader).
-    Unreadable,
-    /// `invalid`: bytes that are not text in the encoding.
-    Encoding,
-    /// `invalid`: a header but no data rows.
-    NoRows,
-    /// `invalid`: required columns are not in the header.
-    MissingColumns,
-    /// `invalid`: one column named twice in the header.
-    DuplicateColumns,
-    /// `invalid`: columns not in the module, with `unknown_columns=reject`.
-    UnknownColumns,
-    /// `invalid`: the `sheet` is not in the workbook.
-    UnknownSheet,
-    /// `invalid`: more rows than the limit.
-    TooManyRows,
-    /// `invalid`: more columns than the limit.
-    TooManyColumns,
-    /// `failed`: rows have errors and `on_error=fail`.
-    RowErrors,
-    /// `failed`: previewed rows changed before the commit; nothing written.
-    StalePreview,
-    /// `failed`: the database refused the commit; nothing written.
-    DatabaseError,
-    /// `committed`: rows changed since the commit; nothing undone.
-    RollbackConflict,
-}
-
-/// Why a job is `invalid` or `failed`, or why its rollback was refused.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct JobProblem {
-    code: JobProblemCode,
-    title: String,
-    detail: String,
-    /// `stale_preview`, `rollback_conflict`: the first 50 rows concerned.
-    #[schema(nullable = false)]
-    rows: Option<Vec<ConflictRow>>,
-}
-
-/// A row that stopped a commit or a rollback.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct ConflictRow {
-    /// The row in the file.
-    row: i64,
-    /// Its natural key.
-    key: Value,
-    reason: String,
-}
-
 /// A request at the Human-Gate.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct GateView {
-    /// `commit` or `rollback`.
-    #[schema(pattern = "^(commit|rollback)$")]
-    pub action: String,
+    pub action: GateAction,
     #[schema(format = DateTime)]
     pub requested_at: String,
     pub requested_by: Person,
@@ -198,12 +127,8 @@ pub struct GateView {
 /// A decision taken at the gate.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DecisionView {
-    /// `commit` or `rollback`.
-    #[schema(pattern = "^(commit|rollback)$")]
-    pub action: String,
-    /// `approved`, `rejected`, `cancelled` or `expired`.
-    #[schema(pattern = "^(approved|rejected|cancelled|expired)$")]
-    pub decision: String,
+    pub action: GateAction,
+    pub decision: DecisionKind,
     /// Null when the service decided (`expired`).
     pub by: Option<Person>,
     #[schema(format = DateTime)]
@@ -230,23 +155,12 @@ pub struct JobList {
     pub next_cursor: Option<String>,
 }
 
-/// What a row of the preview does.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum RowAction {
-    Insert,
-    Update,
-    Unchanged,
-    Error,
-}
-
 /// One row of the preview.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PreviewRow {
     /// The row as a person sees it in the file.
     pub row: i64,
-    #[schema(value_type = RowAction)]
-    pub action: String,
+    pub action: RowAction,
     /// The row's values by column, typed (numbers as JSON numbers,
     /// `numeric` as a decimal string, dates `YYYY-MM-DD`, timestamps
     /// RFC 3339 UTC); error rows show the cells' raw text.
@@ -284,9 +198,9 @@ pub struct EventView {
     /// The event's place in the job's ledger, from 1.
     pub n: i64,
     pub event: String,
-    #[schema(value_type = Option<State>)]
+    #[schema(value_type = Option<JobState>)]
     pub from: Option<String>,
-    #[schema(value_type = State)]
+    #[schema(value_type = JobState)]
     pub to: String,
     /// Null for the service's own moves.
     pub actor: Option<Person>,
@@ -299,7 +213,7 @@ pub struct EventView {
 }
 
 impl EventView {
-    pub fn new(e: &EventRecord, people: &People) -> EventView {
+    pub fn new(e: &Event, people: &People) -> EventView {
         EventView {
             n: e.n,
             event: e.event.clone(),
@@ -308,7 +222,7 @@ impl EventView {
             actor: e.actor.as_deref().map(|a| people.person(a)),
             at: time(&e.at),
             comment: e.comment.clone(),
-            detail: e.detail.clone(),
+            detail: e.detail_json(),
         }
     }
 }
@@ -424,16 +338,6 @@ pub struct KeyList {
     pub keys: Vec<KeyView>,
 }
 
-/// Where a key request is.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum KeyRequestState {
-    Pending,
-    Approved,
-    Denied,
-    Collected,
-}
-
 /// The person who asked for a key: masked, with the key made for them.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RequestPerson {
@@ -454,8 +358,7 @@ pub struct KeyRequestView {
     pub role: Role,
     pub modules: Vec<String>,
     pub reason: String,
-    #[schema(value_type = KeyRequestState)]
-    pub state: String,
+    pub state: RequestState,
     #[schema(format = DateTime)]
     pub created_at: String,
     #[schema(format = DateTime)]
@@ -482,7 +385,7 @@ impl KeyRequestView {
             role: r.role,
             modules: r.modules.clone(),
             reason: r.reason.clone(),
-            state: r.state.as_str().to_string(),
+            state: r.state,
             created_at: time(&r.created_at),
             decided_at: r.decided_at.as_ref().map(time),
             decided_by: r
@@ -503,8 +406,7 @@ pub struct KeyRequestCreated {
     /// Collects the key once approved:
     /// `GET /api/key-requests/{id}?claim_token=…`.
     pub claim_token: String,
-    #[schema(value_type = KeyRequestState)]
-    pub state: String,
+    pub state: RequestState,
 }
 
 /// Key requests, newest first.

@@ -1,36 +1,37 @@
 //! The tamper-evident ledger: every job event is a link whose hash covers
 //! its content and the previous link's hash, in one chain across all jobs.
 //! Editing, inserting or deleting an event behind the service's back breaks
-//! the chain at that link; [`verify`] finds the first broken one.
+//! the chain at that link; a [`Verifier`] fed the links in order finds the
+//! first broken one.
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::store::{self, Db};
-
 /// The previous hash of the first link.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// One event as the chain covers it.
+/// One event of a job's ledger, as recorded and as the chain covers it.
 #[derive(Debug, Clone)]
-pub struct Link {
+pub struct Event {
     /// Position in the chain, from 1.
     pub seq: i64,
     pub job_id: String,
     /// Position in the job's own events, from 1.
     pub n: i64,
     pub at: DateTime<Utc>,
+    /// The move (`upload`, `approve`, …; see [`super::Move`]).
     pub event: String,
     pub from_state: Option<String>,
     pub to_state: String,
+    /// The key that made the move; `None` for the service.
     pub actor: Option<String>,
     pub comment: Option<String>,
     /// The stored JSON text of the detail, hashed as stored.
     pub detail: Option<String>,
 }
 
-impl Link {
+impl Event {
     /// SHA-256 of the previous hash and this link's content (canonical JSON).
     pub fn hash(&self, prev_hash: &str) -> String {
         let content = json!([
@@ -51,10 +52,17 @@ impl Link {
         h.update(content.to_string().as_bytes());
         hex::encode(h.finalize())
     }
+
+    /// The detail as JSON (stored as text).
+    pub fn detail_json(&self) -> Option<serde_json::Value> {
+        self.detail
+            .as_deref()
+            .and_then(|d| serde_json::from_str(d).ok())
+    }
 }
 
 /// What a verification found.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// Every link holds; the number of links and jobs checked.
     Holds { links: i64, jobs: i64 },
@@ -67,67 +75,66 @@ pub enum Verdict {
     },
 }
 
-/// Recomputes the whole chain, page by page, and checks that every job's
-/// state is where its last event left it.
-pub async fn verify(db: &Db) -> anyhow::Result<Verdict> {
-    let mut pooled = db.acquire().await?;
-    let mut conn = pooled.conn();
-    let mut prev = GENESIS.to_string();
-    let mut expected_seq = 1;
-    loop {
-        let page = store::jobs::links(&mut conn, expected_seq - 1, 5000).await?;
-        if page.is_empty() {
-            break;
-        }
-        for (link, prev_hash, hash) in page {
-            let broken = |why: String| Verdict::Broken {
-                seq: link.seq,
-                job_id: link.job_id.clone(),
-                n: link.n,
-                why,
-            };
-            if link.seq != expected_seq {
-                return Ok(broken(format!("link {expected_seq} is missing")));
-            }
-            if prev_hash != prev {
-                return Ok(broken(
-                    "its previous hash is not the hash of the link before".into(),
-                ));
-            }
-            if link.hash(&prev_hash) != hash {
-                return Ok(broken(
-                    "its content does not match its hash (edited)".into(),
-                ));
-            }
-            prev = hash;
-            expected_seq += 1;
+/// Checks links in chain order, one at a time, remembering only the last
+/// hash: a chain of any length is verified in constant memory.
+pub struct Verifier {
+    prev: String,
+    expected_seq: i64,
+}
+
+impl Default for Verifier {
+    fn default() -> Self {
+        Verifier {
+            prev: GENESIS.to_string(),
+            expected_seq: 1,
         }
     }
-    let mut jobs = 0;
-    let mut after = String::new();
-    loop {
-        let page = store::jobs::states(&mut conn, &after, 5000).await?;
-        let Some(last) = page.last() else { break };
-        after = last.0.clone();
-        for (id, state) in &page {
-            jobs += 1;
-            let logged = store::jobs::last_event_state(&mut conn, id).await?;
-            if logged.as_deref() != Some(state.as_str()) {
-                return Ok(Verdict::Broken {
-                    seq: 0,
-                    job_id: id.clone(),
-                    n: 0,
-                    why: format!(
-                        "the job is {state} but its ledger ends in {}",
-                        logged.as_deref().unwrap_or("nothing")
-                    ),
-                });
-            }
+}
+
+impl Verifier {
+    /// Checks the next link with its stored previous hash and hash; the
+    /// verdict on the first one that does not hold.
+    pub fn check(&mut self, link: &Event, prev_hash: &str, hash: &str) -> Result<(), Verdict> {
+        let broken = |why: String| Verdict::Broken {
+            seq: link.seq,
+            job_id: link.job_id.clone(),
+            n: link.n,
+            why,
+        };
+        if link.seq != self.expected_seq {
+            return Err(broken(format!("link {} is missing", self.expected_seq)));
         }
+        if prev_hash != self.prev {
+            return Err(broken(
+                "its previous hash is not the hash of the link before".into(),
+            ));
+        }
+        if link.hash(prev_hash) != hash {
+            return Err(broken(
+                "its content does not match its hash (edited)".into(),
+            ));
+        }
+        self.prev = hash.to_string();
+        self.expected_seq += 1;
+        Ok(())
     }
-    Ok(Verdict::Holds {
-        links: expected_seq - 1,
-        jobs,
+
+    /// Links checked so far.
+    pub fn links(&self) -> i64 {
+        self.expected_seq - 1
+    }
+}
+
+/// A job whose state is not where its last event left it.
+pub fn state_mismatch(job_id: &str, state: &str, logged: Option<&str>) -> Option<Verdict> {
+    (logged != Some(state)).then(|| Verdict::Broken {
+        seq: 0,
+        job_id: job_id.to_string(),
+        n: 0,
+        why: format!(
+            "the job is {state} but its ledger ends in {}",
+            logged.unwrap_or("nothing")
+        ),
     })
 }
 
@@ -135,11 +142,11 @@ pub async fn verify(db: &Db) -> anyhow::Result<Verdict> {
 mod tests {
     use super::*;
 
-    fn link() -> Link {
-        Link {
-            seq: 1,
+    fn link(seq: i64) -> Event {
+        Event {
+            seq,
             job_id: "job_1".into(),
-            n: 1,
+            n: seq,
             at: DateTime::from_timestamp_millis(1_700_000_000_000).unwrap(),
             event: "upload".into(),
             from_state: None,
@@ -152,11 +159,40 @@ mod tests {
 
     #[test]
     fn any_change_changes_the_hash() {
-        let base = link().hash(GENESIS);
-        assert_eq!(base, link().hash(GENESIS), "deterministic");
-        let mut edited = link();
+        let base = link(1).hash(GENESIS);
+        assert_eq!(base, link(1).hash(GENESIS), "deterministic");
+        let mut edited = link(1);
         edited.comment = Some("".into());
         assert_ne!(edited.hash(GENESIS), base);
-        assert_ne!(link().hash(&"1".repeat(64)), base);
+        assert_ne!(link(1).hash(&"1".repeat(64)), base);
+    }
+
+    #[test]
+    fn the_verifier_finds_an_edit_and_a_gap() {
+        let first = link(1);
+        let h1 = first.hash(GENESIS);
+        let second = link(2);
+        let h2 = second.hash(&h1);
+        let mut v = Verifier::default();
+        assert!(v.check(&first, GENESIS, &h1).is_ok());
+        assert!(v.check(&second, &h1, &h2).is_ok());
+        assert_eq!(v.links(), 2);
+
+        let mut edited = link(2);
+        edited.comment = Some("approved".into());
+        let mut v = Verifier::default();
+        v.check(&first, GENESIS, &h1).unwrap();
+        assert!(matches!(
+            v.check(&edited, &h1, &h2),
+            Err(Verdict::Broken { seq: 2, .. })
+        ));
+
+        let mut v = Verifier::default();
+        let third = link(3);
+        let h3 = third.hash(&h2);
+        v.check(&first, GENESIS, &h1).unwrap();
+        assert!(
+            matches!(v.check(&third, &h2, &h3), Err(Verdict::Broken { why, .. }) if why == "link 2 is missing")
+        );
     }
 }

@@ -6,7 +6,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-use super::State;
+use super::JobState;
 use crate::ingest::Format;
 use crate::keys::Person;
 
@@ -104,26 +104,176 @@ pub struct Counts {
     pub unchanged: i64,
 }
 
+/// What a request at the Human-Gate asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum GateAction {
+    /// Write the previewed rows.
+    Commit,
+    /// Undo a commit.
+    Rollback,
+}
+
+impl GateAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateAction::Commit => "commit",
+            GateAction::Rollback => "rollback",
+        }
+    }
+}
+
 /// The pending or last gate request.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Gate {
-    /// `commit` or `rollback`.
-    pub action: String,
+    pub action: GateAction,
     pub requested_at: DateTime<Utc>,
     pub requested_by: String,
+}
+
+/// How a gate request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DecisionKind {
+    Approved,
+    Rejected,
+    /// Withdrawn by the submitter (or an admin) before a decision.
+    Cancelled,
+    /// Nobody decided within the approval time limit.
+    Expired,
+}
+
+impl DecisionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecisionKind::Approved => "approved",
+            DecisionKind::Rejected => "rejected",
+            DecisionKind::Cancelled => "cancelled",
+            DecisionKind::Expired => "expired",
+        }
+    }
 }
 
 /// A decision taken on a gate request.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Decision {
-    /// `commit` or `rollback`.
-    pub action: String,
-    /// `approved`, `rejected`, `cancelled` or `expired`.
-    pub decision: String,
+    pub action: GateAction,
+    pub decision: DecisionKind,
     pub by: Option<String>,
     pub at: DateTime<Utc>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+}
+
+/// The code of a job's problem: a client switches on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = JobProblemCode)]
+pub enum ProblemCode {
+    /// `invalid`: the file cannot be read (format, limits of the reader).
+    Unreadable,
+    /// `invalid`: bytes that are not text in the encoding.
+    Encoding,
+    /// `invalid`: a header but no data rows.
+    NoRows,
+    /// `invalid`: required columns are not in the header.
+    MissingColumns,
+    /// `invalid`: one column named twice in the header.
+    DuplicateColumns,
+    /// `invalid`: columns not in the module, with `unknown_columns=reject`.
+    UnknownColumns,
+    /// `invalid`: the `sheet` is not in the workbook.
+    UnknownSheet,
+    /// `invalid`: more rows than the limit.
+    TooManyRows,
+    /// `invalid`: more columns than the limit.
+    TooManyColumns,
+    /// `failed`: rows have errors and `on_error=fail`.
+    RowErrors,
+    /// `failed`: previewed rows changed before the commit; nothing written.
+    StalePreview,
+    /// `failed`: the database refused the commit; nothing written.
+    DatabaseError,
+    /// `committed`: rows changed since the commit; nothing undone.
+    RollbackConflict,
+}
+
+impl ProblemCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProblemCode::Unreadable => "unreadable",
+            ProblemCode::Encoding => "encoding",
+            ProblemCode::NoRows => "no_rows",
+            ProblemCode::MissingColumns => "missing_columns",
+            ProblemCode::DuplicateColumns => "duplicate_columns",
+            ProblemCode::UnknownColumns => "unknown_columns",
+            ProblemCode::UnknownSheet => "unknown_sheet",
+            ProblemCode::TooManyRows => "too_many_rows",
+            ProblemCode::TooManyColumns => "too_many_columns",
+            ProblemCode::RowErrors => "row_errors",
+            ProblemCode::StalePreview => "stale_preview",
+            ProblemCode::DatabaseError => "database_error",
+            ProblemCode::RollbackConflict => "rollback_conflict",
+        }
+    }
+
+    /// The code of a file-level failure as the readers name it (see
+    /// `ingest::FileError`); a code no variant has is `unreadable`.
+    pub fn of_file(code: &str) -> ProblemCode {
+        serde_json::from_value(Json::String(code.to_string())).unwrap_or(ProblemCode::Unreadable)
+    }
+}
+
+/// A row that stopped a commit or a rollback.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConflictRow {
+    /// The row in the file.
+    pub row: i64,
+    /// Its natural key.
+    pub key: Json,
+    pub reason: String,
+}
+
+/// Why a job is `invalid` or `failed`, or why its rollback was refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct JobProblem {
+    pub code: ProblemCode,
+    pub title: String,
+    pub detail: String,
+    /// `stale_preview`, `rollback_conflict`: the first 50 rows concerned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub rows: Option<Vec<ConflictRow>>,
+}
+
+impl JobProblem {
+    pub fn new(code: ProblemCode, title: &str, detail: impl Into<String>) -> JobProblem {
+        JobProblem {
+            code,
+            title: title.to_string(),
+            detail: detail.into(),
+            rows: None,
+        }
+    }
+}
+
+/// What a job-level warning is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WarningCode {
+    /// Columns not in the module were ignored.
+    UnknownColumns,
+}
+
+/// A file-level remark that does not stop the job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Warning {
+    pub code: WarningCode,
+    /// The columns concerned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub columns: Option<Vec<String>>,
+    pub message: String,
 }
 
 /// A job as the ledger keeps it. People are key ids here; they are masked
@@ -139,11 +289,11 @@ pub struct Job {
     pub simulated: bool,
     pub file: FileInfo,
     pub submitter: String,
-    pub state: State,
+    pub state: JobState,
     pub version: i64,
     pub counts: Counts,
-    pub warnings: Vec<Json>,
-    pub problem: Option<Json>,
+    pub warnings: Vec<Warning>,
+    pub problem: Option<JobProblem>,
     pub gate: Option<Gate>,
     pub decisions: Vec<Decision>,
     pub created_at: DateTime<Utc>,

@@ -1,22 +1,27 @@
 //! The ledger: jobs, their states, the moves between them, and who may
-//! make each move at the Human-Gate.
+//! make each move at the Human-Gate. Pure rules: no SQL, no HTTP.
 //!
 //! The state machine is the one table [`MOVES`] (API.md section 4); nothing
-//! else in the service decides whether a move is allowed.
+//! else in the service decides whether a move is allowed. The moves the
+//! service makes on its own (a validation's end, a commit's, a rollback's,
+//! expiry) are worked out in [`outcome`], the moves people make in [`gate`].
 
 pub mod chain;
 pub mod gate;
 pub mod job;
+pub mod outcome;
 
 use serde::{Deserialize, Serialize};
 
-pub use job::{Counts, Decision, FileInfo, Gate, Job, JobOptions, Mode, OnError};
+pub use job::{
+    ConflictRow, Counts, Decision, DecisionKind, FileInfo, Gate, GateAction, Job, JobOptions,
+    JobProblem, Mode, OnError, ProblemCode, Warning, WarningCode,
+};
 
 /// Where a job is in the pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
-#[schema(as = JobState)]
-pub enum State {
+pub enum JobState {
     Validating,
     Invalid,
     Failed,
@@ -31,61 +36,67 @@ pub enum State {
     RolledBack,
 }
 
-pub const ALL_STATES: [State; 12] = [
-    State::Validating,
-    State::Invalid,
-    State::Failed,
-    State::AwaitingApproval,
-    State::Committing,
-    State::Committed,
-    State::Rejected,
-    State::Cancelled,
-    State::Expired,
-    State::RollbackPending,
-    State::RollingBack,
-    State::RolledBack,
+pub const ALL_STATES: [JobState; 12] = [
+    JobState::Validating,
+    JobState::Invalid,
+    JobState::Failed,
+    JobState::AwaitingApproval,
+    JobState::Committing,
+    JobState::Committed,
+    JobState::Rejected,
+    JobState::Cancelled,
+    JobState::Expired,
+    JobState::RollbackPending,
+    JobState::RollingBack,
+    JobState::RolledBack,
 ];
 
-impl State {
+impl JobState {
     pub fn as_str(self) -> &'static str {
         match self {
-            State::Validating => "validating",
-            State::Invalid => "invalid",
-            State::Failed => "failed",
-            State::AwaitingApproval => "awaiting_approval",
-            State::Committing => "committing",
-            State::Committed => "committed",
-            State::Rejected => "rejected",
-            State::Cancelled => "cancelled",
-            State::Expired => "expired",
-            State::RollbackPending => "rollback_pending",
-            State::RollingBack => "rolling_back",
-            State::RolledBack => "rolled_back",
+            JobState::Validating => "validating",
+            JobState::Invalid => "invalid",
+            JobState::Failed => "failed",
+            JobState::AwaitingApproval => "awaiting_approval",
+            JobState::Committing => "committing",
+            JobState::Committed => "committed",
+            JobState::Rejected => "rejected",
+            JobState::Cancelled => "cancelled",
+            JobState::Expired => "expired",
+            JobState::RollbackPending => "rollback_pending",
+            JobState::RollingBack => "rolling_back",
+            JobState::RolledBack => "rolled_back",
         }
     }
 
-    pub fn parse(s: &str) -> Option<State> {
+    pub fn parse(s: &str) -> Option<JobState> {
         ALL_STATES.into_iter().find(|st| st.as_str() == s)
     }
 
-    /// States in which the service (not a person) has work to do.
+    /// States in which the service (not a person) has work to do: those
+    /// the table leaves only by a move the service makes.
     pub fn is_work(self) -> bool {
-        matches!(
-            self,
-            State::Validating | State::Committing | State::RollingBack
-        )
+        let mut out = MOVES.iter().filter(|(from, _, _)| *from == self).peekable();
+        out.peek().is_some() && out.all(|(_, event, _)| event.by_service())
     }
 
+    /// No move leaves the state.
     pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            State::Invalid
-                | State::Failed
-                | State::Rejected
-                | State::Cancelled
-                | State::Expired
-                | State::RolledBack
-        )
+        MOVES.iter().all(|(from, _, _)| *from != self)
+    }
+
+    /// The states a worker picks jobs up in, from the table.
+    pub fn work_states() -> Vec<JobState> {
+        ALL_STATES.into_iter().filter(|s| s.is_work()).collect()
+    }
+
+    /// The states from which `event` is allowed.
+    pub fn sources_of(event: Move) -> Vec<JobState> {
+        MOVES
+            .iter()
+            .filter(|(_, e, _)| *e == event)
+            .map(|(from, _, _)| *from)
+            .collect()
     }
 }
 
@@ -93,6 +104,8 @@ impl State {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Move {
+    /// The file arrived; the job starts (the first event of every job).
+    Upload,
     /// The file could not be read as rows of the module.
     FileFailure,
     /// Row errors with `on_error=fail`.
@@ -114,9 +127,26 @@ pub enum Move {
     RollbackConflict,
 }
 
+pub const ALL_MOVES: [Move; 13] = [
+    Move::Upload,
+    Move::FileFailure,
+    Move::RowErrors,
+    Move::Checked,
+    Move::Approve,
+    Move::Reject,
+    Move::Cancel,
+    Move::Expire,
+    Move::Written,
+    Move::CommitFailed,
+    Move::Rollback,
+    Move::Undone,
+    Move::RollbackConflict,
+];
+
 impl Move {
     pub fn as_str(self) -> &'static str {
         match self {
+            Move::Upload => "upload",
             Move::FileFailure => "file_failure",
             Move::RowErrors => "row_errors",
             Move::Checked => "checked",
@@ -131,28 +161,68 @@ impl Move {
             Move::RollbackConflict => "rollback_conflict",
         }
     }
+
+    pub fn parse(s: &str) -> Option<Move> {
+        ALL_MOVES.into_iter().find(|m| m.as_str() == s)
+    }
+
+    /// Moves the service makes by itself; the others are a person's.
+    pub fn by_service(self) -> bool {
+        !matches!(
+            self,
+            Move::Upload | Move::Approve | Move::Reject | Move::Cancel | Move::Rollback
+        )
+    }
 }
 
 /// Every allowed move: from, event, to. Anything else is `invalid_state`.
-pub const MOVES: &[(State, Move, State)] = &[
-    (State::Validating, Move::FileFailure, State::Invalid),
-    (State::Validating, Move::RowErrors, State::Failed),
-    (State::Validating, Move::Checked, State::AwaitingApproval),
-    (State::AwaitingApproval, Move::Approve, State::Committing),
-    (State::AwaitingApproval, Move::Reject, State::Rejected),
-    (State::AwaitingApproval, Move::Cancel, State::Cancelled),
-    (State::AwaitingApproval, Move::Expire, State::Expired),
-    (State::Committing, Move::Written, State::Committed),
-    (State::Committing, Move::CommitFailed, State::Failed),
-    (State::Committed, Move::Rollback, State::RollbackPending),
-    (State::RollbackPending, Move::Approve, State::RollingBack),
-    (State::RollbackPending, Move::Reject, State::Committed),
-    (State::RollingBack, Move::Undone, State::RolledBack),
-    (State::RollingBack, Move::RollbackConflict, State::Committed),
+/// (The upload is the move from nothing to `validating`: see [`START`].)
+pub const MOVES: &[(JobState, Move, JobState)] = &[
+    (JobState::Validating, Move::FileFailure, JobState::Invalid),
+    (JobState::Validating, Move::RowErrors, JobState::Failed),
+    (
+        JobState::Validating,
+        Move::Checked,
+        JobState::AwaitingApproval,
+    ),
+    (
+        JobState::AwaitingApproval,
+        Move::Approve,
+        JobState::Committing,
+    ),
+    (JobState::AwaitingApproval, Move::Reject, JobState::Rejected),
+    (
+        JobState::AwaitingApproval,
+        Move::Cancel,
+        JobState::Cancelled,
+    ),
+    (JobState::AwaitingApproval, Move::Expire, JobState::Expired),
+    (JobState::Committing, Move::Written, JobState::Committed),
+    (JobState::Committing, Move::CommitFailed, JobState::Failed),
+    (
+        JobState::Committed,
+        Move::Rollback,
+        JobState::RollbackPending,
+    ),
+    (
+        JobState::RollbackPending,
+        Move::Approve,
+        JobState::RollingBack,
+    ),
+    (JobState::RollbackPending, Move::Reject, JobState::Committed),
+    (JobState::RollingBack, Move::Undone, JobState::RolledBack),
+    (
+        JobState::RollingBack,
+        Move::RollbackConflict,
+        JobState::Committed,
+    ),
 ];
 
+/// The state every job starts in, by [`Move::Upload`].
+pub const START: JobState = JobState::Validating;
+
 /// The state a move leads to from `from`, if the move is allowed there.
-pub fn next(from: State, event: Move) -> Option<State> {
+pub fn next(from: JobState, event: Move) -> Option<JobState> {
     MOVES
         .iter()
         .find(|(f, e, _)| *f == from && *e == event)
@@ -164,21 +234,58 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_state_round_trips_and_terminal_states_have_no_moves() {
+    fn every_state_and_move_round_trips() {
         for s in ALL_STATES {
-            assert_eq!(State::parse(s.as_str()), Some(s));
-            if s.is_terminal() {
-                assert!(MOVES.iter().all(|(f, _, _)| *f != s), "{s:?} is terminal");
-            }
+            assert_eq!(JobState::parse(s.as_str()), Some(s));
         }
+        for m in ALL_MOVES {
+            assert_eq!(Move::parse(m.as_str()), Some(m));
+        }
+    }
+
+    #[test]
+    fn terminal_states_are_those_of_the_contract() {
+        let terminal: Vec<_> = ALL_STATES.into_iter().filter(|s| s.is_terminal()).collect();
+        assert_eq!(
+            terminal,
+            [
+                JobState::Invalid,
+                JobState::Failed,
+                JobState::Rejected,
+                JobState::Cancelled,
+                JobState::Expired,
+                JobState::RolledBack
+            ]
+        );
+    }
+
+    #[test]
+    fn work_states_are_left_only_by_the_service() {
+        assert_eq!(
+            JobState::work_states(),
+            [
+                JobState::Validating,
+                JobState::Committing,
+                JobState::RollingBack
+            ]
+        );
+        assert!(!JobState::AwaitingApproval.is_work(), "people decide there");
     }
 
     #[test]
     fn the_gate_is_the_only_way_to_committing() {
         let into_work: Vec<_> = MOVES
             .iter()
-            .filter(|(_, _, to)| matches!(to, State::Committing | State::RollingBack))
+            .filter(|(_, _, to)| matches!(to, JobState::Committing | JobState::RollingBack))
             .collect();
         assert!(into_work.iter().all(|(_, e, _)| *e == Move::Approve));
+    }
+
+    #[test]
+    fn expiry_is_allowed_only_at_the_gate() {
+        assert_eq!(
+            JobState::sources_of(Move::Expire),
+            [JobState::AwaitingApproval]
+        );
     }
 }

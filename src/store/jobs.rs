@@ -7,25 +7,13 @@ use sqlx::Row;
 
 use super::{Conn, Dialect, Result, StoreError, json_col};
 use crate::ingest::Format;
-use crate::ledger::{Counts, FileInfo, Job, Mode, Move, OnError, State, chain};
+use crate::ledger::chain::{self, Event};
+use crate::ledger::{Counts, FileInfo, Job, JobState, Mode, Move, OnError};
 use crate::on_conn;
 
 const COLUMNS: &str = "id, module, target_table, mode, on_error, options, simulated, \
     file_name, file_format, file_bytes, file_sha256, submitter, state, version, counts, \
     warnings, problem, gate, decisions, created_at, updated_at";
-
-/// One entry of a job's ledger.
-#[derive(Debug, Clone)]
-pub struct EventRecord {
-    pub n: i64,
-    pub at: DateTime<Utc>,
-    pub event: String,
-    pub from_state: Option<String>,
-    pub to_state: String,
-    pub actor: Option<String>,
-    pub comment: Option<String>,
-    pub detail: Option<Json>,
-}
 
 fn corrupt(what: &str, value: &str) -> StoreError {
     StoreError::Corrupt(format!("{what} {value:?}"))
@@ -62,7 +50,7 @@ where
             sha256: text("file_sha256")?,
         },
         submitter: text("submitter")?,
-        state: State::parse(&state).ok_or_else(|| corrupt("state", &state))?,
+        state: JobState::parse(&state).ok_or_else(|| corrupt("state", &state))?,
         version: row.try_get("version")?,
         counts: json_col(&text("counts")?, "counts")?,
         warnings: json_col(&text("warnings")?, "warnings")?,
@@ -75,6 +63,27 @@ where
         decisions: json_col(&text("decisions")?, "decisions")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
+    })
+}
+
+fn event<R: Row>(r: &R) -> Result<Event>
+where
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> DateTime<Utc>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> &'r str: sqlx::ColumnIndex<R>,
+{
+    Ok(Event {
+        seq: r.try_get("seq")?,
+        job_id: r.try_get("job_id")?,
+        n: r.try_get("n")?,
+        at: r.try_get("at")?,
+        event: r.try_get("event")?,
+        from_state: r.try_get("from_state")?,
+        to_state: r.try_get("to_state")?,
+        actor: r.try_get("actor")?,
+        comment: r.try_get("comment")?,
+        detail: r.try_get("detail")?,
     })
 }
 
@@ -105,7 +114,7 @@ pub async fn insert(conn: &mut Conn<'_>, job: &Job) -> Result<()> {
         conn,
         &job.id,
         job.created_at,
-        "upload",
+        Move::Upload,
         None,
         job.state,
         Some(&job.submitter),
@@ -129,7 +138,7 @@ pub struct Filter {
     /// Only these modules (a key's scope); `None` is every module.
     pub modules: Option<Vec<String>>,
     pub module: Option<String>,
-    pub state: Option<State>,
+    pub state: Option<JobState>,
     pub submitter: Option<String>,
     /// Jobs older than this id (ids sort by time).
     pub before: Option<String>,
@@ -228,7 +237,7 @@ pub async fn transition(
         conn,
         &before.id,
         after.updated_at,
-        by.event.as_str(),
+        by.event,
         Some(before.state),
         after.state,
         by.actor,
@@ -244,9 +253,9 @@ async fn add_event(
     conn: &mut Conn<'_>,
     job_id: &str,
     at: DateTime<Utc>,
-    event: &str,
-    from: Option<State>,
-    to: State,
+    event: Move,
+    from: Option<JobState>,
+    to: JobState,
     actor: Option<&str>,
     comment: Option<&str>,
     detail: Option<Json>,
@@ -260,12 +269,12 @@ async fn add_event(
     let n: i64 = on_conn!(conn, c => sqlx::query_scalar(
         "SELECT COALESCE(MAX(n), 0) + 1 FROM ig_job_events WHERE job_id = $1")
         .bind(job_id).fetch_one(c).await)?;
-    let link = chain::Link {
+    let link = Event {
         seq: prev_seq + 1,
         job_id: job_id.to_string(),
         n,
         at,
-        event: event.to_string(),
+        event: event.as_str().to_string(),
         from_state: from.map(|s| s.as_str().to_string()),
         to_state: to.as_str().to_string(),
         actor: actor.map(str::to_string),
@@ -290,26 +299,14 @@ pub async fn links(
     conn: &mut Conn<'_>,
     after_seq: i64,
     limit: i64,
-) -> Result<Vec<(chain::Link, String, String)>> {
+) -> Result<Vec<(Event, String, String)>> {
     on_conn!(conn, c => {
         let rows = sqlx::query(
             "SELECT job_id, n, at, event, from_state, to_state, actor, comment, detail, seq, prev_hash, hash \
              FROM ig_job_events WHERE seq > $1 ORDER BY seq LIMIT $2")
             .bind(after_seq).bind(limit).fetch_all(c).await?;
         rows.iter().map(|r| {
-            let link = chain::Link {
-                seq: r.try_get("seq")?,
-                job_id: r.try_get("job_id")?,
-                n: r.try_get("n")?,
-                at: r.try_get("at")?,
-                event: r.try_get("event")?,
-                from_state: r.try_get("from_state")?,
-                to_state: r.try_get("to_state")?,
-                actor: r.try_get("actor")?,
-                comment: r.try_get("comment")?,
-                detail: r.try_get("detail")?,
-            };
-            Ok((link, r.try_get("prev_hash")?, r.try_get("hash")?))
+            Ok((event(r)?, r.try_get("prev_hash")?, r.try_get("hash")?))
         }).collect()
     })
 }
@@ -333,25 +330,13 @@ pub async fn last_event_state(conn: &mut Conn<'_>, job_id: &str) -> Result<Optio
 }
 
 /// Every event of a job, oldest first.
-pub async fn events(conn: &mut Conn<'_>, job_id: &str) -> Result<Vec<EventRecord>> {
+pub async fn events(conn: &mut Conn<'_>, job_id: &str) -> Result<Vec<Event>> {
     on_conn!(conn, c => {
         let rows = sqlx::query(
-            "SELECT n, at, event, from_state, to_state, actor, comment, detail \
+            "SELECT job_id, n, at, event, from_state, to_state, actor, comment, detail, seq \
              FROM ig_job_events WHERE job_id = $1 ORDER BY n")
             .bind(job_id).fetch_all(c).await?;
-        rows.iter().map(|r| {
-            let detail: Option<String> = r.try_get("detail")?;
-            Ok(EventRecord {
-                n: r.try_get("n")?,
-                at: r.try_get("at")?,
-                event: r.try_get("event")?,
-                from_state: r.try_get("from_state")?,
-                to_state: r.try_get("to_state")?,
-                actor: r.try_get("actor")?,
-                comment: r.try_get("comment")?,
-                detail: detail.map(|d| json_col(&d, "detail")).transpose()?,
-            })
-        }).collect()
+        rows.iter().map(event).collect()
     })
 }
 
@@ -370,7 +355,7 @@ pub async fn claim(
     owner: &str,
     now_ms: i64,
     lease_ms: i64,
-) -> Result<Option<(String, State)>> {
+) -> Result<Option<(String, JobState)>> {
     let lock = match conn.dialect() {
         Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
         Dialect::Sqlite => "",
@@ -378,15 +363,16 @@ pub async fn claim(
     let sql = format!(
         "UPDATE ig_jobs SET lease_owner = $1, lease_until = $2 WHERE id = (\
            SELECT id FROM ig_jobs \
-           WHERE state IN ('validating', 'committing', 'rolling_back') \
+           WHERE state IN ({}) \
              AND (lease_until IS NULL OR lease_until < $3) \
            ORDER BY id LIMIT 1{lock}) \
          AND (lease_until IS NULL OR lease_until < $3) \
-         RETURNING id, state"
+         RETURNING id, state",
+        state_list(&JobState::work_states())
     );
     let got: Option<(String, String)> = on_conn!(conn, c => sqlx::query_as(&sql)
         .bind(owner).bind(now_ms + lease_ms).bind(now_ms).fetch_optional(c).await)?;
-    Ok(got.and_then(|(id, s)| State::parse(&s).map(|s| (id, s))))
+    Ok(got.and_then(|(id, s)| JobState::parse(&s).map(|s| (id, s))))
 }
 
 /// Extends a held lease; false when the lease was lost to another worker.
@@ -414,11 +400,24 @@ pub async fn count_by_state(conn: &mut Conn<'_>) -> Result<Vec<(String, i64)>> {
     )
 }
 
-/// Jobs waiting at the gate since before `cutoff` (for expiry).
-pub async fn awaiting_since(conn: &mut Conn<'_>, cutoff: DateTime<Utc>) -> Result<Vec<String>> {
-    Ok(on_conn!(conn, c => sqlx::query_scalar(
-        "SELECT id FROM ig_jobs WHERE state = 'awaiting_approval' AND updated_at < $1 ORDER BY id LIMIT 100")
-        .bind(cutoff).fetch_all(c).await)?)
+/// Jobs that may expire (by the state table) and have not moved since
+/// before `cutoff`.
+pub async fn expirable_since(conn: &mut Conn<'_>, cutoff: DateTime<Utc>) -> Result<Vec<String>> {
+    let sql = format!(
+        "SELECT id FROM ig_jobs WHERE state IN ({}) AND updated_at < $1 ORDER BY id LIMIT 100",
+        state_list(&JobState::sources_of(Move::Expire))
+    );
+    Ok(on_conn!(conn, c => sqlx::query_scalar(&sql).bind(cutoff).fetch_all(c).await)?)
+}
+
+/// States as an SQL list of literals. The names come from the ledger's
+/// enum (`[a-z_]`), never from a client.
+fn state_list(states: &[JobState]) -> String {
+    states
+        .iter()
+        .map(|s| format!("'{}'", s.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The jobs with these ids (those that exist), for refreshing a list.

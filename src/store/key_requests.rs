@@ -8,60 +8,8 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use super::{Conn, Result, StoreError, json_col};
-use crate::keys::Role;
+use crate::keys::{KeyRequest, RequestState, Role};
 use crate::on_conn;
-
-/// Where a request is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RequestState {
-    Pending,
-    Approved,
-    Denied,
-    /// Approved, and the key was handed out (once).
-    Collected,
-}
-
-impl RequestState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RequestState::Pending => "pending",
-            RequestState::Approved => "approved",
-            RequestState::Denied => "denied",
-            RequestState::Collected => "collected",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<RequestState> {
-        match s {
-            "pending" => Some(RequestState::Pending),
-            "approved" => Some(RequestState::Approved),
-            "denied" => Some(RequestState::Denied),
-            "collected" => Some(RequestState::Collected),
-            _ => None,
-        }
-    }
-}
-
-/// A key request as stored (never the claim token).
-#[derive(Debug, Clone)]
-pub struct KeyRequest {
-    pub id: String,
-    pub name: String,
-    pub email: String,
-    pub role: Role,
-    pub modules: Vec<String>,
-    pub reason: String,
-    pub claim_hash: String,
-    pub state: RequestState,
-    pub created_at: DateTime<Utc>,
-    pub decided_at: Option<DateTime<Utc>>,
-    /// The admin key that decided.
-    pub decided_by: Option<String>,
-    pub comment: Option<String>,
-    /// The key made at collection.
-    pub key_id: Option<String>,
-    pub collected_at: Option<DateTime<Utc>>,
-}
 
 const COLUMNS: &str = "id, name, email, role, modules, reason, claim_hash, state, created_at, \
     decided_at, decided_by, comment, key_id, collected_at";

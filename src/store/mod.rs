@@ -18,7 +18,6 @@ pub mod rows;
 pub mod schema;
 pub mod sessions;
 pub mod stage;
-pub mod staged;
 pub mod tables;
 pub mod values;
 
@@ -30,7 +29,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{PgConnection, PgPool, Postgres, Sqlite, SqliteConnection, SqlitePool};
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, ColumnType};
 
 /// Which SQL dialect a connection speaks (for the few statements that differ).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -336,6 +335,24 @@ pub fn tuples(dialect: Dialect, rows: usize, cols: usize) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The SQL type of a module column in each dialect. SQLite keeps `numeric`
+/// as canonical decimal text: its own NUMERIC affinity would turn `0.1` into
+/// a float and lose digits.
+pub(crate) fn sql_type(ty: ColumnType, dialect: Dialect) -> &'static str {
+    match (dialect, ty) {
+        (Dialect::Sqlite, ColumnType::Integer | ColumnType::Bigint) => "INTEGER",
+        (Dialect::Sqlite, ColumnType::Boolean) => "BOOLEAN",
+        (Dialect::Sqlite, _) => "TEXT",
+        (Dialect::Postgres, ColumnType::Text) => "TEXT",
+        (Dialect::Postgres, ColumnType::Integer) => "INTEGER",
+        (Dialect::Postgres, ColumnType::Bigint) => "BIGINT",
+        (Dialect::Postgres, ColumnType::Numeric) => "NUMERIC",
+        (Dialect::Postgres, ColumnType::Date) => "DATE",
+        (Dialect::Postgres, ColumnType::Timestamptz) => "TIMESTAMPTZ",
+        (Dialect::Postgres, ColumnType::Boolean) => "BOOLEAN",
+    }
 }
 
 /// Quotes an identifier for SQL. Identifiers come only from the checked

@@ -9,7 +9,7 @@ use super::values::{BindValue, DecodeValue};
 use super::{Conn, Dialect, Result, json_col};
 use crate::ledger::Counts;
 use crate::on_conn;
-use crate::validate::{RowError, Value};
+use crate::validate::{RowAction, RowError, Value};
 
 /// Rows per multi-row statement: well under both databases' parameter limits.
 pub const BATCH: usize = 500;
@@ -20,8 +20,7 @@ pub struct StagedRow {
     /// Position in the file's data rows, from 0.
     pub seq: i64,
     pub row_no: i64,
-    /// `insert`, `update`, `unchanged` or `error`.
-    pub action: &'static str,
+    pub action: RowAction,
     /// The natural key as canonical JSON, when every key cell is valid.
     pub nkey: Option<String>,
     /// The values of the provided columns, in the stage's order; none for
@@ -50,7 +49,7 @@ impl StagedRow {
 pub struct StoredRow {
     pub seq: i64,
     pub row_no: i64,
-    pub action: String,
+    pub action: RowAction,
     pub nkey: Option<String>,
     /// The provided columns' values by name, as the API shows them.
     pub vals: serde_json::Map<String, serde_json::Value>,
@@ -80,7 +79,7 @@ pub async fn insert_batch(
         on_conn!(conn, c => {
             let mut q = sqlx::query(&sql);
             for r in part {
-                q = q.bind(stage.job).bind(r.seq).bind(r.row_no).bind(r.action).bind(&r.nkey)
+                q = q.bind(stage.job).bind(r.seq).bind(r.row_no).bind(r.action.as_str()).bind(&r.nkey)
                     .bind(&r.vals);
                 for (k, &i) in stage.provided.iter().enumerate() {
                     q = q.bind_value(r.typed(k).0, stage.module.columns[i].ty);
@@ -124,7 +123,7 @@ async fn copy_batch(
             Some(job.as_str()),
             Some(&seq),
             Some(&row_no),
-            Some(r.action),
+            Some(r.action.as_str()),
             r.nkey.as_deref(),
             r.vals.as_deref(),
         ];
@@ -296,10 +295,10 @@ pub async fn counts(conn: &mut Conn<'_>, stage: &Stage<'_>) -> Result<Counts> {
     let mut counts = Counts::default();
     for (action, n) in by_action {
         counts.rows += n;
-        match action.as_str() {
-            "insert" => counts.insert = n,
-            "update" => counts.update = n,
-            "unchanged" => counts.unchanged = n,
+        match RowAction::parse(&action) {
+            Some(RowAction::Insert) => counts.insert = n,
+            Some(RowAction::Update) => counts.update = n,
+            Some(RowAction::Unchanged) => counts.unchanged = n,
             _ => counts.errors = n,
         }
     }
@@ -329,6 +328,8 @@ where
 {
     let vals: Option<String> = r.try_get("vals")?;
     let action: String = r.try_get("action")?;
+    let action = RowAction::parse(&action)
+        .ok_or_else(|| super::StoreError::Corrupt(format!("row action {action:?}")))?;
     // The typed columns follow the row's own five (see `select`).
     let image = |from: usize| -> serde_json::Map<String, serde_json::Value> {
         (stage.provided.iter().enumerate())
@@ -346,7 +347,7 @@ where
         Some(v) => json_col(&v, "vals")?,
         None => image(5),
     };
-    let before = (action == "update").then(|| image(5 + stage.provided.len()));
+    let before = (action == RowAction::Update).then(|| image(5 + stage.provided.len()));
     Ok(StoredRow {
         seq: r.try_get("seq")?,
         row_no: r.try_get("row_no")?,
@@ -368,7 +369,7 @@ where
 pub async fn page(
     conn: &mut Conn<'_>,
     stage: &Stage<'_>,
-    action: Option<&str>,
+    action: Option<RowAction>,
     offset: i64,
     limit: i64,
 ) -> Result<(i64, Vec<StoredRow>)> {
@@ -387,13 +388,13 @@ pub async fn page(
             Some(a) => {
                 let total: i64 = sqlx::query_scalar(&format!(
                     "SELECT COUNT(*) FROM {t} WHERE job = $1 AND action = $2"))
-                    .bind(stage.job).bind(a).fetch_one(&mut *c).await?;
+                    .bind(stage.job).bind(a.as_str()).fetch_one(&mut *c).await?;
                 let rows = sqlx::query(&format!(
                     "{columns} WHERE job = $1 AND action = $2 AND seq >= (\
                        SELECT seq FROM {t} WHERE job = $3 AND action = $4 \
                        ORDER BY seq LIMIT 1 OFFSET $5) \
                      ORDER BY seq LIMIT $6"))
-                    .bind(stage.job).bind(a).bind(stage.job).bind(a).bind(offset).bind(limit)
+                    .bind(stage.job).bind(a.as_str()).bind(stage.job).bind(a.as_str()).bind(offset).bind(limit)
                     .fetch_all(&mut *c).await?;
                 (total, rows)
             }

@@ -7,7 +7,7 @@
 use crate::catalog::{Catalog, ColumnType, Module};
 use crate::on_conn;
 
-use super::{Db, Dialect, Result, ident};
+use super::{Db, Dialect, Result, ident, sql_type};
 
 /// The ledger's migrations, in order. `{ts}` is a timestamp column type and
 /// `{blob}` a byte column type, filled in per dialect.
@@ -183,24 +183,6 @@ fn fill(sql: &str, dialect: Dialect) -> String {
     sql.replace("{ts}", ts).replace("{blob}", blob)
 }
 
-/// The SQL type of a module column in each dialect. SQLite keeps `numeric`
-/// as canonical decimal text: its own NUMERIC affinity would turn `0.1` into
-/// a float and lose digits.
-pub(super) fn sql_type(ty: ColumnType, dialect: Dialect) -> &'static str {
-    match (dialect, ty) {
-        (Dialect::Sqlite, ColumnType::Integer | ColumnType::Bigint) => "INTEGER",
-        (Dialect::Sqlite, ColumnType::Boolean) => "BOOLEAN",
-        (Dialect::Sqlite, _) => "TEXT",
-        (Dialect::Postgres, ColumnType::Text) => "TEXT",
-        (Dialect::Postgres, ColumnType::Integer) => "INTEGER",
-        (Dialect::Postgres, ColumnType::Bigint) => "BIGINT",
-        (Dialect::Postgres, ColumnType::Numeric) => "NUMERIC",
-        (Dialect::Postgres, ColumnType::Date) => "DATE",
-        (Dialect::Postgres, ColumnType::Timestamptz) => "TIMESTAMPTZ",
-        (Dialect::Postgres, ColumnType::Boolean) => "BOOLEAN",
-    }
-}
-
 /// `CREATE TABLE` for a module: an `id` key plus the catalog's columns.
 pub fn create_table_sql(module: &Module, dialect: Dialect) -> String {
     let id = match dialect {
@@ -293,7 +275,7 @@ pub(super) async fn migrate(db: &Db, catalog: &Catalog) -> Result<()> {
                 add_missing_columns(&mut conn, &stage_name, &named(prefix)).await?;
             }
         }
-        super::staged::adopt_job_rows(&mut conn, catalog).await?;
+        super::stage::writes::adopt_job_rows(&mut conn, catalog).await?;
     }
     tx.commit().await
 }

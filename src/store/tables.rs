@@ -129,7 +129,7 @@ fn unnest_lookup(module: &Module) -> String {
         .enumerate()
         .map(|(n, &i)| {
             let col = &module.columns[i];
-            let ty = super::schema::sql_type(col.ty, Dialect::Postgres);
+            let ty = super::sql_type(col.ty, Dialect::Postgres);
             format!("t.{} = k.k{}::{ty}", ident(&col.name), n + 1)
         })
         .collect();

@@ -1,6 +1,6 @@
 //! Module values in and out of each database: PostgreSQL gets its native
 //! types; SQLite gets integers, 0/1 booleans and canonical text for
-//! `numeric`, `date` and `timestamptz` (see `schema::sql_type`).
+//! `numeric`, `date` and `timestamptz` (see `store::sql_type`).
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use rust_decimal::Decimal;

@@ -3,9 +3,8 @@
 //!
 //! This module is pure: it knows nothing of the database. Checks that need
 //! the target table (`exists`, `not_found`) and the whole file
-//! (`duplicate_in_file`) are made by the validation stage in [`run`].
+//! (`duplicate_in_file`) are made by the pipeline's validation stage.
 
-pub mod run;
 pub mod value;
 
 use std::collections::HashMap;
@@ -90,6 +89,40 @@ pub fn match_header(module: &Module, header: &[String]) -> Result<HeaderMap, Fil
         .filter_map(|(col, p)| p.map(|p| (col, p)))
         .collect();
     Ok(HeaderMap { provided, unknown })
+}
+
+/// What a row of the file does to the table, as validation found it.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum RowAction {
+    Insert,
+    Update,
+    Unchanged,
+    Error,
+}
+
+impl RowAction {
+    pub const ALL: [RowAction; 4] = [
+        RowAction::Insert,
+        RowAction::Update,
+        RowAction::Unchanged,
+        RowAction::Error,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowAction::Insert => "insert",
+            RowAction::Update => "update",
+            RowAction::Unchanged => "unchanged",
+            RowAction::Error => "error",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RowAction> {
+        RowAction::ALL.into_iter().find(|a| a.as_str() == s)
+    }
 }
 
 /// One row error, as the errors report shows it.

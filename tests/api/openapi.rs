@@ -266,35 +266,29 @@ async fn every_problem_code_of_the_code_base_is_in_the_document() {
     let mut used_answer = BTreeSet::new();
     // Job problems: file-level failures, and the worker's own.
     let mut used_job = BTreeSet::new();
-    for (file, text) in sources() {
+    for (_, text) in sources() {
         for (at, _) in text.match_indices("Code::") {
             let name: String = text[at + 6..]
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric())
                 .collect();
-            let before = &text[at.saturating_sub(6)..at];
+            let before = &text[at.saturating_sub(7)..at];
             let after = &text[at + 6 + name.len()..];
             // `StatusCode::…` is another thing; `Code::X => "x"` is the
-            // enum's own spelling, not a use.
-            if name.starts_with(|c: char| c.is_ascii_uppercase())
-                && !before.ends_with("Status")
-                && !after.starts_with(" => \"")
-            {
-                used_answer.insert(snake(&name));
+            // enum's own spelling, not a use. A job's problem is a
+            // `ProblemCode::…`, made by the ledger's rules.
+            let bare = !before.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+            if name.starts_with(|c: char| c.is_ascii_uppercase()) && !after.starts_with(" => \"") {
+                if bare {
+                    used_answer.insert(snake(&name));
+                } else if before.ends_with("Problem") {
+                    used_job.insert(snake(&name));
+                }
             }
         }
         for (at, _) in text.match_indices("FileError::new(") {
             if let Some(code) = literal_after(&text, at + "FileError::new(".len()) {
                 used_job.insert(code);
-            }
-        }
-        if file.ends_with("worker.rs") {
-            for marker in ["\"code\": ", "problem("] {
-                for (at, _) in text.match_indices(marker) {
-                    if let Some(code) = literal_after(&text, at + marker.len()) {
-                        used_job.insert(code);
-                    }
-                }
             }
         }
     }

@@ -13,7 +13,9 @@
 //! is still what the table holds, and a rollback writes it back. Only the
 //! row as the preview shows it when a cell failed (its raw text) is JSON.
 
-use super::{Conn, Dialect, Result, StoreError, ident, json_col};
+pub mod writes;
+
+use super::{Conn, Dialect, Result, StoreError, ident, json_col, sql_type};
 use crate::catalog::Module;
 use crate::on_conn;
 
@@ -177,7 +179,7 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<String> {
     ];
     for name in [column, before_column] {
         for (i, c) in module.columns.iter().enumerate() {
-            let ty = super::schema::sql_type(c.ty, dialect);
+            let ty = sql_type(c.ty, dialect);
             cols.push(format!("{} {ty}", name(module, i)));
         }
     }

@@ -8,27 +8,31 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 use tokio::sync::mpsc;
 
-use super::{
-    CheckedRow, HeaderMap, RowError, Rules, Value, check_row, extra_cells, key_text, match_header,
-};
 use crate::catalog::Module;
 use crate::ingest::{self, FileError};
-use crate::ledger::{Counts, Job, Mode};
+use crate::ledger::{Counts, Job, Mode, Warning, WarningCode};
 use crate::store::blobs::BlobReader;
 use crate::store::rows::{self, StagedRow};
 use crate::store::stage::Stage;
 use crate::store::tables::{self, TableRow};
 use crate::store::{self, Db};
+use crate::validate::{
+    CheckedRow, HeaderMap, RowAction, RowError, Rules, Value, check_row, extra_cells, key_text,
+    match_header,
+};
 
 /// How a validation ended.
 pub enum Outcome {
     /// The file could not be read as rows of the module.
     FileFailure(FileError),
     /// Every row was checked; the counts and warnings of the preview.
-    Checked { counts: Counts, warnings: Vec<Json> },
+    Checked {
+        counts: Counts,
+        warnings: Vec<Warning>,
+    },
 }
 
 /// Rows handed from the parser to the database side at a time: large
@@ -128,11 +132,15 @@ pub async fn validate(
     }
     let mut warnings = Vec::new();
     if !header.unknown.is_empty() {
-        warnings.push(json!({
-            "code": "unknown_columns",
-            "columns": header.unknown,
-            "message": format!("columns not in {} were ignored: {}", module.key, header.unknown.join(", ")),
-        }));
+        warnings.push(Warning {
+            code: WarningCode::UnknownColumns,
+            message: format!(
+                "columns not in {} were ignored: {}",
+                module.key,
+                header.unknown.join(", ")
+            ),
+            columns: Some(header.unknown.clone()),
+        });
     }
     Ok(Outcome::Checked { counts, warnings })
 }
@@ -273,27 +281,27 @@ async fn decide(
         let existing = nkey.as_ref().and_then(|k| current.get(k));
         let mut before = None;
         let action = if !row.errors.is_empty() {
-            "error"
+            RowAction::Error
         } else {
             match (mode, existing) {
                 (Mode::Insert, Some(_)) => {
                     row.errors
                         .push(key_error(module, &row, "exists", "is already in", mode));
-                    "error"
+                    RowAction::Error
                 }
                 (Mode::Update, None) => {
                     row.errors
                         .push(key_error(module, &row, "not_found", "is not in", mode));
-                    "error"
+                    RowAction::Error
                 }
-                (_, None) => "insert",
+                (_, None) => RowAction::Insert,
                 (_, Some(cur)) => {
                     let old = current_values(header, cur);
                     if changed(&old, &row) {
                         before = Some(old);
-                        "update"
+                        RowAction::Update
                     } else {
-                        "unchanged"
+                        RowAction::Unchanged
                     }
                 }
             }
@@ -351,10 +359,10 @@ fn tally(counts: &mut Counts, staged: &[StagedRow]) {
     for r in staged {
         counts.rows += 1;
         match r.action {
-            "insert" => counts.insert += 1,
-            "update" => counts.update += 1,
-            "unchanged" => counts.unchanged += 1,
-            _ => counts.errors += 1,
+            RowAction::Insert => counts.insert += 1,
+            RowAction::Update => counts.update += 1,
+            RowAction::Unchanged => counts.unchanged += 1,
+            RowAction::Error => counts.errors += 1,
         }
     }
     counts.valid = counts.rows - counts.errors;

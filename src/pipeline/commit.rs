@@ -8,32 +8,28 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value as Json, json};
+use serde_json::{Map, Value as Json};
 
 use crate::catalog::Module;
-use crate::ledger::Job;
+use crate::ledger::outcome;
+use crate::ledger::{ConflictRow, Job};
 use crate::store::rows::{self, BATCH};
 use crate::store::stage::Stage;
-use crate::store::staged::{self, Image, Seqs};
+use crate::store::stage::writes::{self as staged, Image, Seqs};
 use crate::store::tables::{self, TableRow, key_values};
 use crate::store::{self, Conn, Tx};
-use crate::validate::Value;
+use crate::validate::{RowAction, Value};
 
 /// Rows listed in a refusal; the rest are counted.
 const LISTED: usize = 50;
 
-/// Why a commit or rollback wrote nothing.
-#[derive(Debug)]
-pub struct Refused {
-    pub rows: Vec<Json>,
-    /// Rows that conflict, including those not listed.
-    pub total: usize,
-}
+/// Why a commit or rollback wrote nothing: the rows that conflict.
+pub type Refused = outcome::Conflicts;
 
 /// The rows a commit or rollback refused on: the first few listed, all counted.
 #[derive(Default)]
 struct Conflicts {
-    listed: Vec<Json>,
+    listed: Vec<ConflictRow>,
     total: usize,
 }
 
@@ -42,8 +38,11 @@ impl Conflicts {
         self.total += 1;
         if self.listed.len() < LISTED {
             let key: Json = serde_json::from_str(nkey).unwrap_or(Json::Null);
-            self.listed
-                .push(json!({"row": row, "key": key, "reason": reason}));
+            self.listed.push(ConflictRow {
+                row,
+                key,
+                reason: reason.to_string(),
+            });
         }
     }
 
@@ -93,7 +92,7 @@ pub async fn commit(
     check(
         tx,
         &stage,
-        "unchanged",
+        RowAction::Unchanged,
         Image::Values,
         SINCE_PREVIEW,
         &mut unchanged,
@@ -127,7 +126,15 @@ async fn stale_updates(
     stage: &Stage<'_>,
     conflicts: &mut Conflicts,
 ) -> anyhow::Result<()> {
-    check(tx, stage, "update", Image::Before, SINCE_PREVIEW, conflicts).await
+    check(
+        tx,
+        stage,
+        RowAction::Update,
+        Image::Before,
+        SINCE_PREVIEW,
+        conflicts,
+    )
+    .await
 }
 
 /// Checked updates, one range at a time ([`staged::update`]): whether
@@ -170,7 +177,7 @@ const SINCE_COMMIT: Reasons = (
 async fn check(
     tx: &mut Tx,
     stage: &Stage<'_>,
-    action: &str,
+    action: RowAction,
     image: Image,
     (deleted, changed): Reasons,
     conflicts: &mut Conflicts,
@@ -227,7 +234,7 @@ pub async fn rollback(
     check(
         tx,
         &stage,
-        "update",
+        RowAction::Update,
         Image::Values,
         SINCE_COMMIT,
         &mut updated,

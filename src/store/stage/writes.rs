@@ -1,7 +1,7 @@
 //! Set-based writes from the staged rows of a job to its module table.
 //!
 //! A job's validated rows sit typed in its module's stage table (see
-//! [`super::stage`]). Inserting them, and undoing those inserts, is one SQL
+//! [`super`]). Inserting them, and undoing those inserts, is one SQL
 //! statement each (`INSERT … SELECT`, `DELETE … USING`), so a million rows
 //! never travel through the service. Updates work the same way: the
 //! commit writes only over rows that still hold the before-image the
@@ -10,11 +10,11 @@
 //! staged rows too; only rows the database finds different come back to
 //! the service, to be confirmed.
 
-use super::schema::sql_type;
-use super::stage::{self, Stage};
-use super::{Conn, Dialect, Result, ident};
+use super::{self as stage, Stage};
 use crate::catalog::{Catalog, Module};
 use crate::on_conn;
+use crate::store::{Conn, Dialect, Result, ident, sql_type};
+use crate::validate::RowAction;
 
 /// A string literal for SQL. Only catalog identifiers ever reach it (they
 /// are `[a-z0-9_]`), but it escapes quotes anyway.
@@ -383,7 +383,7 @@ pub enum Image {
 pub async fn suspects(
     conn: &mut Conn<'_>,
     stage: &Stage<'_>,
-    action: &str,
+    action: RowAction,
     image: Image,
     after_seq: i64,
     limit: i64,
@@ -404,7 +404,7 @@ pub async fn suspects(
         id = ident("id"),
     );
     Ok(
-        on_conn!(conn, c => sqlx::query_scalar(&sql).bind(stage.job).bind(action)
+        on_conn!(conn, c => sqlx::query_scalar(&sql).bind(stage.job).bind(action.as_str())
         .bind(after_seq).bind(limit).fetch_all(c).await)?,
     )
 }

@@ -1,0 +1,317 @@
+//! The moves the service makes by itself: what a validation, a commit, a
+//! rollback or the clock found, turned into the job's next version. Each
+//! asks the state table ([`super::next`]); a move the table does not allow
+//! from the job's state gives `None`, and nothing is recorded.
+
+use chrono::{DateTime, Utc};
+
+use super::{
+    ConflictRow, Counts, Decision, DecisionKind, Gate, GateAction, Job, JobProblem, Move, OnError,
+    ProblemCode, Warning, next,
+};
+
+/// What a validation run found.
+#[derive(Debug, Clone)]
+pub enum Validation {
+    /// The file could not be read as rows of the module.
+    FileFailure { code: ProblemCode, message: String },
+    /// Every row was checked: the preview's counts and the job's warnings.
+    Checked {
+        counts: Counts,
+        warnings: Vec<Warning>,
+    },
+}
+
+/// Rows a commit or a rollback found changed: the first ones listed, all counted.
+#[derive(Debug, Clone, Default)]
+pub struct Conflicts {
+    pub rows: Vec<ConflictRow>,
+    pub total: usize,
+}
+
+/// How a commit transaction ended.
+#[derive(Debug, Clone)]
+pub enum Commit {
+    Written,
+    /// Previewed rows changed since the preview; nothing was written.
+    Stale(Conflicts),
+    /// The database refused; nothing was written.
+    Failed(String),
+}
+
+/// How a rollback transaction ended.
+#[derive(Debug, Clone)]
+pub enum Rollback {
+    Undone,
+    /// Rows changed since the commit; nothing was undone.
+    Conflict(Conflicts),
+}
+
+/// The job after `event`, if the table allows it from the job's state.
+fn moved(job: &Job, event: Move, now: DateTime<Utc>) -> Option<Job> {
+    let mut after = job.clone();
+    after.state = next(job.state, event)?;
+    after.updated_at = now;
+    Some(after)
+}
+
+/// The move that ends a validation, and the job after it. Row errors fail
+/// the job when it was uploaded with `on_error=fail`; otherwise the preview
+/// goes to the gate, asked for by the submitter.
+pub fn validated(job: &Job, found: Validation, now: DateTime<Utc>) -> Option<(Move, Job)> {
+    match found {
+        Validation::FileFailure { code, message } => {
+            let mut after = moved(job, Move::FileFailure, now)?;
+            after.problem = Some(JobProblem::new(
+                code,
+                "The file cannot be imported",
+                message,
+            ));
+            Some((Move::FileFailure, after))
+        }
+        Validation::Checked { counts, warnings } => {
+            let errors = counts.errors;
+            let event = if errors > 0 && job.on_error == OnError::Fail {
+                Move::RowErrors
+            } else {
+                Move::Checked
+            };
+            let mut after = moved(job, event, now)?;
+            after.counts = counts;
+            after.warnings = warnings;
+            if event == Move::RowErrors {
+                after.problem = Some(JobProblem::new(
+                    ProblemCode::RowErrors,
+                    "Rows have errors",
+                    format!("{errors} rows have errors; fix them or upload with on_error=skip"),
+                ));
+            } else {
+                after.gate = Some(Gate {
+                    action: GateAction::Commit,
+                    requested_at: now,
+                    requested_by: job.submitter.clone(),
+                });
+            }
+            Some((event, after))
+        }
+    }
+}
+
+/// The move that ends a commit, and the job after it.
+pub fn committed(job: &Job, result: Commit, now: DateTime<Utc>) -> Option<(Move, Job)> {
+    let (event, problem) = match result {
+        Commit::Written => (Move::Written, None),
+        Commit::Stale(c) => (
+            Move::CommitFailed,
+            Some(JobProblem {
+                rows: Some(c.rows),
+                ..JobProblem::new(
+                    ProblemCode::StalePreview,
+                    "The table changed since the preview",
+                    format!(
+                        "{} previewed rows changed in {} since the preview; nothing was written. \
+                         Upload the file again to see a fresh preview.",
+                        c.total, job.table
+                    ),
+                )
+            }),
+        ),
+        Commit::Failed(why) => (
+            Move::CommitFailed,
+            Some(JobProblem::new(
+                ProblemCode::DatabaseError,
+                "The commit failed",
+                format!("nothing was written: {why}"),
+            )),
+        ),
+    };
+    let mut after = moved(job, event, now)?;
+    after.problem = problem;
+    Some((event, after))
+}
+
+/// The move that ends a rollback, and the job after it. A refused rollback
+/// leaves the job committed with the conflict as its problem.
+pub fn rolled_back(job: &Job, result: Rollback, now: DateTime<Utc>) -> Option<(Move, Job)> {
+    let (event, problem) = match result {
+        Rollback::Undone => (Move::Undone, None),
+        Rollback::Conflict(c) => (
+            Move::RollbackConflict,
+            Some(JobProblem {
+                rows: Some(c.rows),
+                ..JobProblem::new(
+                    ProblemCode::RollbackConflict,
+                    "Rows changed since the commit",
+                    format!(
+                        "{} rows of {} changed since the commit; nothing was undone.",
+                        c.total, job.table
+                    ),
+                )
+            }),
+        ),
+    };
+    let mut after = moved(job, event, now)?;
+    after.problem = problem;
+    Some((event, after))
+}
+
+/// The job after its approval time limit passed without a decision, if it
+/// is still waiting at the gate.
+pub fn expired(job: &Job, now: DateTime<Utc>) -> Option<Job> {
+    let mut after = moved(job, Move::Expire, now)?;
+    after.decisions.push(Decision {
+        action: GateAction::Commit,
+        decision: DecisionKind::Expired,
+        by: None,
+        at: now,
+        comment: None,
+    });
+    Some(after)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::ingest::Format;
+    use crate::ledger::{FileInfo, JobOptions, JobState, Mode};
+
+    pub(crate) fn job(state: JobState, on_error: OnError) -> Job {
+        let at = DateTime::from_timestamp_millis(1_700_000_000_000).unwrap();
+        Job {
+            id: "job_1".into(),
+            module: "customers".into(),
+            table: "uc_scrm_customers".into(),
+            mode: Mode::Insert,
+            on_error,
+            options: JobOptions::default(),
+            simulated: false,
+            file: FileInfo {
+                name: None,
+                format: Format::Csv,
+                bytes: 1,
+                sha256: String::new(),
+            },
+            submitter: "key_sub".into(),
+            state,
+            version: 1,
+            counts: Counts::default(),
+            warnings: vec![],
+            problem: None,
+            gate: None,
+            decisions: vec![],
+            created_at: at,
+            updated_at: at,
+        }
+    }
+
+    fn counts(errors: i64) -> Counts {
+        Counts {
+            rows: 10,
+            valid: 10 - errors,
+            errors,
+            insert: 10 - errors,
+            ..Counts::default()
+        }
+    }
+
+    fn now() -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(1_700_000_100_000).unwrap()
+    }
+
+    #[test]
+    fn row_errors_fail_a_job_uploaded_with_on_error_fail() {
+        let j = job(JobState::Validating, OnError::Fail);
+        let found = Validation::Checked {
+            counts: counts(2),
+            warnings: vec![],
+        };
+        let (event, after) = validated(&j, found, now()).unwrap();
+        assert_eq!(event, Move::RowErrors);
+        assert_eq!(after.state, JobState::Failed);
+        assert_eq!(after.problem.unwrap().code, ProblemCode::RowErrors);
+        assert!(after.gate.is_none());
+    }
+
+    #[test]
+    fn with_on_error_skip_the_valid_rows_go_to_the_gate() {
+        let j = job(JobState::Validating, OnError::Skip);
+        let found = Validation::Checked {
+            counts: counts(2),
+            warnings: vec![],
+        };
+        let (event, after) = validated(&j, found, now()).unwrap();
+        assert_eq!(event, Move::Checked);
+        assert_eq!(after.state, JobState::AwaitingApproval);
+        let gate = after.gate.unwrap();
+        assert_eq!(gate.action, GateAction::Commit);
+        assert_eq!(gate.requested_by, "key_sub", "the submitter asks");
+        assert_eq!(after.counts.errors, 2);
+    }
+
+    #[test]
+    fn a_file_failure_makes_the_job_invalid_with_its_code() {
+        let j = job(JobState::Validating, OnError::Fail);
+        let found = Validation::FileFailure {
+            code: ProblemCode::of_file("missing_columns"),
+            message: "wa_number is missing".into(),
+        };
+        let (_, after) = validated(&j, found, now()).unwrap();
+        assert_eq!(after.state, JobState::Invalid);
+        assert_eq!(after.problem.unwrap().code, ProblemCode::MissingColumns);
+        assert_eq!(ProblemCode::of_file("???"), ProblemCode::Unreadable);
+    }
+
+    #[test]
+    fn only_the_table_moves_a_job() {
+        // A validation that ends after someone moved the job records nothing.
+        let j = job(JobState::Cancelled, OnError::Fail);
+        let found = Validation::Checked {
+            counts: counts(0),
+            warnings: vec![],
+        };
+        assert!(validated(&j, found, now()).is_none());
+        assert!(committed(&j, Commit::Written, now()).is_none());
+        assert!(rolled_back(&j, Rollback::Undone, now()).is_none());
+        assert!(expired(&job(JobState::Committed, OnError::Fail), now()).is_none());
+    }
+
+    #[test]
+    fn a_stale_commit_fails_listing_the_rows_and_a_refused_rollback_stays_committed() {
+        let conflicts = Conflicts {
+            rows: vec![ConflictRow {
+                row: 2,
+                key: serde_json::json!("0812"),
+                reason: "changed".into(),
+            }],
+            total: 7,
+        };
+        let (event, after) = committed(
+            &job(JobState::Committing, OnError::Fail),
+            Commit::Stale(conflicts.clone()),
+            now(),
+        )
+        .unwrap();
+        assert_eq!((event, after.state), (Move::CommitFailed, JobState::Failed));
+        let p = after.problem.unwrap();
+        assert_eq!(p.code, ProblemCode::StalePreview);
+        assert!(p.detail.starts_with("7 previewed rows"));
+        assert_eq!(p.rows.unwrap().len(), 1);
+        let (event, after) = rolled_back(
+            &job(JobState::RollingBack, OnError::Fail),
+            Rollback::Conflict(conflicts),
+            now(),
+        )
+        .unwrap();
+        assert_eq!(event, Move::RollbackConflict);
+        assert_eq!(after.state, JobState::Committed);
+        assert_eq!(after.problem.unwrap().code, ProblemCode::RollbackConflict);
+    }
+
+    #[test]
+    fn expiry_records_a_decision_nobody_took() {
+        let after = expired(&job(JobState::AwaitingApproval, OnError::Fail), now()).unwrap();
+        assert_eq!(after.state, JobState::Expired);
+        let d = &after.decisions[0];
+        assert_eq!((d.decision, d.by.as_deref()), (DecisionKind::Expired, None));
+    }
+}

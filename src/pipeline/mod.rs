@@ -1,0 +1,13 @@
+//! The pipeline's work over the store: the stages a worker runs for a job.
+//!
+//! - [`validation`]: read the stored file, check every row with
+//!   [`crate::validate`], compare with the target table, stage the preview;
+//! - [`commit`]: write the approved preview in one transaction, or undo a
+//!   commit, after re-checking what the approver saw.
+//!
+//! Each stage reports what it found; the ledger's rules
+//! ([`crate::ledger::outcome`]) decide which move that makes, and the
+//! service records it.
+
+pub mod commit;
+pub mod validation;

@@ -1,0 +1,158 @@
+//! The one error of the service layer. Every operation a person or a
+//! worker performs fails with one of these; the API turns it into a
+//! problem in one place (`http::problem`), the console into a page of its
+//! own (`console::Fail`), and the CLI and the demo print it.
+
+use crate::ledger::gate::Refusal;
+use crate::ledger::{Job, Move};
+use crate::store::StoreError;
+
+/// Why an operation did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No such module in the catalog.
+    #[error("{key:?} is not a module; valid modules: {}", valid.join(", "))]
+    UnknownModule { key: String, valid: Vec<String> },
+    /// No such job, key or key request (or one the caller may not know of).
+    #[error("no {what} {id}")]
+    NotFound { what: &'static str, id: String },
+    /// The presented key is unknown, revoked or expired.
+    #[error("the key is unknown, revoked or expired")]
+    Unauthorized,
+    /// Outside the acting key's role or module scope.
+    #[error("{0}")]
+    Forbidden(String),
+    /// Four-eyes: the requester of a gate action may not decide it.
+    #[error("the key that asked for this gate action may not decide it; another approver must")]
+    SelfApproval,
+    /// The job or key request is not in a state for this move.
+    #[error("{detail}")]
+    InvalidState {
+        title: &'static str,
+        detail: String,
+        state: String,
+    },
+    /// The job moved since the version the person decided on.
+    #[error(
+        "If-Match {given} does not match the job's current version {current}; reload it and decide again"
+    )]
+    StaleEtag { given: String, current: String },
+    /// A parameter, header or member that cannot be.
+    #[error("{message}")]
+    Invalid { parameter: String, message: String },
+    /// A body the operation cannot read at all.
+    #[error("{0}")]
+    BadRequest(String),
+    /// A file type the service does not read.
+    #[error(
+        "Content-Type {0:?} is not an accepted file format (send CSV, XLSX, XLS, \
+         JSON or NDJSON, or application/octet-stream to have it detected)"
+    )]
+    UnsupportedType(String),
+    /// An upload without a file.
+    #[error("the request has no file")]
+    EmptyBody,
+    /// An `Idempotency-Key` used before for a different upload.
+    #[error(
+        "this Idempotency-Key was used in the last 24 hours for a different request \
+         (module, parameters or file); use a new key for a new upload"
+    )]
+    IdempotencyReused,
+    /// A body over the size limit.
+    #[error("the body is larger than the limit of {limit} bytes")]
+    TooLarge { limit: u64 },
+    /// The key of a key request was handed out already.
+    #[error(
+        "the key of {id} was handed out once and is not kept; ask an admin to revoke it if it was not you"
+    )]
+    AlreadyCollected { id: String },
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Anything else that failed inside the service (a defect).
+    #[error("{0}")]
+    Internal(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn not_found(what: &'static str, id: &str) -> Error {
+        Error::NotFound {
+            what,
+            id: id.to_string(),
+        }
+    }
+
+    pub fn invalid(parameter: &str, message: impl Into<String>) -> Error {
+        Error::Invalid {
+            parameter: parameter.to_string(),
+            message: message.into(),
+        }
+    }
+
+    pub fn internal(e: impl std::fmt::Display) -> Error {
+        Error::Internal(e.to_string())
+    }
+
+    /// A job not in a state for `event`.
+    pub fn job_state(job: &Job, event: Move) -> Error {
+        Error::InvalidState {
+            title: "The job is not in a state for this move",
+            detail: format!(
+                "{} is {}; {} is not possible from there",
+                job.id,
+                job.state.as_str(),
+                event.as_str()
+            ),
+            state: job.state.as_str().to_string(),
+        }
+    }
+
+    /// The gate's refusal of a person's move.
+    pub fn refused(job: &Job, event: Move, refusal: Refusal) -> Error {
+        match refusal {
+            Refusal::InvalidState(_) => Error::job_state(job, event),
+            Refusal::Forbidden(why) => Error::Forbidden(why),
+            Refusal::SelfApproval => Error::SelfApproval,
+        }
+    }
+
+    /// The stable code a client switches on (the API's problem codes).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::UnknownModule { .. } => "unknown_module",
+            Error::NotFound { .. } => "not_found",
+            Error::Unauthorized => "unauthorized",
+            Error::Forbidden(_) => "forbidden",
+            Error::SelfApproval => "self_approval",
+            Error::InvalidState { .. } => "invalid_state",
+            Error::StaleEtag { .. } => "precondition_failed",
+            Error::Invalid { .. } => "invalid_parameter",
+            Error::BadRequest(_) => "bad_request",
+            Error::UnsupportedType(_) => "unsupported_media_type",
+            Error::EmptyBody => "empty_body",
+            Error::IdempotencyReused => "idempotency_key_reused",
+            Error::TooLarge { .. } => "too_large",
+            Error::AlreadyCollected { .. } => "already_collected",
+            Error::Store(_) | Error::Internal(_) => "internal",
+        }
+    }
+
+    /// The state a job or request was in, for refusals that name it.
+    pub fn state(&self) -> Option<&str> {
+        match self {
+            Error::InvalidState { state, .. } => Some(state),
+            _ => None,
+        }
+    }
+}
+
+impl From<anyhow::Error> for Error {
+    fn from(e: anyhow::Error) -> Error {
+        match e.downcast::<StoreError>() {
+            Ok(s) => Error::Store(s),
+            Err(e) => Error::Internal(format!("{e:#}")),
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! A person's move at the Human-Gate, for every front door: approve,
+//! reject, cancel, or ask for a rollback. The ledger's gate decides
+//! whether the move is allowed and what it records; this applies it if
+//! nobody moved the job meanwhile, and hands the work it starts to the
+//! workers.
+
+use super::{App, Error, Result, comment, jobs};
+use crate::keys::KeyRecord;
+use crate::ledger::{Job, Move, gate};
+use crate::store::{self, jobs::MoveBy};
+
+/// A person's move on a job, as a front door received it.
+#[derive(Debug, Clone)]
+pub struct MoveRequest<'a> {
+    pub job_id: &'a str,
+    pub event: Move,
+    /// The `ETag` of the version the person decided on, when they said.
+    pub if_match: Option<&'a str>,
+    pub comment: Option<&'a str>,
+    /// Refuse a reject or a rollback request without a reason. The
+    /// contract says they *should* carry one; the console asks for it,
+    /// scripts calling the API may leave it out.
+    pub reason_required: bool,
+}
+
+/// Whether a move asks for a reason another person reads.
+pub fn wants_reason(event: Move) -> bool {
+    matches!(event, Move::Reject | Move::Rollback)
+}
+
+/// Makes a person's move: checks the comment, the version they looked at
+/// and the gate's rules, records the move if the job is still where they
+/// saw it, and wakes the workers for the work it starts. The job after the
+/// move.
+pub async fn make_move(app: &App, actor: &KeyRecord, req: MoveRequest<'_>) -> Result<Job> {
+    let comment = comment(req.comment)?;
+    if req.reason_required && wants_reason(req.event) && comment.is_none() {
+        return Err(Error::invalid(
+            "comment",
+            "say why: the other person reads your reason in the timeline",
+        ));
+    }
+    let job = jobs::get(app, actor, req.job_id).await?;
+    check_etag(&job, req.if_match)?;
+    let after = gate::apply(
+        &job,
+        req.event,
+        actor,
+        comment.as_deref(),
+        app.settings.allow_self_approval,
+        store::now(),
+    )
+    .map_err(|r| Error::refused(&job, req.event, r))?;
+    let mut tx = app.db.begin().await?;
+    let by = MoveBy {
+        event: req.event,
+        actor: Some(&actor.id),
+        comment: comment.as_deref(),
+        detail: None,
+        lease_owner: None,
+    };
+    if !store::jobs::transition(&mut tx.conn(), &job, &after, by).await? {
+        tx.rollback().await?;
+        // Somebody moved the job first: answer from its state now.
+        let now = jobs::get(app, actor, req.job_id).await?;
+        return Err(Error::job_state(&now, req.event));
+    }
+    tx.commit().await?;
+    app.job_moved.notify_waiters();
+    tracing::info!(job = %job.id, event = req.event.as_str(), to = after.state.as_str(), "gate move");
+    if after.state.is_work() {
+        app.work.notify_one();
+    }
+    let mut after = after;
+    after.version += 1;
+    Ok(after)
+}
+
+/// `If-Match` must name the job's current version when it is given.
+fn check_etag(job: &Job, if_match: Option<&str>) -> Result<()> {
+    let Some(wanted) = if_match else {
+        return Ok(());
+    };
+    let etag = job.etag();
+    if wanted
+        .split(',')
+        .any(|t| t.trim() == "*" || t.trim() == etag)
+    {
+        Ok(())
+    } else {
+        Err(Error::StaleEtag {
+            given: wanted.to_string(),
+            current: etag,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::JobState;
+    use crate::ledger::OnError;
+    use crate::ledger::outcome::tests::job;
+
+    #[test]
+    fn if_match_must_name_the_version_looked_at() {
+        let j = job(JobState::AwaitingApproval, OnError::Fail);
+        assert!(check_etag(&j, None).is_ok());
+        assert!(check_etag(&j, Some("*")).is_ok());
+        assert!(check_etag(&j, Some(&j.etag())).is_ok());
+        assert!(check_etag(&j, Some(&format!("\"x\", {}", j.etag()))).is_ok());
+        let mut moved = j.clone();
+        moved.version += 1;
+        assert!(matches!(
+            check_etag(&moved, Some(&j.etag())),
+            Err(Error::StaleEtag { .. })
+        ));
+    }
+
+    #[test]
+    fn reject_and_rollback_want_a_reason() {
+        assert!(wants_reason(Move::Reject) && wants_reason(Move::Rollback));
+        assert!(!wants_reason(Move::Approve) && !wants_reason(Move::Cancel));
+    }
+}

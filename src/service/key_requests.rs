@@ -1,0 +1,209 @@
+//! Key requests (API.md section 7): anyone may ask for a key, an admin
+//! approves or denies, and the requester collects the key exactly once with
+//! the claim token given when they asked.
+//!
+//! The key is made at collection, not at approval, so no secret waits in the
+//! database; the claim token is kept only as a hash. The requester's name
+//! and email are masked wherever a request is shown and never logged.
+
+use subtle::ConstantTimeEq;
+
+use super::keys::NewKey;
+use super::{App, Error, Result, admin_only};
+use crate::keys::{self, KeyRecord, KeyRequest, RequestState};
+use crate::store;
+
+/// What a person asks for, as they wrote it.
+#[derive(Debug, Clone)]
+pub struct Ask {
+    pub name: String,
+    pub email: String,
+    pub role: String,
+    /// Module keys; empty means every module.
+    pub modules: Vec<String>,
+    pub reason: String,
+}
+
+fn check_email(email: &str) -> Result<()> {
+    let ok = email.len() <= 254
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+        && email
+            .split_once('@')
+            .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "email",
+            "email must be an address like name@example.co.id",
+        ))
+    }
+}
+
+fn check_reason(reason: &str) -> Result<()> {
+    if reason.is_empty() || reason.chars().count() > 2000 {
+        return Err(Error::invalid(
+            "reason",
+            "reason must have 1 to 2000 characters: say what the key is for",
+        ));
+    }
+    if reason.contains('\0') {
+        return Err(Error::invalid(
+            "reason",
+            "reason may not hold NUL characters",
+        ));
+    }
+    Ok(())
+}
+
+/// Records a request (anyone); gives it and the claim token (shown once).
+pub async fn submit(app: &App, ask: Ask) -> Result<(KeyRequest, String)> {
+    let modules = if ask.modules.is_empty() {
+        vec!["*".to_string()]
+    } else {
+        ask.modules
+    };
+    let new = NewKey::parse(app, &ask.name, &ask.role, modules, None)?;
+    let email = ask.email.trim().to_string();
+    check_email(&email)?;
+    let reason = ask.reason.trim().to_string();
+    check_reason(&reason)?;
+    let token = keys::token(40);
+    let r = KeyRequest {
+        id: format!("kr_{}", ulid::Ulid::generate()),
+        name: new.name,
+        email,
+        role: new.role,
+        modules: new.modules,
+        reason,
+        claim_hash: keys::hash(&token),
+        state: RequestState::Pending,
+        created_at: store::now(),
+        decided_at: None,
+        decided_by: None,
+        comment: None,
+        key_id: None,
+        collected_at: None,
+    };
+    let mut c = app.db.acquire().await?;
+    store::key_requests::insert(&mut c.conn(), &r).await?;
+    tracing::info!(request = %r.id, role = r.role.as_str(), "key requested");
+    Ok((r, token))
+}
+
+/// Key requests (admins), newest first, at most `limit`.
+pub async fn list(
+    app: &App,
+    actor: &KeyRecord,
+    pending_only: bool,
+    limit: i64,
+) -> Result<Vec<KeyRequest>> {
+    admin_only(actor)?;
+    let mut c = app.db.acquire().await?;
+    Ok(store::key_requests::list(&mut c.conn(), pending_only, limit).await?)
+}
+
+fn not_pending(r: &KeyRequest) -> Error {
+    Error::InvalidState {
+        title: "The request is not pending",
+        detail: format!("{} is {}", r.id, r.state.as_str()),
+        state: r.state.as_str().to_string(),
+    }
+}
+
+/// An admin's decision on a pending request: approve (the key is made
+/// when collected) or deny.
+pub async fn decide(
+    app: &App,
+    actor: &KeyRecord,
+    id: &str,
+    approve: bool,
+    comment: Option<&str>,
+) -> Result<KeyRequest> {
+    admin_only(actor)?;
+    let comment = super::comment(comment)?;
+    let mut c = app.db.acquire().await?;
+    let r = store::key_requests::get(&mut c.conn(), id)
+        .await?
+        .ok_or_else(|| Error::not_found("key request", id))?;
+    let to = if approve {
+        RequestState::Approved
+    } else {
+        RequestState::Denied
+    };
+    if r.state != RequestState::Pending
+        || !store::key_requests::decide(&mut c.conn(), id, to, &actor.id, comment.as_deref())
+            .await?
+    {
+        // Somebody decided first: answer from the state now.
+        let now = store::key_requests::get(&mut c.conn(), id)
+            .await?
+            .unwrap_or(r);
+        return Err(not_pending(&now));
+    }
+    tracing::info!(request = %id, by = %actor.id, decision = to.as_str(), "key request decided");
+    store::key_requests::get(&mut c.conn(), id)
+        .await?
+        .ok_or_else(|| Error::not_found("key request", id))
+}
+
+/// The requester's look at their request with the claim token: once it is
+/// approved, the first look makes the key and hands it out; later looks get
+/// [`Error::AlreadyCollected`]. A wrong token is the same not-found as an
+/// unknown id, so tokens cannot be probed per request.
+pub async fn claim(app: &App, id: &str, token: &str) -> Result<(KeyRequest, Option<String>)> {
+    let unknown = || Error::not_found("key request", id);
+    let mut tx = app.db.begin().await?;
+    let r = store::key_requests::get(&mut tx.conn(), id)
+        .await?
+        .ok_or_else(unknown)?;
+    let presented = keys::hash(token);
+    if !bool::from(presented.as_bytes().ct_eq(r.claim_hash.as_bytes())) {
+        tx.rollback().await?;
+        return Err(unknown());
+    }
+    match r.state {
+        RequestState::Pending | RequestState::Denied => {
+            tx.rollback().await?;
+            Ok((r, None))
+        }
+        RequestState::Collected => {
+            tx.rollback().await?;
+            Err(Error::AlreadyCollected { id: id.to_string() })
+        }
+        RequestState::Approved => {
+            let key = keys::generate();
+            let record =
+                store::keys::insert(&mut tx.conn(), &key, &r.name, r.role, &r.modules, None)
+                    .await?;
+            if !store::key_requests::collect(&mut tx.conn(), id, &record.id).await? {
+                tx.rollback().await?;
+                return Err(unknown());
+            }
+            let r = store::key_requests::get(&mut tx.conn(), id)
+                .await?
+                .ok_or_else(unknown)?;
+            tx.commit().await?;
+            tracing::info!(request = %id, key_id = %record.id, "key collected");
+            Ok((r, Some(key.secret)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emails_and_reasons_are_checked() {
+        assert!(check_email("rina@contoh.co.id").is_ok());
+        for bad in ["rina", "@contoh.co.id", "rina@localhost", "ri na@contoh.id"] {
+            assert!(check_email(bad).is_err(), "{bad}");
+        }
+        assert!(check_email(&format!("{}@contoh.id", "a".repeat(250))).is_err());
+        assert!(check_reason("reports").is_ok());
+        assert!(check_reason("").is_err());
+        assert!(check_reason("re\0ports").is_err());
+        assert!(check_reason(&"x".repeat(2001)).is_err());
+    }
+}

@@ -1,0 +1,166 @@
+//! The service layer: what people and workers do with importgate, written
+//! once for every front door. The API (`http`), the console (`console`),
+//! the workers (`worker`), the demo and the command line call these
+//! operations with typed inputs and the acting key; each returns domain
+//! values or one [`Error`].
+//!
+//! Below it: the ledger's pure rules (the state table, the gate), ingest,
+//! validate and commit, and the store. Above it: transport only.
+//!
+//! - [`uploads`]: a file becomes a validation job;
+//! - [`jobs`]: reading jobs, their preview, errors and events;
+//! - [`gate`]: a person's move at the Human-Gate;
+//! - [`work`]: the service's own moves (validation, commit, rollback, expiry);
+//! - [`keys`] and [`key_requests`]: credentials;
+//! - [`modules`]: the catalog and its templates;
+//! - [`sessions`]: the console's sign-in;
+//! - [`audit`]: checking the ledger's hash chain;
+//! - [`limits`]: the per-key rate limits both front doors count against.
+
+pub mod audit;
+pub mod error;
+pub mod gate;
+pub mod jobs;
+pub mod key_requests;
+pub mod keys;
+pub mod limits;
+pub mod modules;
+pub mod sessions;
+pub mod uploads;
+pub mod work;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio::sync::{Notify, watch};
+
+pub use error::{Error, Result};
+
+use crate::catalog::{Catalog, Module};
+use crate::config::Settings;
+use crate::keys::{KeyRecord, Role};
+use crate::store::{self, Db};
+use limits::Limiter;
+
+/// Shared state of one process: what every operation works on.
+pub struct App {
+    pub db: Db,
+    pub catalog: Arc<Catalog>,
+    pub settings: Settings,
+    /// Woken when a job needs a worker (an upload, an approval).
+    pub work: Notify,
+    /// Woken (all waiters) whenever this process moves a job.
+    pub job_moved: Notify,
+    /// Flips to true when the process is shutting down.
+    pub shutdown: watch::Sender<bool>,
+    /// Requests per key counted by this process.
+    pub limiter: Limiter,
+}
+
+impl App {
+    /// Connects, migrates, and loads the catalog.
+    pub async fn open(settings: Settings) -> anyhow::Result<Arc<App>> {
+        let catalog = match &settings.catalog {
+            Some(path) => Catalog::from_file(path)?,
+            None => Catalog::builtin(),
+        };
+        let db = Db::connect(&settings.database).await?;
+        db.migrate(&catalog).await?;
+        let (shutdown, _) = watch::channel(false);
+        let limiter = Limiter::new(
+            settings.limits.uploads_per_minute,
+            settings.limits.requests_per_minute,
+        );
+        Ok(Arc::new(App {
+            limiter,
+            db,
+            catalog: Arc::new(catalog),
+            settings,
+            work: Notify::new(),
+            job_moved: Notify::new(),
+            shutdown,
+        }))
+    }
+
+    /// The module with this key, or [`Error::UnknownModule`] listing them.
+    pub fn module(&self, key: &str) -> Result<&Arc<Module>> {
+        self.catalog.get(key).ok_or_else(|| Error::UnknownModule {
+            key: key.to_string(),
+            valid: self
+                .catalog
+                .keys()
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+        })
+    }
+
+    /// Whether the database answers (for readiness).
+    pub async fn ready(&self) -> bool {
+        self.db.ping().await
+    }
+
+    /// Names behind key ids, for masking people when they are shown.
+    pub async fn names(&self) -> Result<HashMap<String, String>> {
+        let mut c = self.db.acquire().await?;
+        Ok(store::keys::names(&mut c.conn()).await?)
+    }
+}
+
+/// [`Error::Forbidden`] unless the key's scope covers the module.
+pub fn in_scope(actor: &KeyRecord, module: &str) -> Result<()> {
+    if actor.covers(module) {
+        Ok(())
+    } else {
+        Err(Error::Forbidden(format!(
+            "this key's scope does not include the module {module}"
+        )))
+    }
+}
+
+/// [`Error::Forbidden`] unless the key is an admin's.
+pub fn admin_only(actor: &KeyRecord) -> Result<()> {
+    if actor.role == Role::Admin {
+        Ok(())
+    } else {
+        Err(Error::Forbidden("only an admin key may do this".into()))
+    }
+}
+
+/// A comment on a gate move or a key decision: trimmed, at most 2000
+/// characters, no NUL (PostgreSQL text cannot hold one); empty is none.
+pub fn comment(text: Option<&str>) -> Result<Option<String>> {
+    let Some(text) = text.map(str::trim).filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    if text.contains('\0') {
+        return Err(Error::invalid(
+            "comment",
+            "a comment may not hold NUL characters",
+        ));
+    }
+    if text.chars().count() > 2000 {
+        return Err(Error::invalid(
+            "comment",
+            "a comment has at most 2000 characters",
+        ));
+    }
+    Ok(Some(text.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_are_bounded_and_hold_no_nul() {
+        assert_eq!(comment(None).unwrap(), None);
+        assert_eq!(comment(Some("  ")).unwrap(), None);
+        assert_eq!(comment(Some(" ok ")).unwrap().as_deref(), Some("ok"));
+        assert!(
+            matches!(comment(Some("a\0b")), Err(Error::Invalid { parameter, .. }) if parameter == "comment")
+        );
+        assert!(comment(Some(&"x".repeat(2000))).is_ok());
+        assert!(comment(Some(&"x".repeat(2001))).is_err());
+    }
+}

@@ -1,0 +1,480 @@
+//! An upload: a file becomes a validation job, never a write to the
+//! module's table.
+//!
+//! The body is streamed into the store in chunks while it is hashed, and
+//! checked against the size limit as it comes; the format comes from what
+//! the client declared, refined or decided by the first bytes. The same
+//! operation serves the API, the console and the demo.
+
+use futures::{Stream, StreamExt};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::{App, Error, Result, in_scope};
+use crate::catalog::Module;
+use crate::ingest::decode::encoding_for;
+use crate::ingest::{Declared, Format};
+use crate::keys::KeyRecord;
+use crate::ledger::{Counts, FileInfo, Job, JobOptions, Mode, OnError, START};
+use crate::store::idempotency::Claim;
+use crate::store::{self, blobs};
+
+/// How long an `Idempotency-Key` answers with its first job.
+const IDEMPOTENCY_HOURS: i64 = 24;
+
+/// The module a file is uploaded for, if the key may upload to it.
+pub fn target<'a>(app: &'a App, actor: &KeyRecord, module: &str) -> Result<&'a Module> {
+    let module = app.module(module)?;
+    in_scope(actor, &module.key)?;
+    Ok(module)
+}
+
+/// What `columns not in the module` do to a job.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum UnknownColumns {
+    /// Listed as job warnings.
+    #[default]
+    Ignore,
+    /// The job is `invalid`.
+    Reject,
+}
+
+/// An upload's parameters as a client writes them (`?mode=…&delimiter=…`).
+/// Unknown members are ignored.
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct Params {
+    pub mode: Option<Mode>,
+    pub on_error: Option<OnError>,
+    pub sheet: Option<String>,
+    pub delimiter: Option<String>,
+    pub encoding: Option<String>,
+    pub unknown_columns: Option<UnknownColumns>,
+}
+
+impl Params {
+    /// The reader options these parameters ask for, checked.
+    pub fn options(&self) -> Result<JobOptions> {
+        let delimiter = match self.delimiter.as_deref() {
+            None => None,
+            Some("\\t") | Some("tab") => Some(b'\t'),
+            Some(d) if d.len() == 1 && d != "\"" && d != "\n" && d != "\r" => Some(d.as_bytes()[0]),
+            Some(d) => {
+                return Err(Error::invalid(
+                    "delimiter",
+                    format!("delimiter {d:?} must be one character (or \\t)"),
+                ));
+            }
+        };
+        let encoding = match self
+            .encoding
+            .as_deref()
+            .map(|e| e.trim().to_ascii_lowercase())
+        {
+            None => None,
+            Some(e) if encoding_for(&e).is_some() => Some(e),
+            Some(e) => {
+                return Err(Error::invalid(
+                    "encoding",
+                    format!(
+                        "encoding {e:?} is not supported; use utf-8, utf-16, windows-1252 or iso-8859-1"
+                    ),
+                ));
+            }
+        };
+        let sheet = match self.sheet.as_deref() {
+            None => None,
+            Some(s) if !s.is_empty() && s.chars().count() <= 255 => Some(s.to_string()),
+            Some(_) => {
+                return Err(Error::invalid(
+                    "sheet",
+                    "sheet must name a sheet (1 to 255 characters)",
+                ));
+            }
+        };
+        Ok(JobOptions {
+            delimiter,
+            reject_unknown_columns: self.unknown_columns == Some(UnknownColumns::Reject),
+            encoding,
+            sheet,
+        })
+    }
+}
+
+/// What the client said about the file it sends.
+#[derive(Debug, Clone)]
+pub struct Declaration {
+    /// The format its type names (or "detect from the bytes").
+    pub declared: Declared,
+    /// The `charset` of its type, when it names an encoding the service reads.
+    pub charset: Option<String>,
+    /// Its name (last path segment, no control characters), if given.
+    pub name: Option<String>,
+}
+
+impl Declaration {
+    /// From the request's `Content-Type` and `Content-Disposition`, as
+    /// `header` gives them by (lowercase) name.
+    /// [`Error::UnsupportedType`] for a type the service does not read.
+    pub fn from_headers<'h>(header: impl Fn(&str) -> Option<&'h str>) -> Result<Self> {
+        let disposition = header("content-disposition");
+        let ct = header("content-type").unwrap_or("");
+        let essence = essence(ct);
+        let declared =
+            Format::from_content_type(&essence).ok_or(Error::UnsupportedType(essence))?;
+        let charset = ct
+            .split(';')
+            .skip(1)
+            .find_map(|p| p.trim().strip_prefix("charset="))
+            .map(|c| c.trim_matches('"').to_ascii_lowercase())
+            .filter(|c| encoding_for(c).is_some());
+        let name = disposition.and_then(|cd| {
+            let name = cd
+                .split(';')
+                .find_map(|p| p.trim().strip_prefix("filename="))?;
+            clean_name(name.trim_matches('"'))
+        });
+        Ok(Declaration {
+            declared,
+            charset,
+            name,
+        })
+    }
+}
+
+/// The essence of a `Content-Type` value: lowercase, without parameters.
+pub fn essence(content_type: &str) -> String {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// The format of a multipart part: its type, else its file name's
+/// extension, else (`None`) its bytes.
+pub fn part_format(content_type: Option<&str>, name: Option<&str>) -> Result<Option<Format>> {
+    let by_name = name.and_then(Format::from_file_name);
+    match content_type.map(essence) {
+        None => Ok(by_name),
+        Some(t) => match Format::from_content_type(&t) {
+            Some(Declared::Format(f)) => Ok(Some(f)),
+            Some(Declared::Sniff) => Ok(by_name),
+            // A browser labels files by the desktop's associations; a known
+            // extension is a better witness than an odd type.
+            _ => by_name.map(Some).ok_or(Error::UnsupportedType(t)),
+        },
+    }
+}
+
+/// Only the last path segment of a client's file name, without control
+/// characters (a NUL cannot be stored), and not too long.
+pub fn clean_name(name: &str) -> Option<String> {
+    let name = name.rsplit(['/', '\\']).next().unwrap_or(name);
+    Some(name.chars().filter(|c| !c.is_control()).take(255).collect())
+        .filter(|n: &String| !n.is_empty())
+}
+
+/// The `Idempotency-Key`, checked (1 to 255 visible ASCII characters).
+pub fn idempotency_key(raw: Option<&[u8]>) -> Result<Option<String>> {
+    let Some(raw) = raw else { return Ok(None) };
+    match std::str::from_utf8(raw) {
+        Ok(k)
+            if !k.is_empty()
+                && k.len() <= 255
+                && k.bytes().all(|b| b.is_ascii_graphic() || b == b' ') =>
+        {
+            Ok(Some(k.to_string()))
+        }
+        _ => Err(Error::invalid(
+            "Idempotency-Key",
+            "Idempotency-Key must be 1 to 255 visible ASCII characters",
+        )),
+    }
+}
+
+/// An upload, as a front door received it.
+pub struct Upload<'a> {
+    pub module: &'a str,
+    pub mode: Mode,
+    pub on_error: OnError,
+    pub options: JobOptions,
+    /// The file's format: declared, or `None` to detect it from the bytes.
+    pub format: Option<Format>,
+    pub charset: Option<String>,
+    pub file_name: Option<String>,
+    pub idempotency_key: Option<String>,
+}
+
+/// An accepted upload: its job, and whether it was a retry of an earlier
+/// request with the same `Idempotency-Key` (nothing new was created).
+pub struct Accepted {
+    pub job: Job,
+    pub replayed: bool,
+}
+
+/// Streams a file into the store and records its job as `validating`.
+/// With an `Idempotency-Key` seen before from the same key within 24 hours,
+/// the same request answers with its first job and creates nothing; a
+/// different request is [`Error::IdempotencyReused`].
+pub async fn upload<S, E>(app: &App, actor: &KeyRecord, up: Upload<'_>, body: S) -> Result<Accepted>
+where
+    S: Stream<Item = std::result::Result<bytes::Bytes, E>>,
+    E: std::fmt::Display,
+{
+    let module = target(app, actor, up.module)?;
+    let stored = store_body(app, body, app.settings.limits.body_bytes).await?;
+    let format = match up.format {
+        Some(f) => f.refine(&stored.prefix),
+        None => Format::sniff(&stored.prefix),
+    };
+    let mut options = up.options;
+    if format == Format::Csv && options.encoding.is_none() {
+        options.encoding = up.charset;
+    }
+    let now = store::now();
+    let job = Job {
+        id: format!("job_{}", ulid::Ulid::generate()),
+        module: module.key.clone(),
+        table: module.table.clone(),
+        mode: up.mode,
+        on_error: up.on_error,
+        options,
+        simulated: app.settings.simulate,
+        file: FileInfo {
+            name: up.file_name,
+            format,
+            bytes: stored.bytes as i64,
+            sha256: stored.sha256.clone(),
+        },
+        submitter: actor.id.clone(),
+        state: START,
+        version: 1,
+        counts: Counts::default(),
+        warnings: vec![],
+        problem: None,
+        gate: None,
+        decisions: vec![],
+        created_at: now,
+        updated_at: now,
+    };
+    let mut tx = app.db.begin().await?;
+    if let Some(idem) = &up.idempotency_key {
+        let expired = now - chrono::Duration::hours(IDEMPOTENCY_HOURS);
+        let claim = store::idempotency::claim(
+            &mut tx.conn(),
+            &actor.id,
+            idem,
+            &fingerprint(&job),
+            &job.id,
+            now,
+            expired,
+        )
+        .await?;
+        if claim != Claim::New {
+            // Nothing of this request is kept.
+            tx.rollback().await?;
+            blobs::discard(&mut app.db.acquire().await?.conn(), &stored.upload_id).await?;
+            return replayed_or_refused(app, claim).await;
+        }
+    }
+    blobs::finish(
+        &mut tx.conn(),
+        &stored.upload_id,
+        &stored.sha256,
+        stored.bytes as i64,
+    )
+    .await?;
+    store::jobs::insert(&mut tx.conn(), &job).await?;
+    tx.commit().await?;
+    tracing::info!(job = %job.id, module = %module.key, bytes = stored.bytes, format = format.as_str(), "upload accepted");
+    app.work.notify_one();
+    Ok(Accepted {
+        job,
+        replayed: false,
+    })
+}
+
+/// What makes two uploads the same request: module, parameters and bytes.
+fn fingerprint(job: &Job) -> String {
+    hex::encode(Sha256::digest(format!(
+        "{}|{}|{}|{}|{}",
+        job.module,
+        job.mode.as_str(),
+        job.on_error.as_str(),
+        serde_json::to_string(&job.options).unwrap_or_default(),
+        job.file.sha256
+    )))
+}
+
+/// The answer to an upload whose `Idempotency-Key` was seen before.
+async fn replayed_or_refused(app: &App, claim: Claim) -> Result<Accepted> {
+    match claim {
+        Claim::Replay(first) => {
+            let job = super::jobs::find(app, &first).await?;
+            tracing::info!(job = %job.id, "upload replayed (Idempotency-Key)");
+            Ok(Accepted {
+                job,
+                replayed: true,
+            })
+        }
+        Claim::Reused => Err(Error::IdempotencyReused),
+        Claim::New => Err(Error::internal(
+            "a new idempotency claim reached the replay answer",
+        )),
+    }
+}
+
+/// A body stored in chunks, not yet filed under its hash.
+struct StoredBody {
+    sha256: String,
+    bytes: u64,
+    upload_id: String,
+    /// The first bytes, for detecting the format.
+    prefix: Vec<u8>,
+}
+
+/// How much of the body is kept for format detection.
+const PREFIX: usize = 64 * 1024;
+
+/// Streams a body into stored chunks; gives its SHA-256, size, upload id
+/// and first bytes. Over `limit` it stops with [`Error::TooLarge`], and
+/// what was stored is discarded.
+async fn store_body<S, E>(app: &App, stream: S, limit: u64) -> Result<StoredBody>
+where
+    S: Stream<Item = std::result::Result<bytes::Bytes, E>>,
+    E: std::fmt::Display,
+{
+    let upload_id = ulid::Ulid::generate().to_string();
+    let mut hasher = Sha256::new();
+    let mut buf: Vec<u8> = Vec::with_capacity(blobs::CHUNK);
+    let mut prefix: Vec<u8> = Vec::new();
+    let mut total = 0u64;
+    let mut seq = 0i64;
+    let mut stream = std::pin::pin!(stream);
+    let mut conn = app.db.acquire().await?;
+    let result: Result<()> = async {
+        while let Some(piece) = stream.next().await {
+            let piece =
+                piece.map_err(|e| Error::BadRequest(format!("the body could not be read: {e}")))?;
+            total += piece.len() as u64;
+            if total > limit {
+                return Err(Error::TooLarge { limit });
+            }
+            hasher.update(&piece);
+            if prefix.len() < PREFIX {
+                let take = piece.len().min(PREFIX - prefix.len());
+                prefix.extend_from_slice(&piece[..take]);
+            }
+            buf.extend_from_slice(&piece);
+            while buf.len() >= blobs::CHUNK {
+                let rest = buf.split_off(blobs::CHUNK);
+                blobs::put_chunk(&mut conn.conn(), &upload_id, seq, &buf).await?;
+                seq += 1;
+                buf = rest;
+            }
+        }
+        if total == 0 {
+            return Err(Error::EmptyBody);
+        }
+        if !buf.is_empty() {
+            blobs::put_chunk(&mut conn.conn(), &upload_id, seq, &buf).await?;
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = result {
+        blobs::discard(&mut conn.conn(), &upload_id).await?;
+        return Err(e);
+    }
+    Ok(StoredBody {
+        sha256: hex::encode(hasher.finalize()),
+        bytes: total,
+        upload_id,
+        prefix,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_become_reader_options() {
+        let p = Params {
+            delimiter: Some("tab".into()),
+            encoding: Some(" Windows-1252 ".into()),
+            sheet: Some("Data".into()),
+            unknown_columns: Some(UnknownColumns::Reject),
+            ..Params::default()
+        };
+        let o = p.options().unwrap();
+        assert_eq!(o.delimiter, Some(b'\t'));
+        assert_eq!(o.encoding.as_deref(), Some("windows-1252"));
+        assert_eq!(o.sheet.as_deref(), Some("Data"));
+        assert!(o.reject_unknown_columns);
+        for (p, name) in [
+            (
+                Params {
+                    delimiter: Some("ab".into()),
+                    ..Params::default()
+                },
+                "delimiter",
+            ),
+            (
+                Params {
+                    encoding: Some("ebcdic".into()),
+                    ..Params::default()
+                },
+                "encoding",
+            ),
+            (
+                Params {
+                    sheet: Some(String::new()),
+                    ..Params::default()
+                },
+                "sheet",
+            ),
+        ] {
+            assert!(
+                matches!(p.options(), Err(Error::Invalid { parameter, .. }) if parameter == name)
+            );
+        }
+    }
+
+    #[test]
+    fn a_declaration_names_the_format_charset_and_a_clean_name() {
+        let d = Declaration::from_headers(|name| match name {
+            "content-type" => Some("text/csv; charset=\"ISO-8859-1\""),
+            "content-disposition" => {
+                Some("attachment; filename=\"C:\\\\exports\\\\pelanggan.csv\"")
+            }
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(d.declared, Declared::Format(Format::Csv));
+        assert_eq!(d.charset.as_deref(), Some("iso-8859-1"));
+        assert_eq!(d.name.as_deref(), Some("pelanggan.csv"));
+        assert!(matches!(
+            Declaration::from_headers(|n| (n == "content-type").then_some("image/png")),
+            Err(Error::UnsupportedType(t)) if t == "image/png"
+        ));
+        assert_eq!(
+            Declaration::from_headers(|_| None).unwrap().declared,
+            Declared::Sniff
+        );
+    }
+
+    #[test]
+    fn idempotency_keys_are_visible_ascii() {
+        assert_eq!(idempotency_key(None).unwrap(), None);
+        assert_eq!(
+            idempotency_key(Some(b"order 42")).unwrap().as_deref(),
+            Some("order 42")
+        );
+        assert!(idempotency_key(Some(b"")).is_err());
+        assert!(idempotency_key(Some("caf\u{e9}".as_bytes())).is_err());
+        assert!(idempotency_key(Some(&[b'a'; 256])).is_err());
+    }
+}

@@ -1,0 +1,263 @@
+//! The service's own work on jobs: validating an upload, writing an
+//! approved commit, undoing an approved rollback, expiring what waited too
+//! long, and the housekeeping behind them. The workers decide when; this
+//! decides what, and the ledger ([`outcome`]) decides which move each
+//! result makes.
+//!
+//! A worker holds a job's lease while it works; every move here is
+//! recorded only while that lease is still held, so a job taken over by
+//! another worker is never moved twice.
+
+use std::time::Instant;
+
+use tracing::{info, warn};
+
+use super::{App, Result, jobs};
+use crate::catalog::Module;
+use crate::ledger::outcome::{self, Commit, Rollback, Validation};
+use crate::ledger::{Job, JobState, Move, ProblemCode};
+use crate::pipeline::validation::{self, Outcome, Setup};
+use crate::store::jobs::MoveBy;
+use crate::store::{self, Tx, ident, now};
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Claims one job that needs the service's work and whose lease is free
+/// or lapsed, for `owner`.
+pub async fn claim(app: &App, owner: &str) -> Result<Option<(String, JobState)>> {
+    let mut c = app.db.acquire().await?;
+    Ok(store::jobs::claim(&mut c.conn(), owner, now_ms(), app.settings.lease_ms).await?)
+}
+
+/// Extends a held lease by `ms`; false when another worker holds it now.
+pub async fn extend_lease(app: &App, id: &str, owner: &str, ms: i64) -> Result<bool> {
+    let mut c = app.db.acquire().await?;
+    Ok(store::jobs::heartbeat(&mut c.conn(), id, owner, now_ms() + ms).await?)
+}
+
+/// Gives a lease back so the job is picked up at once.
+pub async fn release(app: &App, id: &str, owner: &str) -> Result<()> {
+    let mut c = app.db.acquire().await?;
+    Ok(store::jobs::release(&mut c.conn(), id, owner).await?)
+}
+
+/// Does the work a claimed job in `state` needs. Nothing when the job has
+/// moved on meanwhile.
+pub async fn run(app: &App, owner: &str, id: &str, state: JobState) -> anyhow::Result<()> {
+    let job = jobs::find(app, id).await?;
+    if job.state != state {
+        return Ok(());
+    }
+    match state {
+        JobState::Validating => validate(app, owner, &job).await,
+        JobState::Committing => commit(app, owner, &job).await,
+        JobState::RollingBack => rollback(app, owner, &job).await,
+        _ => Ok(()),
+    }
+}
+
+fn module_of<'a>(app: &'a App, job: &Job) -> anyhow::Result<&'a Module> {
+    app.catalog
+        .get(&job.module)
+        .map(|m| m.as_ref())
+        .ok_or_else(|| anyhow::anyhow!("module {} is not in the catalog", job.module))
+}
+
+async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
+    let module = module_of(app, job)?;
+    let setup = Setup {
+        zone: app.settings.zone,
+        max_rows: app.settings.limits.rows,
+        max_columns: app.settings.limits.columns,
+        max_cell_bytes: app.settings.limits.cell_bytes,
+    };
+    let started = Instant::now();
+    let found = match validation::validate(&app.db, module, job, &setup).await? {
+        Outcome::FileFailure(e) => Validation::FileFailure {
+            code: ProblemCode::of_file(e.code),
+            message: e.message,
+        },
+        Outcome::Checked { counts, warnings } => Validation::Checked { counts, warnings },
+    };
+    let Some((event, after)) = outcome::validated(job, found, now()) else {
+        return Ok(());
+    };
+    let tx = app.db.begin().await?;
+    if finish(app, tx, job, &after, event, owner).await? {
+        stage_done("validate", started, after.counts.rows);
+    }
+    Ok(())
+}
+
+/// Refreshes the statistics of a table a job just wrote many rows to (see
+/// [`store::analyze`]). The job has moved already; a failure here only
+/// leaves the planner with older statistics, so it is logged, not raised.
+async fn after_bulk_write(app: &App, table: &str, rows: i64) {
+    if rows < store::ANALYZE_AFTER_ROWS {
+        return;
+    }
+    let analyzed = match app.db.acquire().await {
+        Ok(mut c) => store::analyze(&mut c.conn(), table, &[]).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = analyzed {
+        warn!(table, error = %e, "cannot refresh the table's statistics");
+    }
+}
+
+async fn commit(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
+    let module = module_of(app, job)?;
+    let started = Instant::now();
+    let mut tx = app.db.begin().await?;
+    let result = match crate::pipeline::commit::commit(&mut tx, module, job, job.simulated).await {
+        Ok(Ok(())) => Commit::Written,
+        Ok(Err(refused)) => Commit::Stale(refused),
+        Err(e) => Commit::Failed(e.to_string()),
+    };
+    if !matches!(result, Commit::Written) {
+        // Nothing of the refused transaction is kept; the move is
+        // recorded in a fresh one.
+        tx.rollback().await?;
+        tx = app.db.begin().await?;
+    }
+    let Some((event, after)) = outcome::committed(job, result, now()) else {
+        return Ok(());
+    };
+    if finish(app, tx, job, &after, event, owner).await? && event == Move::Written {
+        let rows = job.counts.insert + job.counts.update;
+        stage_done("commit", started, rows);
+        after_bulk_write(app, &ident(&module.table), rows).await;
+    }
+    Ok(())
+}
+
+async fn rollback(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
+    let module = module_of(app, job)?;
+    let started = Instant::now();
+    let mut tx = app.db.begin().await?;
+    let result =
+        match crate::pipeline::commit::rollback(&mut tx, module, job, job.simulated).await? {
+            Ok(()) => Rollback::Undone,
+            Err(refused) => {
+                tx.rollback().await?;
+                tx = app.db.begin().await?;
+                Rollback::Conflict(refused)
+            }
+        };
+    let Some((event, after)) = outcome::rolled_back(job, result, now()) else {
+        return Ok(());
+    };
+    if finish(app, tx, job, &after, event, owner).await? && event == Move::Undone {
+        let rows = job.counts.insert + job.counts.update;
+        stage_done("rollback", started, rows);
+        after_bulk_write(app, &ident(&module.table), rows).await;
+    }
+    Ok(())
+}
+
+/// Records the service's move inside `tx` and commits it, if this worker
+/// still holds the lease; otherwise drops `tx` (another worker owns the
+/// job now). Returns whether the move was made.
+async fn finish(
+    app: &App,
+    mut tx: Tx,
+    job: &Job,
+    after: &Job,
+    event: Move,
+    owner: &str,
+) -> anyhow::Result<bool> {
+    let by = MoveBy {
+        event,
+        actor: None,
+        comment: None,
+        detail: None,
+        lease_owner: Some(owner),
+    };
+    if store::jobs::transition(&mut tx.conn(), job, after, by).await? {
+        tx.commit().await?;
+        app.job_moved.notify_waiters();
+        info!(job = %job.id, event = event.as_str(), state = after.state.as_str(), "job moved");
+        Ok(true)
+    } else {
+        tx.rollback().await?;
+        Ok(false)
+    }
+}
+
+/// Records a finished stage's duration and rows.
+fn stage_done(stage: &'static str, started: Instant, rows: i64) {
+    let seconds = started.elapsed().as_secs_f64();
+    metrics::histogram!("importgate_stage_duration_seconds", "stage" => stage).record(seconds);
+    metrics::counter!("importgate_rows_total", "stage" => stage).increment(rows.max(0) as u64);
+    info!(
+        stage,
+        rows,
+        ms = (seconds * 1000.0) as u64,
+        "stage finished"
+    );
+}
+
+/// Moves every job whose approval time limit has passed to `expired`.
+pub async fn expire_due(app: &App) -> Result<()> {
+    let cutoff = now() - chrono::Duration::seconds(app.settings.limits.approval_secs);
+    let ids = {
+        let mut c = app.db.acquire().await?;
+        store::jobs::expirable_since(&mut c.conn(), cutoff).await?
+    };
+    for id in ids {
+        expire(app, &id).await?;
+    }
+    Ok(())
+}
+
+/// Moves one job to `expired`, if the state table allows it from where
+/// the job is. False when it does not (the job moved on).
+pub async fn expire(app: &App, id: &str) -> Result<bool> {
+    let mut tx = app.db.begin().await?;
+    let Some(job) = store::jobs::get(&mut tx.conn(), id).await? else {
+        tx.rollback().await?;
+        return Ok(false);
+    };
+    let Some(after) = outcome::expired(&job, now()) else {
+        tx.rollback().await?;
+        return Ok(false);
+    };
+    let by = MoveBy {
+        event: Move::Expire,
+        actor: None,
+        comment: None,
+        detail: None,
+        lease_owner: None,
+    };
+    if store::jobs::transition(&mut tx.conn(), &job, &after, by).await? {
+        tx.commit().await?;
+        app.job_moved.notify_waiters();
+        Ok(true)
+    } else {
+        tx.rollback().await?;
+        Ok(false)
+    }
+}
+
+/// Drops the chunks of uploads that died half-way and idempotency keys
+/// past their answer window.
+pub async fn purge(app: &App) -> Result<()> {
+    let mut c = app.db.acquire().await?;
+    let before = now() - chrono::Duration::hours(1);
+    let n = store::blobs::purge_orphans(&mut c.conn(), before).await?;
+    // Idempotency keys answer for 24 hours; keep a day more for late retries' 422.
+    store::idempotency::purge(&mut c.conn(), now() - chrono::Duration::hours(48)).await?;
+    if n > 0 {
+        info!(chunks = n, "dropped chunks of unfinished uploads");
+    }
+    Ok(())
+}
+
+/// Holds a job's work lease for `owner` until `until_ms`, whoever held
+/// it (the demo keeps one job `validating` this way).
+pub async fn hold(app: &App, id: &str, owner: &str, until_ms: i64) -> Result<()> {
+    let mut c = app.db.acquire().await?;
+    Ok(store::jobs::hold(&mut c.conn(), id, owner, until_ms).await?)
+}
