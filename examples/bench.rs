@@ -17,7 +17,9 @@ use serde_json::Value;
 fn usage() -> ! {
     eprintln!(
         "bench [--rows 100000,1000000] [--runs 3] [--backends sqlite,postgres] [--formats csv,xlsx,json]\n\
-         [--modules orders,customers] [--bad 0.0] [--pg postgres://postgres@127.0.0.1:5432] [--dir DIR] [--bin PATH]"
+         [--modules orders,customers] [--bad 0.0] [--pg postgres://postgres@127.0.0.1:5432] [--dir DIR] [--bin PATH]\n\
+         [--references 100000]: instead, validate orders with and without their sku reference\n\
+         against a products table of that many rows (API.md section 12), side by side"
     );
     std::process::exit(2)
 }
@@ -32,6 +34,9 @@ struct Options {
     pg: String,
     dir: PathBuf,
     bin: PathBuf,
+    /// Products in the table the orders' references are checked against;
+    /// set, the harness runs the references comparison only.
+    references: Option<usize>,
 }
 
 fn options() -> Options {
@@ -52,6 +57,7 @@ fn options() -> Options {
         pg: "postgres://postgres@127.0.0.1:5432".into(),
         dir: std::env::temp_dir().join("importgate-bench"),
         bin: default_bin,
+        references: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let list = |s: &str| {
@@ -77,6 +83,9 @@ fn options() -> Options {
             "--pg" => o.pg = value,
             "--dir" => o.dir = PathBuf::from(value),
             "--bin" => o.bin = PathBuf::from(value),
+            "--references" => {
+                o.references = Some(value.parse().unwrap_or_else(|_| usage()));
+            }
             _ => usage(),
         }
         i += 2;
@@ -333,6 +342,11 @@ impl Drop for Server {
 
 impl Server {
     fn start(bin: &Path, db: &str, dir: &Path) -> (Server, String) {
+        Server::start_with(bin, db, dir, None)
+    }
+
+    /// The server, with a catalog file of its own when given.
+    fn start_with(bin: &Path, db: &str, dir: &Path, catalog: Option<&Path>) -> (Server, String) {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -341,7 +355,11 @@ impl Server {
         let out = dir.join("server.out");
         // The harness polls its jobs every 20 ms: no per-key rate limit.
         let config = dir.join("bench.toml");
-        std::fs::write(&config, "uploads_per_minute = 0\nrequests_per_minute = 0\n").unwrap();
+        let mut settings = "uploads_per_minute = 0\nrequests_per_minute = 0\n".to_string();
+        if let Some(c) = catalog {
+            settings.push_str(&format!("catalog = {:?}\n", c.display().to_string()));
+        }
+        std::fs::write(&config, settings).unwrap();
         let child = Command::new(bin)
             .args([
                 "serve",
@@ -784,6 +802,106 @@ fn secs(v: f64) -> String {
     }
 }
 
+/// The built-in catalog without its references: the same modules, so the
+/// same tables and plans, and no reference checks.
+fn catalog_without_references(dir: &Path) -> PathBuf {
+    let builtin = include_str!("../src/catalog/modules.toml");
+    let mut out = String::new();
+    let mut skipping = false;
+    for line in builtin.lines() {
+        if line.starts_with("[[") {
+            skipping = line == "[[module.reference]]";
+        }
+        if !skipping {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    let path = dir.join("catalog-without-references.toml");
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+/// `products` CSV of `n` rows whose skus are those the orders generator
+/// names (`SKU-0000` …), so every reference is found.
+fn products_csv(dir: &Path, n: usize) -> PathBuf {
+    let path = dir.join(format!("products-{n}.csv"));
+    if !path.exists() {
+        let mut w = csv::Writer::from_writer(BufWriter::new(std::fs::File::create(&path).unwrap()));
+        w.write_record(["sku", "product_name", "price_idr"])
+            .unwrap();
+        for i in 0..n {
+            w.write_record([format!("SKU-{i:04}"), format!("Produk {i}"), "50000".into()])
+                .unwrap();
+        }
+        w.flush().unwrap();
+    }
+    path
+}
+
+/// One side of the references comparison: a fresh database with `products`
+/// committed, then the orders validated; the validation's time.
+async fn validate_orders(
+    o: &Options,
+    backend: &str,
+    run: usize,
+    catalog: Option<&Path>,
+    products: &Path,
+    orders: &Path,
+) -> f64 {
+    let db = fresh_db(o, backend, run);
+    let (server, _admin) = Server::start_with(&o.bin, &db, &o.dir, catalog);
+    let sub = server.key("Budi Santoso", "submitter");
+    let apr = server.key("Siti Rahayu", "approver");
+    let api = Api {
+        client: reqwest::Client::new(),
+        base: server.base.clone(),
+    };
+    let (_, job) = api.upload(&sub, "products", "", products, "csv").await;
+    expect_state(&job, "awaiting_approval", "products validation");
+    let (_, job) = api.act(&apr, job["id"].as_str().unwrap(), "approve").await;
+    expect_state(&job, "committed", "products commit");
+    let (d, job) = api
+        .upload(&sub, "orders", "?on_error=skip", orders, "csv")
+        .await;
+    expect_state(&job, "awaiting_approval", "orders validation");
+    assert_eq!(job["counts"]["warnings"], 0, "every sku is a product");
+    d.as_secs_f64()
+}
+
+/// Validating orders with their `sku` reference against a products table,
+/// and without it, side by side in each run.
+async fn references_comparison(o: &Options, products: usize) {
+    let catalog = catalog_without_references(&o.dir);
+    let products_file = products_csv(&o.dir, products);
+    let set = dataset("orders");
+    println!(
+        "importgate benchmark — references: orders validated against {products} products, {} run(s), medians\n",
+        o.runs
+    );
+    println!("| rows | backend | without references | with references | ×without |");
+    println!("|---:|---|---:|---:|---:|");
+    for &rows in &o.rows {
+        let orders = set.write(&o.dir, rows, 0, o.bad, "csv");
+        for backend in &o.backends {
+            let (mut off, mut on) = (Vec::new(), Vec::new());
+            for run in 0..o.runs {
+                off.push(
+                    validate_orders(o, backend, run, Some(&catalog), &products_file, &orders).await,
+                );
+                on.push(validate_orders(o, backend, run, None, &products_file, &orders).await);
+            }
+            let (off, on) = (median(&off), median(&on));
+            println!(
+                "| {rows} | {backend} | {} | {} | {} |",
+                secs(off),
+                secs(on),
+                ratio(on, off)
+            );
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let o = options();
@@ -794,6 +912,10 @@ async fn main() {
             o.bin.display()
         );
         std::process::exit(1);
+    }
+    if let Some(products) = o.references {
+        references_comparison(&o, products).await;
+        return;
     }
     let mut report = String::new();
     let _ = writeln!(

@@ -67,6 +67,35 @@ pub struct Column {
     pub max_length: Option<usize>,
 }
 
+/// What validation does with a referencing value the referenced table
+/// does not hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OnMissing {
+    /// A row warning: the row stays valid, the approver sees it.
+    Warn,
+    /// A row error (`reference`).
+    Error,
+}
+
+/// A column whose values name rows of another module (API.md section 12):
+/// `orders.sku` → `products.sku`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Reference {
+    /// The referencing column, in this module.
+    pub column: String,
+    /// The referenced module's key.
+    pub module: String,
+    /// The referenced column, in that module.
+    pub key: String,
+    pub on_missing: OnMissing,
+    /// Positions of `column` here and of `key` in the referenced module.
+    #[serde(skip)]
+    pub column_index: usize,
+    #[serde(skip)]
+    pub key_index: usize,
+}
+
 /// One importable module: a target table and its schema.
 #[derive(Debug, Clone, Serialize)]
 pub struct Module {
@@ -79,6 +108,8 @@ pub struct Module {
     /// Positions in `columns` of the natural key's columns.
     #[serde(skip)]
     pub key_columns: Vec<usize>,
+    /// Columns that name rows of other modules.
+    pub references: Vec<Reference>,
 }
 
 impl Module {
@@ -124,6 +155,19 @@ struct ModuleFile {
     #[serde(default)]
     date_formats: Option<Vec<String>>,
     column: Vec<Column>,
+    #[serde(default)]
+    reference: Vec<ReferenceFile>,
+}
+
+/// A `[[module.reference]]` as written, with where it was written so that a
+/// wrong one is named by its line.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReferenceFile {
+    column: toml::Spanned<String>,
+    module: toml::Spanned<String>,
+    key: toml::Spanned<String>,
+    on_missing: OnMissing,
 }
 
 impl Catalog {
@@ -149,7 +193,9 @@ impl Catalog {
         let mut modules = Vec::with_capacity(file.module.len());
         let mut by_key = HashMap::new();
         let mut tables = std::collections::HashSet::new();
-        for m in file.module {
+        let mut references = Vec::new();
+        for mut m in file.module {
+            references.push(std::mem::take(&mut m.reference));
             let module = Arc::new(check_module(m)?);
             if !tables.insert(module.table.clone()) {
                 return Err(invalid(format!("table {} is used twice", module.table)));
@@ -162,7 +208,37 @@ impl Catalog {
         if modules.is_empty() {
             return Err(invalid("no modules".into()));
         }
-        Ok(Catalog { modules, by_key })
+        // References are checked once every module is known: the module
+        // they name may come later in the file.
+        let mut checked = Vec::with_capacity(modules.len());
+        for (module, refs) in modules.iter().zip(references) {
+            let refs = refs
+                .into_iter()
+                .map(|r| check_reference(text, module, &by_key, r))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut module = Module::clone(module);
+            module.references = refs;
+            checked.push(Arc::new(module));
+        }
+        let by_key = checked.iter().map(|m| (m.key.clone(), m.clone())).collect();
+        Ok(Catalog {
+            modules: checked,
+            by_key,
+        })
+    }
+
+    /// Every reference to `module` from any module (its referrers): the
+    /// referring module and the reference.
+    pub fn referrers<'a>(
+        &'a self,
+        module: &'a str,
+    ) -> impl Iterator<Item = (&'a Arc<Module>, &'a Reference)> + 'a {
+        self.modules.iter().flat_map(move |m| {
+            m.references
+                .iter()
+                .filter(move |r| r.module == module)
+                .map(move |r| (m, r))
+        })
     }
 
     /// The module with this key, if any.
@@ -183,6 +259,73 @@ impl Catalog {
 
 fn invalid(msg: String) -> CatalogError {
     CatalogError::Invalid(msg)
+}
+
+/// The 1-based line of a byte offset in the catalog's text.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// Checks a reference against the catalog: its column is this module's,
+/// the module it names exists and has the key column, of the same type.
+fn check_reference(
+    text: &str,
+    module: &Module,
+    by_key: &HashMap<String, Arc<Module>>,
+    r: ReferenceFile,
+) -> Result<Reference, CatalogError> {
+    let at = |s: &toml::Spanned<String>| line_of(text, s.span().start);
+    let column_index = module.column_index(r.column.get_ref()).ok_or_else(|| {
+        invalid(format!(
+            "line {}: module {}: reference column {} is not a column of {}",
+            at(&r.column),
+            module.key,
+            r.column.get_ref(),
+            module.key
+        ))
+    })?;
+    let target = by_key.get(r.module.get_ref()).ok_or_else(|| {
+        invalid(format!(
+            "line {}: module {}: reference to module {}, which the catalog does not have",
+            at(&r.module),
+            module.key,
+            r.module.get_ref()
+        ))
+    })?;
+    let key_index = target.column_index(r.key.get_ref()).ok_or_else(|| {
+        invalid(format!(
+            "line {}: module {}: reference key {} is not a column of {}",
+            at(&r.key),
+            module.key,
+            r.key.get_ref(),
+            target.key
+        ))
+    })?;
+    let (from, to) = (&module.columns[column_index], &target.columns[key_index]);
+    if from.ty != to.ty {
+        return Err(invalid(format!(
+            "line {}: module {}: reference {} ({}) → {}.{} ({}): the types differ",
+            at(&r.column),
+            module.key,
+            from.name,
+            from.ty.as_str(),
+            target.key,
+            to.name,
+            to.ty.as_str()
+        )));
+    }
+    Ok(Reference {
+        column: r.column.into_inner(),
+        module: r.module.into_inner(),
+        key: r.key.into_inner(),
+        on_missing: r.on_missing,
+        column_index,
+        key_index,
+    })
 }
 
 /// Identifiers become SQL table and column names; allowing only this shape
@@ -268,6 +411,7 @@ fn check_module(m: ModuleFile) -> Result<Module, CatalogError> {
         natural_key: m.natural_key,
         date_formats,
         key_columns,
+        references: vec![],
     })
 }
 
@@ -386,6 +530,101 @@ type = "text"
 "#;
         let err = Catalog::from_toml(text).unwrap_err().to_string();
         assert!(err.contains("must be required"), "{err}");
+    }
+
+    /// The references of API.md section 12, all `warn`.
+    #[test]
+    fn builtin_references_match_the_contract() {
+        let catalog = Catalog::builtin();
+        let mut got = Vec::new();
+        for m in catalog.modules() {
+            for r in &m.references {
+                assert_eq!(r.on_missing, OnMissing::Warn);
+                got.push(format!("{}.{} -> {}.{}", m.key, r.column, r.module, r.key));
+            }
+        }
+        assert_eq!(
+            got,
+            [
+                "orders.sku -> products.sku",
+                "payments.order_no -> orders.order_no",
+                "inventory.sku -> products.sku",
+                "purchase.sku -> products.sku",
+                "logistics.order_no -> orders.order_no",
+            ]
+        );
+        let referrers: Vec<&str> = catalog
+            .referrers("products")
+            .map(|(m, _)| m.key.as_str())
+            .collect();
+        assert_eq!(referrers, ["orders", "inventory", "purchase"]);
+    }
+
+    #[test]
+    fn a_wrong_reference_is_named_by_its_line() {
+        let base = r#"
+[[module]]
+key = "products"
+table = "p"
+natural_key = ["sku"]
+[[module.column]]
+name = "sku"
+type = "text"
+required = true
+
+[[module]]
+key = "orders"
+table = "o"
+natural_key = ["no"]
+[[module.column]]
+name = "no"
+type = "text"
+required = true
+[[module.column]]
+name = "sku"
+type = "text"
+[[module.column]]
+name = "qty"
+type = "integer"
+[[module.reference]]
+column = "sku"
+module = "products"
+key = "sku"
+on_missing = "error"
+"#;
+        let ok = Catalog::from_toml(base).unwrap();
+        assert_eq!(
+            ok.get("orders").unwrap().references[0].on_missing,
+            OnMissing::Error
+        );
+        for (from, to, says) in [
+            (
+                "module = \"products\"",
+                "module = \"prodcts\"",
+                "line 27: module orders: reference to module prodcts",
+            ),
+            (
+                "key = \"sku\"\non_missing",
+                "key = \"code\"\non_missing",
+                "line 28: module orders: reference key code",
+            ),
+            (
+                "column = \"sku\"\nmodule",
+                "column = \"qty\"\nmodule",
+                "the types differ",
+            ),
+            (
+                "column = \"sku\"\nmodule",
+                "column = \"nope\"\nmodule",
+                "line 26: module orders: reference column nope",
+            ),
+        ] {
+            let err = Catalog::from_toml(&base.replace(from, to))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(says), "{err}");
+        }
+        assert!(Catalog::from_toml(&base.replace("\"error\"", "\"ignore\"")).is_err());
     }
 
     /// The text from a heading to the next heading.

@@ -23,7 +23,7 @@ use crate::ledger::chain::Event;
 use crate::ledger::gate::{self, PERSONS_MOVES, Refusal};
 use crate::ledger::job::People;
 use crate::ledger::{ALL_STATES, GateAction, Job, JobState, Move};
-use crate::service::jobs::{self, ListQuery, PreviewRow};
+use crate::service::jobs::{self, ListQuery, PreviewFilter, PreviewRow};
 use crate::service::{self, App};
 use crate::validate::RowAction;
 
@@ -187,6 +187,7 @@ fn short_id(id: &str) -> &str {
 #[derive(Deserialize, Default)]
 pub struct DetailQuery {
     action: Option<String>,
+    warnings: Option<String>,
     offset: Option<i64>,
     done: Option<String>,
 }
@@ -229,17 +230,21 @@ async fn render_detail(
 ) -> PageResult {
     let job = jobs::get(app, &signed.key, id).await?;
     let module = app.module(&job.module)?.clone();
-    let action = given(&q.action).and_then(RowAction::parse);
-    let total_for = |a: Option<RowAction>| match a {
-        Some(RowAction::Insert) => job.counts.insert,
-        Some(RowAction::Update) => job.counts.update,
-        Some(RowAction::Unchanged) => job.counts.unchanged,
-        Some(RowAction::Error) => job.counts.errors,
-        None => job.counts.rows,
+    let filter = PreviewFilter {
+        action: given(&q.action).and_then(RowAction::parse),
+        warned: given(&q.warnings) == Some("only"),
     };
-    let last_page = ((total_for(action) - 1).max(0) / PAGE) * PAGE;
+    let total = match (filter.warned, filter.action) {
+        (true, _) => job.counts.warnings,
+        (_, Some(RowAction::Insert)) => job.counts.insert,
+        (_, Some(RowAction::Update)) => job.counts.update,
+        (_, Some(RowAction::Unchanged)) => job.counts.unchanged,
+        (_, Some(RowAction::Error)) => job.counts.errors,
+        (_, None) => job.counts.rows,
+    };
+    let last_page = ((total - 1).max(0) / PAGE) * PAGE;
     let offset = q.offset.unwrap_or(0).clamp(0, last_page);
-    let page = jobs::preview(app, &job, action, offset, PAGE).await?;
+    let page = jobs::preview(app, &job, filter, offset, PAGE).await?;
     let (total, rows) = (page.total, page.rows);
     let names = app.names().await?;
     let people = People(&names);
@@ -287,7 +292,7 @@ async fn render_detail(
             (gate_panel(&ctx, &job, &people, &events))
             (actions_panel(app, signed, &job))
         }
-        (preview_section(&job, &module, action, offset, total, &rows))
+        (preview_section(&job, &module, filter, offset, total, &rows))
         (timeline(&ctx, &events, &people))
     };
     Ok((status, layout::page(&ctx, &title, content)).into_response())
@@ -303,7 +308,7 @@ fn working_text(s: JobState) -> &'static str {
 
 fn counts_panel(job: &Job) -> Markup {
     let c = &job.counts;
-    let items = [
+    let mut items = vec![
         ("Rows", c.rows, ""),
         ("Valid", c.valid, ""),
         ("Errors", c.errors, "stat-error"),
@@ -311,6 +316,9 @@ fn counts_panel(job: &Job) -> Markup {
         ("Update", c.update, "stat-update"),
         ("Unchanged", c.unchanged, ""),
     ];
+    if c.warnings > 0 {
+        items.push(("Warnings", c.warnings, "stat-warn"));
+    }
     html! {
         dl.stats aria-label="Counts" {
             @for (label, n, class) in items {
@@ -419,13 +427,21 @@ fn move_text(job: &Job, m: Move) -> (&'static str, String, &'static str) {
         (Move::Approve, false) => (
             "Approve…",
             format!(
-                "Approve writing this file into {}: {} new rows, {} changed rows, {} unchanged{}. It is written in one transaction exactly as previewed.{sim}",
+                "Approve writing this file into {}: {} new rows, {} changed rows, {} unchanged{}{}. It is written in one transaction exactly as previewed.{sim}",
                 job.table,
                 count(job.counts.insert),
                 count(job.counts.update),
                 count(job.counts.unchanged),
                 if job.counts.errors > 0 {
                     format!(", {} rows with errors left out", count(job.counts.errors))
+                } else {
+                    String::new()
+                },
+                if job.counts.warnings > 0 {
+                    format!(
+                        ", {} rows with warnings (see the Warnings tab)",
+                        count(job.counts.warnings)
+                    )
                 } else {
                     String::new()
                 },
@@ -558,10 +574,13 @@ fn shown_columns<'a>(module: &'a Module, rows: &[PreviewRow]) -> Vec<&'a str> {
         .collect()
 }
 
-fn preview_link(job: &Job, action: Option<RowAction>, offset: i64) -> String {
+fn preview_link(job: &Job, filter: PreviewFilter, offset: i64) -> String {
     let mut params: Vec<(&str, String)> = Vec::new();
-    if let Some(a) = action {
+    if let Some(a) = filter.action {
         params.push(("action", a.as_str().to_string()));
+    }
+    if filter.warned {
+        params.push(("warnings", "only".to_string()));
     }
     if offset > 0 {
         params.push(("offset", offset.to_string()));
@@ -577,19 +596,30 @@ fn preview_link(job: &Job, action: Option<RowAction>, offset: i64) -> String {
 fn preview_section(
     job: &Job,
     module: &Module,
-    action: Option<RowAction>,
+    filter: PreviewFilter,
     offset: i64,
     total: i64,
     rows: &[PreviewRow],
 ) -> Markup {
     let c = &job.counts;
-    let tabs = [
-        (None, "All", c.rows),
-        (Some(RowAction::Insert), "Insert", c.insert),
-        (Some(RowAction::Update), "Update", c.update),
-        (Some(RowAction::Unchanged), "Unchanged", c.unchanged),
-        (Some(RowAction::Error), "Errors", c.errors),
+    let by = |action| PreviewFilter {
+        action,
+        warned: false,
+    };
+    let mut tabs = vec![
+        (by(None), "All", c.rows),
+        (by(Some(RowAction::Insert)), "Insert", c.insert),
+        (by(Some(RowAction::Update)), "Update", c.update),
+        (by(Some(RowAction::Unchanged)), "Unchanged", c.unchanged),
+        (by(Some(RowAction::Error)), "Errors", c.errors),
     ];
+    if c.warnings > 0 {
+        let warned = PreviewFilter {
+            action: None,
+            warned: true,
+        };
+        tabs.push((warned, "Warnings", c.warnings));
+    }
     let cols = shown_columns(module, rows);
     let first = if total == 0 { 0 } else { offset + 1 };
     let last = offset + rows.len() as i64;
@@ -599,7 +629,7 @@ fn preview_section(
             h2 #preview-title { "Preview" }
             nav.tabs aria-label="Rows by action" {
                 @for (a, label, n) in tabs {
-                    @if a == action {
+                    @if a == filter {
                         a href=(preview_link(job, a, 0)) aria-current="true" { (label) " " span.tab-count { (count(n)) } }
                     } @else {
                         a href=(preview_link(job, a, 0)) { (label) " " span.tab-count { (count(n)) } }
@@ -631,12 +661,12 @@ fn preview_section(
                 nav.pager aria-label="Preview pages" {
                     span.range { "Rows " (count(first)) "–" (count(last)) " of " (count(total)) }
                     @if offset > 0 {
-                        a.btn href=(preview_link(job, action, 0)) { "« First" }
-                        a.btn href=(preview_link(job, action, (offset - PAGE).max(0))) rel="prev" { "‹ Previous" }
+                        a.btn href=(preview_link(job, filter, 0)) { "« First" }
+                        a.btn href=(preview_link(job, filter, (offset - PAGE).max(0))) rel="prev" { "‹ Previous" }
                     }
                     @if last < total {
-                        a.btn href=(preview_link(job, action, offset + PAGE)) rel="next" { "Next ›" }
-                        a.btn href=(preview_link(job, action, last_page)) { "Last »" }
+                        a.btn href=(preview_link(job, filter, offset + PAGE)) rel="next" { "Next ›" }
+                        a.btn href=(preview_link(job, filter, last_page)) { "Last »" }
                     }
                 }
             }
@@ -647,11 +677,14 @@ fn preview_section(
 fn preview_row(r: &PreviewRow, cols: &[&str]) -> Markup {
     let row = &r.row;
     let mut by_col: HashMap<&str, Vec<&str>> = HashMap::new();
+    let mut warned: HashMap<&str, Vec<&str>> = HashMap::new();
     let mut notes: Vec<&str> = Vec::new();
-    for e in &r.errors {
-        match e.column.as_deref().filter(|c| cols.contains(c)) {
-            Some(c) => by_col.entry(c).or_default().push(&e.message),
-            None => notes.push(&e.message),
+    for (list, place) in [(&r.errors, &mut by_col), (&r.warnings, &mut warned)] {
+        for e in list {
+            match e.column.as_deref().filter(|c| cols.contains(c)) {
+                Some(c) => place.entry(c).or_default().push(&e.message),
+                None => notes.push(&e.message),
+            }
         }
     }
     html! {
@@ -663,6 +696,11 @@ fn preview_row(r: &PreviewRow, cols: &[&str]) -> Markup {
                 @let before = row.before.as_ref().and_then(|b| b.get(*col));
                 @if let Some(msgs) = by_col.get(col) {
                     td.cell-error {
+                        (cell_value(after))
+                        @for m in msgs { span.cell-msg { (m) } }
+                    }
+                } @else if let Some(msgs) = warned.get(col) {
+                    td.cell-warn {
                         (cell_value(after))
                         @for m in msgs { span.cell-msg { (m) } }
                     }

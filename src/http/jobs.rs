@@ -158,8 +158,17 @@ async fn one(
 #[derive(Debug, Deserialize)]
 struct PreviewParams {
     action: Option<RowAction>,
+    warnings: Option<WarningsFilter>,
     offset: Option<i64>,
     limit: Option<i64>,
+}
+
+/// `?warnings=only`: rows with at least one warning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+enum WarningsFilter {
+    Only,
+    Any,
 }
 
 /// A page of the job's preview: what each row would do.
@@ -167,6 +176,7 @@ struct PreviewParams {
     params(
         ("id" = String, Path, description = "The job's id (`job_…`)"),
         ("action" = Option<RowAction>, Query, description = "Only rows with this action"),
+        ("warnings" = Option<WarningsFilter>, Query, description = "`only`: only rows with at least one warning (a reference the referenced table does not hold); `any` (the default): every row"),
         ("offset" = Option<i64>, Query, description = "Rows to skip (default 0)", minimum = 0),
         ("limit" = Option<i64>, Query, description = "Rows a page (default 100)", minimum = 0, maximum = 1000),
     ),
@@ -185,7 +195,11 @@ async fn preview(
     let job = jobs::get(&app, &caller.0, &id).await?;
     let offset = bounded("offset", q.offset, 0, i64::MAX)?;
     let limit = bounded("limit", q.limit, 100, 1000)?.max(1);
-    let page = jobs::preview(&app, &job, q.action, offset, limit).await?;
+    let filter = jobs::PreviewFilter {
+        action: q.action,
+        warned: q.warnings == Some(WarningsFilter::Only),
+    };
+    let page = jobs::preview(&app, &job, filter, offset, limit).await?;
     let rows = page
         .rows
         .into_iter()
@@ -195,6 +209,7 @@ async fn preview(
             values: p.row.vals,
             before: p.row.before,
             errors: p.errors,
+            warnings: p.warnings,
         })
         .collect();
     Ok(Json(PreviewPage {

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use crate::catalog::Module;
+use crate::catalog::{Module, OnMissing};
 use crate::ingest::Format;
 use crate::keys::{self, KeyRecord, KeyRequest, Person, RequestState, Role};
 use crate::ledger::chain::Event;
@@ -171,6 +171,9 @@ pub struct PreviewRow {
     #[schema(value_type = Option<Object>, nullable = false)]
     pub before: Option<Map<String, Value>>,
     pub errors: Vec<RowError>,
+    /// Remarks that leave the row valid: `reference` for a value the
+    /// referenced module's table does not hold (`on_missing = "warn"`).
+    pub warnings: Vec<RowError>,
 }
 
 /// A page of a job's preview.
@@ -261,6 +264,17 @@ pub struct ModuleView {
     pub table: String,
     pub columns: Vec<ColumnView>,
     pub natural_key: Vec<String>,
+    /// Columns whose values name rows of other modules (API.md section 12).
+    pub references: Vec<ReferenceView>,
+}
+
+/// A reference: `column` names rows of `module` by their `key`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReferenceView {
+    pub column: String,
+    pub module: String,
+    pub key: String,
+    pub on_missing: OnMissing,
 }
 
 impl ModuleView {
@@ -280,6 +294,16 @@ impl ModuleView {
                 })
                 .collect(),
             natural_key: m.natural_key.clone(),
+            references: m
+                .references
+                .iter()
+                .map(|r| ReferenceView {
+                    column: r.column.clone(),
+                    module: r.module.clone(),
+                    key: r.key.clone(),
+                    on_missing: r.on_missing,
+                })
+                .collect(),
         }
     }
 }

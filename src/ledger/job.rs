@@ -102,6 +102,9 @@ pub struct Counts {
     pub insert: i64,
     pub update: i64,
     pub unchanged: i64,
+    /// Rows with at least one warning (they stay valid).
+    #[serde(default)]
+    pub warnings: i64,
 }
 
 /// What a request at the Human-Gate asks for.
@@ -263,6 +266,12 @@ impl JobProblem {
 pub enum WarningCode {
     /// Columns not in the module were ignored.
     UnknownColumns,
+    /// How many rows name rows of another module, and how many name
+    /// nothing there (API.md section 12).
+    References,
+    /// A rollback would leave rows of another module naming keys it
+    /// deletes (`module`, `rows`).
+    Orphans,
 }
 
 /// A file-level remark that does not stop the job.
@@ -273,6 +282,14 @@ pub struct Warning {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub columns: Option<Vec<String>>,
+    /// `references`, `orphans`: the other module.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub module: Option<String>,
+    /// `references`: rows naming nothing there; `orphans`: rows left so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub rows: Option<i64>,
     pub message: String,
 }
 

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value as Json};
 
+use super::references::{self, Referrer};
 use crate::catalog::Module;
 use crate::ledger::outcome;
 use crate::ledger::{ConflictRow, Job};
@@ -35,9 +36,13 @@ struct Conflicts {
 
 impl Conflicts {
     fn add(&mut self, row: i64, nkey: &str, reason: &str) {
+        let key: Json = serde_json::from_str(nkey).unwrap_or(Json::Null);
+        self.add_row(row, key, reason);
+    }
+
+    fn add_row(&mut self, row: i64, key: Json, reason: &str) {
         self.total += 1;
         if self.listed.len() < LISTED {
-            let key: Json = serde_json::from_str(nkey).unwrap_or(Json::Null);
             self.listed.push(ConflictRow {
                 row,
                 key,
@@ -221,6 +226,7 @@ pub async fn rollback(
     tx: &mut Tx,
     module: &Module,
     job: &Job,
+    referrers: &[Referrer],
     simulated: bool,
 ) -> anyhow::Result<Result<(), Refused>> {
     if simulated {
@@ -240,6 +246,23 @@ pub async fn rollback(
         &mut updated,
     )
     .await?;
+    // Keys that rows of other modules name, with on_missing = "error",
+    // may not go: checked while the inserted rows are still there.
+    let mut orphaned = Conflicts::default();
+    for o in references::orphans(&mut tx.conn(), &stage, referrers, true, LISTED as i64).await? {
+        let r = &o.referrer.reference;
+        for gone in &o.listed {
+            orphaned.add_row(
+                gone.row_no,
+                Json::String(gone.value.clone()),
+                &format!(
+                    "{} rows of {} name this {} (on_missing = error)",
+                    gone.rows, o.referrer.module.key, r.key
+                ),
+            );
+        }
+        orphaned.total += (o.rows as usize).saturating_sub(o.listed.len());
+    }
     // The inserted rows are checked by deleting those that still hold what
     // was inserted (one pass, not a check and then a delete); if any row
     // was not deleted, the deletes are undone and the conflicts listed.
@@ -254,8 +277,10 @@ pub async fn rollback(
         let changed = staged::changed_inserts(&mut tx.conn(), &stage, LISTED as i64).await?;
         conflicts.add_found(changed, "the row was changed or deleted since the commit");
     }
-    // Inserted rows first, then updated rows, each in file order.
+    // Inserted rows first, then updated rows, each in file order; then
+    // the keys other modules still name.
     conflicts.extend(updated);
+    conflicts.extend(orphaned);
     if conflicts.total > 0 {
         return Ok(conflicts.into_result());
     }

@@ -2,6 +2,8 @@
 //!
 //! - [`validation`]: read the stored file, check every row with
 //!   [`crate::validate`], compare with the target table, stage the preview;
+//! - [`references`]: the set-based checks of values that name rows of
+//!   other modules;
 //! - [`commit`]: write the approved preview in one transaction, or undo a
 //!   commit, after re-checking what the approver saw.
 //!
@@ -10,4 +12,5 @@
 //! service records it.
 
 pub mod commit;
+pub mod references;
 pub mod validation;

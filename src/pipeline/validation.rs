@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value as Json;
 use tokio::sync::mpsc;
 
+use super::references::{Checks, Target};
 use crate::catalog::Module;
 use crate::ingest::{self, FileError};
 use crate::ledger::{Counts, Job, Mode, Warning, WarningCode};
@@ -51,6 +52,8 @@ pub struct Setup {
     pub max_rows: u64,
     pub max_columns: usize,
     pub max_cell_bytes: usize,
+    /// The module's references, with the modules they name.
+    pub targets: Vec<Target>,
 }
 
 /// Validates a job's file and stages its rows. Running it again starts over.
@@ -110,7 +113,8 @@ pub async fn validate(
     stage
         .set_provided(&mut db.acquire().await?.conn(), &job.id, provided)
         .await?;
-    let (failure, staged) = stage_rows(db, &stage, job, &header, &mut rx).await?;
+    let mut checks = Checks::new(&setup.targets, &header);
+    let (failure, staged) = stage_rows(db, &stage, job, &header, &mut checks, &mut rx).await?;
     drop(rx);
     reader.await?;
     if let Some(e) = failure {
@@ -123,7 +127,7 @@ pub async fn validate(
         store::analyze(&mut db.acquire().await?.conn(), &stage.table(), &columns).await?;
     }
     mark_duplicates(db, &stage, &job.id).await?;
-    let counts = rows::counts(&mut db.acquire().await?.conn(), &stage).await?;
+    let counts = rows::counts(&mut db.acquire().await?.conn(), &stage, &job.id).await?;
     if counts.rows == 0 {
         return Ok(Outcome::FileFailure(FileError::new(
             "no_rows",
@@ -140,8 +144,11 @@ pub async fn validate(
                 header.unknown.join(", ")
             ),
             columns: Some(header.unknown.clone()),
+            module: None,
+            rows: None,
         });
     }
+    warnings.extend(checks.summary());
     Ok(Outcome::Checked { counts, warnings })
 }
 
@@ -155,6 +162,7 @@ async fn stage_rows(
     stage: &Stage<'_>,
     job: &Job,
     header: &HeaderMap,
+    checks: &mut Checks<'_>,
     rx: &mut mpsc::Receiver<Result<Msg, FileError>>,
 ) -> anyhow::Result<(Option<FileError>, i64)> {
     let (to_write, mut writes) = mpsc::channel::<Vec<StagedRow>>(2);
@@ -166,7 +174,18 @@ async fn stage_rows(
                 Ok(Msg::Header(_)) => continue,
                 Ok(Msg::Rows(batch)) => batch,
             };
-            let staged = decide(db, stage.module, job.mode, header, batch, &mut seq).await?;
+            let mut batch = batch;
+            let warnings = checks.run(db, &mut batch).await?;
+            let staged = decide(
+                db,
+                stage.module,
+                job.mode,
+                header,
+                batch,
+                warnings,
+                &mut seq,
+            )
+            .await?;
             if to_write.send(staged).await.is_err() {
                 // The writer stopped; its error is the one reported.
                 break;
@@ -262,6 +281,7 @@ async fn decide(
     mode: Mode,
     header: &HeaderMap,
     batch: Vec<CheckedRow>,
+    warnings: Vec<Vec<RowError>>,
     seq: &mut i64,
 ) -> anyhow::Result<Vec<StagedRow>> {
     let key_values: Vec<Option<Vec<Value>>> = batch.iter().map(|r| r.key(module, header)).collect();
@@ -277,7 +297,7 @@ async fn decide(
         .collect();
     let current = tables::by_keys(&mut db.acquire().await?.conn(), module, &lookup).await?;
     let mut staged = Vec::with_capacity(batch.len());
-    for (mut row, nkey) in batch.into_iter().zip(keys) {
+    for ((mut row, nkey), warnings) in batch.into_iter().zip(keys).zip(warnings) {
         let existing = nkey.as_ref().and_then(|k| current.get(k));
         let mut before = None;
         let action = if !row.errors.is_empty() {
@@ -316,6 +336,7 @@ async fn decide(
             nkey,
             before,
             errors: row.errors,
+            warnings,
         });
         *seq += 1;
     }

@@ -6,7 +6,9 @@
 
 use super::{App, Error, Result, comment, jobs};
 use crate::keys::KeyRecord;
-use crate::ledger::{Job, Move, gate};
+use crate::ledger::{Job, Move, Warning, WarningCode, gate};
+use crate::pipeline::references;
+use crate::store::stage::Stage;
 use crate::store::{self, jobs::MoveBy};
 
 /// A person's move on a job, as a front door received it.
@@ -51,6 +53,13 @@ pub async fn make_move(app: &App, actor: &KeyRecord, req: MoveRequest<'_>) -> Re
         store::now(),
     )
     .map_err(|r| Error::refused(&job, req.event, r))?;
+    let mut after = after;
+    if req.event == Move::Rollback {
+        // The approver of the rollback sees what it would leave naming
+        // nothing in other modules.
+        after.warnings.retain(|w| w.code != WarningCode::Orphans);
+        after.warnings.extend(orphan_warnings(app, &job).await?);
+    }
     let mut tx = app.db.begin().await?;
     let by = MoveBy {
         event: req.event,
@@ -71,9 +80,27 @@ pub async fn make_move(app: &App, actor: &KeyRecord, req: MoveRequest<'_>) -> Re
     if after.state.is_work() {
         app.work.notify_one();
     }
-    let mut after = after;
     after.version += 1;
     Ok(after)
+}
+
+/// What rolling back `job` would orphan in the modules that refer to its
+/// module, as warnings for the rollback gate.
+async fn orphan_warnings(app: &App, job: &Job) -> Result<Vec<Warning>> {
+    let Some(module) = app.catalog.get(&job.module) else {
+        return Ok(vec![]);
+    };
+    let referrers = references::referrers(&app.catalog, &module.key);
+    if job.simulated || referrers.is_empty() {
+        // A simulated commit wrote nothing, so its rollback deletes nothing.
+        return Ok(vec![]);
+    }
+    let mut c = app.db.acquire().await?;
+    let Some(stage) = Stage::of(&mut c.conn(), module, &job.id).await? else {
+        return Ok(vec![]);
+    };
+    let found = references::orphans(&mut c.conn(), &stage, &referrers, false, 0).await?;
+    Ok(found.iter().map(references::Orphans::warning).collect())
 }
 
 /// `If-Match` must name the job's current version when it is given.

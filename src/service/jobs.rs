@@ -9,7 +9,7 @@ use super::{App, Error, Result, in_scope};
 use crate::keys::KeyRecord;
 use crate::ledger::chain::Event;
 use crate::ledger::{Job, JobState};
-use crate::store::rows::{self, StoredRow};
+use crate::store::rows::{self, Notes, StoredRow};
 use crate::store::stage::Stage;
 use crate::store::{self, jobs::Filter};
 use crate::validate::{RowAction, RowError};
@@ -85,10 +85,20 @@ pub async fn some(app: &App, actor: &KeyRecord, ids: &[String]) -> Result<Vec<Jo
         .collect())
 }
 
-/// One row of the preview with its errors.
+/// One row of the preview with its errors and warnings.
 pub struct PreviewRow {
     pub row: StoredRow,
     pub errors: Vec<RowError>,
+    pub warnings: Vec<RowError>,
+}
+
+/// Which rows a preview page shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PreviewFilter {
+    /// Only rows with this action.
+    pub action: Option<RowAction>,
+    /// Only rows with at least one warning.
+    pub warned: bool,
 }
 
 /// A page of a job's preview.
@@ -103,7 +113,7 @@ pub struct PreviewPage {
 pub async fn preview(
     app: &App,
     job: &Job,
-    action: Option<RowAction>,
+    filter: PreviewFilter,
     offset: i64,
     limit: i64,
 ) -> Result<PreviewPage> {
@@ -120,17 +130,26 @@ pub async fn preview(
             rows: vec![],
         });
     };
-    let (total, page) = rows::page(&mut c.conn(), &stage, action, offset, limit).await?;
-    let mut by_seq: HashMap<i64, Vec<RowError>> = HashMap::new();
+    let (total, page) = if filter.warned {
+        rows::page_warned(&mut c.conn(), &stage, &job.id, filter.action, offset, limit).await?
+    } else {
+        rows::page(&mut c.conn(), &stage, filter.action, offset, limit).await?
+    };
+    let mut notes: [HashMap<i64, Vec<RowError>>; 2] = Default::default();
     if let (Some(first), Some(last)) = (page.first(), page.last()) {
-        for (seq, e) in rows::errors_of(&mut c.conn(), &job.id, first.seq, last.seq).await? {
-            by_seq.entry(seq).or_default().push(e);
+        for (k, kind) in [Notes::Errors, Notes::Warnings].into_iter().enumerate() {
+            let found = rows::notes_of(&mut c.conn(), kind, &job.id, first.seq, last.seq).await?;
+            for (seq, e) in found {
+                notes[k].entry(seq).or_default().push(e);
+            }
         }
     }
+    let [mut errors, mut warnings] = notes;
     let rows = page
         .into_iter()
         .map(|row| PreviewRow {
-            errors: by_seq.remove(&row.seq).unwrap_or_default(),
+            errors: errors.remove(&row.seq).unwrap_or_default(),
+            warnings: warnings.remove(&row.seq).unwrap_or_default(),
             row,
         })
         .collect();

@@ -16,6 +16,7 @@ use super::{App, Result, jobs};
 use crate::catalog::Module;
 use crate::ledger::outcome::{self, Commit, Rollback, Validation};
 use crate::ledger::{Job, JobState, Move, ProblemCode};
+use crate::pipeline::references::{self, Target};
 use crate::pipeline::validation::{self, Outcome, Setup};
 use crate::store::jobs::MoveBy;
 use crate::store::{self, Tx, ident, now};
@@ -72,6 +73,16 @@ async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
         max_rows: app.settings.limits.rows,
         max_columns: app.settings.limits.columns,
         max_cell_bytes: app.settings.limits.cell_bytes,
+        targets: module
+            .references
+            .iter()
+            .filter_map(|r| {
+                Some(Target {
+                    reference: r.clone(),
+                    module: app.catalog.get(&r.module)?.clone(),
+                })
+            })
+            .collect(),
     };
     let started = Instant::now();
     let found = match validation::validate(&app.db, module, job, &setup).await? {
@@ -136,16 +147,18 @@ async fn commit(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
 async fn rollback(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
     let module = module_of(app, job)?;
     let started = Instant::now();
+    let referrers = references::referrers(&app.catalog, &module.key);
     let mut tx = app.db.begin().await?;
-    let result =
-        match crate::pipeline::commit::rollback(&mut tx, module, job, job.simulated).await? {
-            Ok(()) => Rollback::Undone,
-            Err(refused) => {
-                tx.rollback().await?;
-                tx = app.db.begin().await?;
-                Rollback::Conflict(refused)
-            }
-        };
+    let undone =
+        crate::pipeline::commit::rollback(&mut tx, module, job, &referrers, job.simulated).await?;
+    let result = match undone {
+        Ok(()) => Rollback::Undone,
+        Err(refused) => {
+            tx.rollback().await?;
+            tx = app.db.begin().await?;
+            Rollback::Conflict(refused)
+        }
+    };
     let Some((event, after)) = outcome::rolled_back(job, result, now()) else {
         return Ok(());
     };

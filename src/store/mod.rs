@@ -14,6 +14,7 @@ pub mod idempotency;
 pub mod jobs;
 pub mod key_requests;
 pub mod keys;
+pub mod references;
 pub mod rows;
 pub mod schema;
 pub mod sessions;

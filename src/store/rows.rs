@@ -33,6 +33,9 @@ pub struct StagedRow {
     /// in the stage's order.
     pub before: Option<Vec<Option<Value>>>,
     pub errors: Vec<RowError>,
+    /// Remarks that leave the row valid (a reference with
+    /// `on_missing = "warn"`).
+    pub warnings: Vec<RowError>,
 }
 
 impl StagedRow {
@@ -91,16 +94,45 @@ pub async fn insert_batch(
             q.execute(c).await?.rows_affected()
         });
     }
-    let errors: Vec<(i64, i64, &RowError)> = rows
-        .iter()
-        .flat_map(|r| {
-            r.errors
-                .iter()
-                .enumerate()
-                .map(move |(n, e)| (r.seq, n as i64, e))
-        })
-        .collect();
-    insert_errors(conn, job_id, &errors).await
+    for notes in [Notes::Errors, Notes::Warnings] {
+        let list: Vec<(i64, i64, &RowError)> = rows
+            .iter()
+            .flat_map(|r| {
+                notes
+                    .of(r)
+                    .iter()
+                    .enumerate()
+                    .map(move |(n, e)| (r.seq, n as i64, e))
+            })
+            .collect();
+        insert_notes(conn, notes, job_id, &list).await?;
+    }
+    Ok(())
+}
+
+/// The two lists of remarks on a staged row, each in its own table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notes {
+    /// Row errors (`ig_job_errors`): the row is not written.
+    Errors,
+    /// Row warnings (`ig_job_warnings`): the row stays valid.
+    Warnings,
+}
+
+impl Notes {
+    fn table(self) -> &'static str {
+        match self {
+            Notes::Errors => "ig_job_errors",
+            Notes::Warnings => "ig_job_warnings",
+        }
+    }
+
+    fn of(self, r: &StagedRow) -> &[RowError] {
+        match self {
+            Notes::Errors => &r.errors,
+            Notes::Warnings => &r.warnings,
+        }
+    }
 }
 
 /// `COPY … FROM STDIN` in text format: the rows, then their errors. Typed
@@ -138,9 +170,22 @@ async fn copy_batch(
     let mut copy = c.copy_in_raw(&sql).await?;
     copy.send(data).await?;
     copy.finish().await?;
+    for notes in [Notes::Errors, Notes::Warnings] {
+        copy_notes(c, notes, job_id, rows).await?;
+    }
+    Ok(())
+}
+
+/// `COPY` of the rows' errors or warnings.
+async fn copy_notes(
+    c: &mut sqlx::PgConnection,
+    notes: Notes,
+    job_id: &str,
+    rows: &[StagedRow],
+) -> Result<()> {
     let mut data = Vec::new();
     for r in rows {
-        for (n, e) in r.errors.iter().enumerate() {
+        for (n, e) in notes.of(r).iter().enumerate() {
             let (seq, n, row_no) = (r.seq.to_string(), n.to_string(), e.row.to_string());
             copy_line(
                 &mut data,
@@ -158,11 +203,11 @@ async fn copy_batch(
         }
     }
     if !data.is_empty() {
-        let mut copy = c
-            .copy_in_raw(
-                "COPY ig_job_errors (job_id, seq, n, row_no, col, value, code, message) FROM STDIN",
-            )
-            .await?;
+        let sql = format!(
+            "COPY {} (job_id, seq, n, row_no, col, value, code, message) FROM STDIN",
+            notes.table()
+        );
+        let mut copy = c.copy_in_raw(&sql).await?;
         copy.send(data).await?;
         copy.finish().await?;
     }
@@ -200,9 +245,20 @@ pub async fn insert_errors(
     job_id: &str,
     errors: &[(i64, i64, &RowError)],
 ) -> Result<()> {
-    for part in errors.chunks(BATCH) {
+    insert_notes(conn, Notes::Errors, job_id, errors).await
+}
+
+/// Stores row errors or warnings: (row seq, index within the row, note).
+async fn insert_notes(
+    conn: &mut Conn<'_>,
+    notes: Notes,
+    job_id: &str,
+    list: &[(i64, i64, &RowError)],
+) -> Result<()> {
+    for part in list.chunks(BATCH) {
         let sql = format!(
-            "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message) VALUES {}",
+            "INSERT INTO {} (job_id, seq, n, row_no, col, value, code, message) VALUES {}",
+            notes.table(),
             super::tuples(conn.dialect(), part.len(), 8)
         );
         on_conn!(conn, c => {
@@ -285,7 +341,7 @@ pub async fn mark_error(
 }
 
 /// Counts of a job's staged rows by action.
-pub async fn counts(conn: &mut Conn<'_>, stage: &Stage<'_>) -> Result<Counts> {
+pub async fn counts(conn: &mut Conn<'_>, stage: &Stage<'_>, job_id: &str) -> Result<Counts> {
     let sql = format!(
         "SELECT action, COUNT(*) FROM {} WHERE job = $1 GROUP BY action",
         stage.table()
@@ -303,6 +359,9 @@ pub async fn counts(conn: &mut Conn<'_>, stage: &Stage<'_>) -> Result<Counts> {
         }
     }
     counts.valid = counts.rows - counts.errors;
+    counts.warnings = on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT COUNT(DISTINCT seq) FROM ig_job_warnings WHERE job_id = $1")
+        .bind(job_id).fetch_one(c).await)?;
     Ok(counts)
 }
 
@@ -358,6 +417,37 @@ where
     })
 }
 
+/// A page of the preview of the rows with warnings (optionally only one
+/// action), in file order: the warnings table names them.
+pub async fn page_warned(
+    conn: &mut Conn<'_>,
+    stage: &Stage<'_>,
+    job_id: &str,
+    action: Option<RowAction>,
+    offset: i64,
+    limit: i64,
+) -> Result<(i64, Vec<StoredRow>)> {
+    let t = stage.table();
+    // The action, when asked for, is a literal of the enum's own spelling.
+    let filter = action
+        .map(|a| format!(" AND action = '{}'", a.as_str()))
+        .unwrap_or_default();
+    let rows = format!(
+        "WHERE job = $1 AND seq IN (SELECT seq FROM ig_job_warnings WHERE job_id = $2){filter}"
+    );
+    let count = format!("SELECT COUNT(*) FROM {t} {rows}");
+    let page = format!("{} {rows} ORDER BY seq LIMIT $3 OFFSET $4", select(stage));
+    on_conn!(conn, c => {
+        let total: i64 = sqlx::query_scalar(&count)
+            .bind(stage.job).bind(job_id).fetch_one(&mut *c).await?;
+        let rows = sqlx::query(&page)
+            .bind(stage.job).bind(job_id).bind(limit).bind(offset)
+            .fetch_all(&mut *c).await?;
+        let rows = rows.iter().map(|r| stored(stage, r)).collect::<Result<Vec<_>>>()?;
+        Ok((total, rows))
+    })
+}
+
 /// A page of the preview, optionally only one action, in file order.
 ///
 /// Every row of the file is staged with the next sequence number from 0,
@@ -404,17 +494,21 @@ pub async fn page(
     })
 }
 
-/// Errors of the rows with these sequence numbers.
-pub async fn errors_of(
+/// Errors (or warnings) of the rows with sequence numbers in a range.
+pub async fn notes_of(
     conn: &mut Conn<'_>,
+    notes: Notes,
     job_id: &str,
     from_seq: i64,
     to_seq: i64,
 ) -> Result<Vec<(i64, RowError)>> {
+    let sql = format!(
+        "SELECT seq, row_no, col, value, code, message FROM {} \
+         WHERE job_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq, n",
+        notes.table()
+    );
     on_conn!(conn, c => {
-        let rows = sqlx::query(
-            "SELECT seq, row_no, col, value, code, message FROM ig_job_errors \
-             WHERE job_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq, n")
+        let rows = sqlx::query(&sql)
             .bind(job_id).bind(from_seq).bind(to_seq).fetch_all(c).await?;
         rows.iter().map(|r| Ok((r.try_get("seq")?, row_error(r)?))).collect()
     })

@@ -172,6 +172,21 @@ UPDATE ig_jobs SET stage = numbered.n
 INSERT INTO ig_counters (name, value) SELECT 'stage', COALESCE(MAX(stage), 0) FROM ig_jobs;
 DROP TABLE ig_job_changes;
 "#,
+    // 5: row warnings (a reference the referenced table does not hold,
+    // with on_missing = "warn"): like errors, but the row stays valid.
+    r#"
+CREATE TABLE ig_job_warnings (
+    job_id      TEXT NOT NULL,
+    seq         BIGINT NOT NULL,
+    n           BIGINT NOT NULL,
+    row_no      BIGINT NOT NULL,
+    col         TEXT,
+    value       TEXT,
+    code        TEXT NOT NULL,
+    message     TEXT NOT NULL,
+    PRIMARY KEY (job_id, seq, n)
+);
+"#,
 ];
 
 fn fill(sql: &str, dialect: Dialect) -> String {

@@ -600,3 +600,24 @@ async fn browser_staff_request_a_key_an_admin_approves_and_they_collect_it() {
     assert!(b.text(".who").await.contains("Ri***a · approver"));
     b.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_the_approver_sees_orders_that_name_unknown_products() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let apr = app.approver().await;
+    let orders = "order_no,customer_id,sku,qty,amount_idr,order_date\n\
+SO-1,C-1,P-404,2,170000,2024-05-01\n";
+    let job = app.upload(&sub, "orders", "", orders).await;
+    let id = job["id"].as_str().unwrap().to_string();
+    let b = Browser::start(&app.base, 1280, 900).await;
+    b.sign_in(&apr).await;
+    b.goto(&format!("/jobs/{id}")).await;
+    b.wait_text(".stat-warn", "1").await;
+    b.wait_text(".alert-warn", "1 not in products").await;
+    b.click("nav.tabs a[href*='warnings=only']").await;
+    b.wait_text("td.cell-warn", "sku P-404 is not in products")
+        .await;
+    b.shot("references-warned-row").await;
+    b.close().await;
+}

@@ -23,6 +23,7 @@ mod ledger;
 mod modules;
 mod openapi;
 mod pipeline;
+mod references;
 mod replicas;
 mod upserts;
 mod validation;

@@ -72,8 +72,11 @@ impl<'a> Stage<'a> {
         };
         let rows = format!("DELETE FROM {} WHERE job = $1", stage.table());
         on_conn!(conn, c => sqlx::query(&rows).bind(job).execute(c).await.map(|r| r.rows_affected()))?;
-        on_conn!(conn, c => sqlx::query("DELETE FROM ig_job_errors WHERE job_id = $1")
-            .bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;
+        for notes in ["ig_job_errors", "ig_job_warnings"] {
+            let sql = format!("DELETE FROM {notes} WHERE job_id = $1");
+            on_conn!(conn, c => sqlx::query(&sql)
+                .bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;
+        }
         Ok(stage)
     }
 

@@ -1,0 +1,224 @@
+//! The reference checks of the validation stage (API.md section 12): every
+//! non-empty referencing value of a batch is looked up in the referenced
+//! module's table as committed, one statement a batch and reference. A
+//! value the table lacks is a row error (`on_missing = "error"`) or a row
+//! warning (`"warn"`), code `reference`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::catalog::{Module, OnMissing, Reference};
+use crate::ledger::{Warning, WarningCode};
+use crate::store::{Db, references};
+use crate::validate::{CheckedRow, HeaderMap, RowError, Value};
+
+/// A reference of the job's module, with the module it names.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub reference: Reference,
+    pub module: Arc<Module>,
+}
+
+/// A reference whose column the file gives: where its values are in a
+/// checked row, and what the file's rows named so far.
+struct Check<'a> {
+    target: &'a Target,
+    /// The column's position among the file's provided columns.
+    position: usize,
+    /// Rows with a value in the column, and those whose value is missing.
+    named: i64,
+    missing: i64,
+}
+
+/// The reference checks of one job, kept across its batches.
+pub struct Checks<'a> {
+    checks: Vec<Check<'a>>,
+}
+
+impl<'a> Checks<'a> {
+    /// The checks of the references whose column the file's header gives.
+    pub fn new(targets: &'a [Target], header: &HeaderMap) -> Checks<'a> {
+        let checks = targets
+            .iter()
+            .filter_map(|target| {
+                let position = header
+                    .provided
+                    .iter()
+                    .position(|&(col, _)| col == target.reference.column_index)?;
+                Some(Check {
+                    target,
+                    position,
+                    named: 0,
+                    missing: 0,
+                })
+            })
+            .collect();
+        Checks { checks }
+    }
+
+    /// Looks a batch's referencing values up and gives each row's warnings
+    /// (in batch order); errors are added to the rows themselves.
+    pub async fn run(
+        &mut self,
+        db: &Db,
+        batch: &mut [CheckedRow],
+    ) -> anyhow::Result<Vec<Vec<RowError>>> {
+        let mut warnings = vec![Vec::new(); batch.len()];
+        for check in &mut self.checks {
+            // Each distinct value once, with the rows that name it.
+            let mut rows_of: HashMap<String, (Value, Vec<usize>)> = HashMap::new();
+            for (i, row) in batch.iter().enumerate() {
+                if let Some(Some(v)) = row.values.get(check.position) {
+                    let entry = rows_of
+                        .entry(v.to_text())
+                        .or_insert_with(|| (v.clone(), vec![]));
+                    entry.1.push(i);
+                }
+            }
+            if rows_of.is_empty() {
+                continue;
+            }
+            let distinct: Vec<(String, (Value, Vec<usize>))> = rows_of.into_iter().collect();
+            let values: Vec<Value> = distinct.iter().map(|(_, (v, _))| v.clone()).collect();
+            let r = &check.target.reference;
+            let found = {
+                let mut c = db.acquire().await?;
+                references::present(&mut c.conn(), &check.target.module, r.key_index, &values)
+                    .await?
+            };
+            for (n, (text, (_, rows))) in distinct.iter().enumerate() {
+                check.named += rows.len() as i64;
+                if found.contains(&n) {
+                    continue;
+                }
+                check.missing += rows.len() as i64;
+                for &i in rows {
+                    let note = RowError {
+                        row: batch[i].row,
+                        column: Some(r.column.clone()),
+                        value: Some(text.clone()),
+                        code: "reference".into(),
+                        message: format!(
+                            "row {}: {} {text} is not in {}",
+                            batch[i].row, r.column, r.module
+                        ),
+                    };
+                    match r.on_missing {
+                        OnMissing::Error => batch[i].errors.push(note),
+                        OnMissing::Warn => warnings[i].push(note),
+                    }
+                }
+            }
+        }
+        Ok(warnings)
+    }
+
+    /// What the approver reads before deciding: for each reference the
+    /// file uses, how many rows name the referenced module and how many of
+    /// those name nothing there.
+    pub fn summary(&self) -> Vec<Warning> {
+        self.checks
+            .iter()
+            .filter(|c| c.named > 0)
+            .map(|c| {
+                let r = &c.target.reference;
+                let found = c.named - c.missing;
+                let tail = match (c.missing, r.on_missing) {
+                    (0, _) => "all found".to_string(),
+                    (n, OnMissing::Warn) => format!("{n} not in {} (warnings)", r.module),
+                    (n, OnMissing::Error) => format!("{n} not in {} (errors)", r.module),
+                };
+                Warning {
+                    code: WarningCode::References,
+                    columns: Some(vec![r.column.clone()]),
+                    module: Some(r.module.clone()),
+                    rows: Some(c.missing),
+                    message: format!(
+                        "{} rows name a {} by {}: {found} found, {tail}",
+                        c.named, r.module, r.column
+                    ),
+                }
+            })
+            .collect()
+    }
+}
+
+/// A module whose reference names the module of a job being rolled back.
+#[derive(Debug, Clone)]
+pub struct Referrer {
+    pub module: Arc<Module>,
+    pub reference: Reference,
+}
+
+/// The referrers of `module` in `catalog`.
+pub fn referrers(catalog: &crate::catalog::Catalog, module: &str) -> Vec<Referrer> {
+    catalog
+        .referrers(module)
+        .map(|(m, r)| Referrer {
+            module: m.clone(),
+            reference: r.clone(),
+        })
+        .collect()
+}
+
+/// What undoing a job's inserts would leave naming nothing in one
+/// referring module: the first keys (with the file rows that inserted
+/// them), and the referring rows in all.
+#[derive(Debug, Clone)]
+pub struct Orphans {
+    pub referrer: Referrer,
+    pub listed: Vec<references::Orphaned>,
+    pub rows: i64,
+}
+
+/// The orphans a rollback of the job staged in `stage` would make, by
+/// referring module (those with none are left out). `only_errors` looks
+/// only at references with `on_missing = "error"` (what refuses a
+/// rollback).
+pub async fn orphans(
+    conn: &mut crate::store::Conn<'_>,
+    stage: &crate::store::stage::Stage<'_>,
+    referrers: &[Referrer],
+    only_errors: bool,
+    listed: i64,
+) -> anyhow::Result<Vec<Orphans>> {
+    let mut found = Vec::new();
+    for referrer in referrers {
+        if only_errors && referrer.reference.on_missing != OnMissing::Error {
+            continue;
+        }
+        let (listed, rows) =
+            references::orphans(conn, stage, &referrer.module, &referrer.reference, listed).await?;
+        if rows > 0 {
+            found.push(Orphans {
+                referrer: referrer.clone(),
+                listed,
+                rows,
+            });
+        }
+    }
+    Ok(found)
+}
+
+impl Orphans {
+    /// The warning shown at the rollback gate.
+    pub fn warning(&self) -> Warning {
+        let r = &self.referrer.reference;
+        Warning {
+            code: WarningCode::Orphans,
+            columns: Some(vec![r.column.clone()]),
+            module: Some(self.referrer.module.key.clone()),
+            rows: Some(self.rows),
+            message: format!(
+                "{} rows of {} name a {} this rollback deletes{}",
+                self.rows,
+                self.referrer.module.key,
+                r.key,
+                match r.on_missing {
+                    OnMissing::Warn => "; they will name nothing",
+                    OnMissing::Error => "; the rollback will be refused",
+                }
+            ),
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! References between modules (API.md section 12), in SQL: which
+//! referencing values the referenced table holds, looked up a batch at a
+//! time, and which rows of other modules a rollback would leave naming
+//! nothing. Set-based: one statement a batch or a reference, never one a
+//! row (the complaint about row-by-row link checks elsewhere).
+
+use std::collections::HashSet;
+
+use sqlx::Row;
+
+use super::stage::{self, Stage};
+use super::values::BindValue;
+use super::{Conn, Dialect, Result, ident, sql_type};
+use crate::catalog::{Module, Reference};
+use crate::on_conn;
+use crate::validate::{RowAction, Value};
+
+/// Values looked up a statement at a time (well under both databases'
+/// parameter limits).
+const CHUNK: usize = 500;
+
+/// The positions in `values` of those the `key` column of `target`'s table
+/// holds. One statement per 500 values: on PostgreSQL one text array,
+/// unnested with its ordinal and each value cast to the column's type (as
+/// the key lookups, it is planned as index probes at any table size); on
+/// SQLite a `VALUES` list of (position, value) probing the table.
+pub async fn present(
+    conn: &mut Conn<'_>,
+    target: &Module,
+    key: usize,
+    values: &[Value],
+) -> Result<HashSet<usize>> {
+    let mut found = HashSet::new();
+    let column = &target.columns[key];
+    let (t, col) = (ident(&target.table), ident(&column.name));
+    for (part_no, part) in values.chunks(CHUNK).enumerate() {
+        let base = part_no * CHUNK;
+        if let Conn::Postgres(c) = conn {
+            let ty = sql_type(column.ty, Dialect::Postgres);
+            let sql = format!(
+                "SELECT k.i FROM unnest($1::text[]) WITH ORDINALITY AS k(v, i) \
+                 WHERE EXISTS (SELECT 1 FROM {t} t WHERE t.{col} = k.v::{ty})"
+            );
+            let texts: Vec<String> = part.iter().map(Value::to_text).collect();
+            let hits: Vec<i64> = sqlx::query_scalar(&sql)
+                .bind(texts)
+                .fetch_all(&mut **c)
+                .await?;
+            found.extend(hits.into_iter().map(|i| base + i as usize - 1));
+            continue;
+        }
+        // Positions are written as literals (they are this loop's own
+        // numbers); the values are bound.
+        let list: Vec<String> = (0..part.len()).map(|i| format!("({i}, ?)")).collect();
+        let sql = format!(
+            "SELECT k.column1 FROM (VALUES {}) AS k \
+             WHERE EXISTS (SELECT 1 FROM {t} t WHERE t.{col} = k.column2)",
+            list.join(", ")
+        );
+        on_conn!(conn, c => {
+            let mut q = sqlx::query(&sql);
+            for v in part {
+                q = q.bind_value(Some(v), column.ty);
+            }
+            for row in q.fetch_all(c).await? {
+                let i: i64 = row.try_get(0)?;
+                found.insert(base + i as usize);
+            }
+        });
+    }
+    Ok(found)
+}
+
+/// A key value a rollback would take out of the referenced table while
+/// rows of another module still name it.
+#[derive(Debug, Clone)]
+pub struct Orphaned {
+    /// The file row of the job that inserted it (the first, if several).
+    pub row_no: i64,
+    /// The value, as text.
+    pub value: String,
+    /// Rows of the referring module that name it.
+    pub rows: i64,
+}
+
+/// What undoing the inserts of `stage`'s job would orphan in `referrer`'s
+/// table through reference `r` (which names `stage.module`): the values
+/// the job inserted that no other row of the table holds, with the number
+/// of referring rows naming each, the first `listed` in file order, and
+/// the referring rows in all.
+pub async fn orphans(
+    conn: &mut Conn<'_>,
+    stage: &Stage<'_>,
+    referrer: &Module,
+    r: &Reference,
+    listed: i64,
+) -> Result<(Vec<Orphaned>, i64)> {
+    let target = stage.module;
+    let (s, t) = (stage.table(), ident(&target.table));
+    let key = stage::column(target, r.key_index);
+    let x_col = ident(&r.column);
+    let x = ident(&referrer.table);
+    let insert = RowAction::Insert.as_str();
+    // The same row of the table as a staged insert of this job: its
+    // natural key.
+    let same_row: Vec<String> = target
+        .key_columns
+        .iter()
+        .map(|&i| {
+            format!(
+                "s2.{} = t.{}",
+                stage::column(target, i),
+                ident(&target.columns[i].name)
+            )
+        })
+        .collect();
+    let values = format!(
+        "SELECT s.{key} AS v, MIN(s.row_no) AS row_no FROM {s} s \
+         WHERE s.job = $1 AND s.action = '{insert}' AND s.{key} IS NOT NULL \
+           AND NOT EXISTS (SELECT 1 FROM {t} t WHERE t.{col} = s.{key} \
+             AND NOT EXISTS (SELECT 1 FROM {s} s2 WHERE s2.job = $2 \
+               AND s2.action = '{insert}' AND {same}))
+         GROUP BY s.{key}",
+        col = ident(&target.columns[r.key_index].name),
+        same = same_row.join(" AND ")
+    );
+    let sql = format!(
+        "SELECT gone.row_no, CAST(gone.v AS TEXT), COUNT(*) FROM ({values}) gone \
+         JOIN {x} x ON x.{x_col} = gone.v GROUP BY gone.row_no, gone.v ORDER BY gone.row_no"
+    );
+    let found: Vec<(i64, String, i64)> = on_conn!(conn, c => sqlx::query_as(&sql)
+        .bind(stage.job).bind(stage.job).fetch_all(c).await)?;
+    let total = found.iter().map(|f| f.2).sum();
+    let listed = found
+        .into_iter()
+        .take(listed.max(0) as usize)
+        .map(|(row_no, value, rows)| Orphaned {
+            row_no,
+            value,
+            rows,
+        })
+        .collect();
+    Ok((listed, total))
+}
