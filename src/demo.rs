@@ -581,6 +581,14 @@ pub fn banner(url: &str, keys: &DemoKeys) -> String {
     s.push_str(&line("submitter", &keys.submitter));
     s.push_str(&line("approver", &keys.approver));
     s.push_str(&line("admin", &keys.admin));
+    let _ = writeln!(
+        s,
+        "Try the API with a key (the console and the API see the same jobs):\n  \
+         curl -H 'X-API-Key: {}' {url}/api/jobs\n  \
+         curl -X POST -H 'X-API-Key: {}' -H 'Content-Type: text/csv' -H 'Prefer: wait=10' \\\n       \
+         --data-binary @pelanggan.csv {url}/api/import/customers",
+        keys.submitter.1, keys.submitter.1
+    );
     s.push_str("Press Ctrl-C to stop; the demo database is deleted then.\n");
     s
 }

@@ -13,7 +13,12 @@ use importgate::store::Db;
 #[command(
     name = "importgate",
     version,
-    about = "Bulk data import with a Human-Gate"
+    about = "Bulk data import with a Human-Gate",
+    after_help = "Examples:\n  \
+        importgate serve                                  # http://127.0.0.1:8080, SQLite file importgate.db\n  \
+        importgate demo                                   # try it: demo jobs in every state, three keys printed\n  \
+        importgate keys create --name \"Siti Rahayu\" --role approver\n  \
+        importgate import customers pelanggan.csv --key igk_… --wait"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -23,9 +28,15 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the service.
+    #[command(after_help = "Examples:\n  \
+        importgate serve\n  \
+        importgate serve --listen 0.0.0.0:8080 --database postgres://importgate@db/importgate\n  \
+        IMPORTGATE_DATABASE=sqlite:///var/lib/importgate/importgate.db importgate serve --workers 4")]
     Serve(ServeArgs),
     /// The service in simulation over a fresh database with demo jobs in
     /// every state; prints a submitter, an approver and an admin key.
+    #[command(after_help = "Example:\n  \
+        importgate demo --listen 127.0.0.1:8080   # then open the printed URL and sign in with a printed key")]
     Demo {
         /// Address to listen on [default: 127.0.0.1:8080]
         #[arg(long)]
@@ -37,6 +48,9 @@ enum Command {
         command: KeysCommand,
     },
     /// Upload a file to a running service (a client of the API).
+    #[command(after_help = "Examples:\n  \
+        IMPORTGATE_KEY=igk_… importgate import customers pelanggan.csv --wait\n  \
+        importgate import orders pesanan.xlsx --mode upsert --on-error skip --url https://import.example.co.id --wait")]
     Import {
         /// Module key (customers, orders, …).
         module: String,
@@ -67,6 +81,8 @@ enum Command {
 enum LedgerCommand {
     /// Recompute the hash chain of every job event; exit 1 at the first
     /// broken link.
+    #[command(after_help = "Example:\n  \
+        importgate ledger verify --database postgres://importgate@db/importgate")]
     Verify {
         #[command(flatten)]
         common: Common,
@@ -121,6 +137,9 @@ struct Common {
 #[derive(Subcommand)]
 enum KeysCommand {
     /// Create a key; prints it alone on the last line of stdout.
+    #[command(after_help = "Examples:\n  \
+        importgate keys create --name \"Budi Santoso\" --role submitter --modules customers,orders\n  \
+        KEY=$(importgate keys create --name \"Ops bot\" --role admin | tail -n1)")]
     Create {
         #[arg(long)]
         name: String,
