@@ -5,7 +5,7 @@
 use sqlx::Row;
 
 use super::stage::Stage;
-use super::values::{BindValue, DecodeValue};
+use super::values::{BindValue, DecodeValue, pg_input};
 use super::{Conn, Dialect, Result, json_col};
 use crate::ledger::Counts;
 use crate::on_conn;
@@ -105,7 +105,8 @@ pub async fn insert_batch(
 }
 
 /// `COPY … FROM STDIN` in text format: the rows, then their errors. Typed
-/// values go as their canonical text, which PostgreSQL reads back exactly.
+/// values go as PostgreSQL's own text of them ([`pg_input`]), which it
+/// reads back exactly, whatever the year of a before-image.
 async fn copy_batch(
     c: &mut sqlx::PgConnection,
     stage: &Stage<'_>,
@@ -117,8 +118,8 @@ async fn copy_batch(
     for r in rows {
         let (seq, row_no) = (r.seq.to_string(), r.row_no.to_string());
         let provided = 0..stage.provided.len();
-        let values = provided.clone().map(|k| r.typed(k).0.map(Value::to_text));
-        let before = provided.map(|k| r.typed(k).1.map(Value::to_text));
+        let values = provided.clone().map(|k| r.typed(k).0.map(pg_input));
+        let before = provided.map(|k| r.typed(k).1.map(pg_input));
         let typed: Vec<Option<String>> = values.chain(before).collect();
         let mut fields = vec![
             Some(job.as_str()),

@@ -2,7 +2,7 @@
 //! types; SQLite gets integers, 0/1 booleans and canonical text for
 //! `numeric`, `date` and `timestamptz` (see `schema::sql_type`).
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Timelike, Utc};
 use rust_decimal::Decimal;
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::Query;
@@ -144,5 +144,86 @@ impl DecodeValue for PgRow {
                 .map(|v| v.map(Value::Bool)),
         };
         got.ok().flatten()
+    }
+}
+
+/// PostgreSQL's text of a date: `YYYY-MM-DD`, with ` BC` before year 1.
+fn pg_date_text((year, month, day): (i64, i64, i64)) -> String {
+    let (year, era) = if year <= 0 {
+        (1 - year, " BC")
+    } else {
+        (year, "")
+    };
+    format!("{year:04}-{month:02}-{day:02}{era}")
+}
+
+/// `.123457` for nanoseconds, without trailing zeros (none for zero), as
+/// PostgreSQL prints seconds.
+fn fraction(nanos: u32) -> String {
+    if nanos == 0 {
+        return String::new();
+    }
+    let digits = format!(".{nanos:09}");
+    digits.trim_end_matches('0').to_string()
+}
+
+/// Puts ` HH:MM:SS+00` into a date's text before its era (` BC`).
+fn with_time(date: String, time: &str) -> String {
+    match date.strip_suffix(" BC") {
+        Some(d) => format!("{d} {time}+00 BC"),
+        None => format!("{date} {time}+00"),
+    }
+}
+
+/// A value as PostgreSQL reads it as input (`COPY`, a cast from text):
+/// dates and timestamps as PostgreSQL writes them, whatever their year,
+/// where chrono's RFC 3339 (`+10000-01-01T00:00:00Z`) fails to parse
+/// (`time zone displacement out of range`). A value read from a table may
+/// lie outside the years a file may give. Text is sent as it is.
+pub fn pg_input(value: &Value) -> String {
+    match value {
+        Value::Date(d) => pg_date_text((d.year().into(), d.month().into(), d.day().into())),
+        Value::Timestamp(t) => {
+            let date = (t.year().into(), t.month().into(), t.day().into());
+            let time = format!(
+                "{:02}:{:02}:{:02}{}",
+                t.hour(),
+                t.minute(),
+                t.second(),
+                fraction(t.nanosecond())
+            );
+            with_time(pg_date_text(date), &time)
+        }
+        other => other.to_text(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postgresql_input_text_has_years_it_parses() {
+        let t = |s: &str| Value::Timestamp(DateTime::parse_from_rfc3339(s).unwrap().to_utc());
+        assert_eq!(
+            pg_input(&t("2026-03-01T01:30:00.123457Z")),
+            "2026-03-01 01:30:00.123457+00"
+        );
+        let far = NaiveDate::from_ymd_opt(10_000, 1, 1).unwrap();
+        assert_eq!(
+            pg_input(&Value::Timestamp(
+                far.and_hms_opt(0, 0, 0).unwrap().and_utc()
+            )),
+            "10000-01-01 00:00:00+00"
+        );
+        let bc = NaiveDate::from_ymd_opt(-43, 3, 15).unwrap();
+        assert_eq!(pg_input(&Value::Date(bc)), "0044-03-15 BC");
+        assert_eq!(
+            pg_input(&Value::Timestamp(
+                bc.and_hms_milli_opt(12, 0, 0, 500).unwrap().and_utc()
+            )),
+            "0044-03-15 12:00:00.5+00 BC"
+        );
+        assert_eq!(pg_input(&Value::Text("NaN".into())), "NaN");
     }
 }

@@ -1,9 +1,9 @@
 //! PostgreSQL keeps exactly what SQLite keeps: the same file gives the same
 //! preview, the same stored values and the same rollback on both backends,
 //! for the values where they used to differ: timestamps finer than a
-//! microsecond. Each test uploads, previews, approves with a second key,
-//! commits, re-uploads with `mode=upsert` and rolls back, and reads the
-//! table itself.
+//! microsecond, a timestamp that rounds past year 9999. Each test uploads,
+//! previews, approves with a second key, commits, re-uploads with
+//! `mode=upsert` and rolls back, and reads the table itself.
 
 use serde_json::Value as Json;
 
@@ -11,6 +11,10 @@ use crate::common::*;
 
 /// `logistics`: a text key, a `numeric` and a `timestamptz` column.
 const TABLE: &str = "uc_logistics_shipments";
+
+fn postgres(app: &TestApp) -> bool {
+    app.database.starts_with("postgres")
+}
 
 /// Requests the rollback of a committed job, approves it with the second
 /// key and checks the job rolled back.
@@ -111,4 +115,75 @@ TRK-1,ORD-1,JNE,2026-03-02T08:30:00.9999996+07:00\n";
     assert_eq!(stored_instants(&app).await[0], "2026-03-02T01:30:01Z");
     rolled_back(&app, &sub, &apr, id).await;
     assert_eq!(stored(&app, "shipped_at").await, first, "exactly as before");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timestamp_rounded_past_year_9999_is_out_of_range() {
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let csv = "tracking_no,order_no,courier,shipped_at\n\
+TRK-1,ORD-1,JNE,9999-12-31T23:59:59.9999999Z\n\
+TRK-2,ORD-2,JNE,9999-12-31T23:59:59.9999994Z\n";
+    let job = app.upload(&sub, "logistics", "", csv).await;
+    assert_eq!(job["state"], "failed", "{job}");
+    let id = job["id"].as_str().unwrap();
+    let errors = app.get_json(&sub, &format!("/api/jobs/{id}/errors")).await;
+    assert_eq!(errors["total"], 1, "{errors}");
+    let error = &errors["errors"][0];
+    assert_eq!(
+        (&error["row"], &error["column"], &error["code"]),
+        (
+            &Json::from(2),
+            &Json::from("shipped_at"),
+            &Json::from("out_of_range")
+        ),
+        "{errors}"
+    );
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("+10000-01-01T00:00:00Z")),
+        "the message names what it rounds to: {errors}"
+    );
+
+    // The row that stays in year 9999 goes to the gate and is stored.
+    let job = app.upload(&sub, "logistics", "?on_error=skip", csv).await;
+    assert_eq!(job["counts"]["insert"], 1, "{job}");
+    let id = job["id"].as_str().unwrap();
+    let rows = preview(&app, &sub, id).await;
+    assert_eq!(
+        rows[1]["values"]["shipped_at"],
+        "9999-12-31T23:59:59.999999Z"
+    );
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "committed", "{job}");
+    assert_eq!(stored_instants(&app).await, ["9999-12-31T23:59:59.999999Z"]);
+
+    // A moment past year 9999 already in the table (written by another
+    // tool, or by this service before it refused such values): PostgreSQL
+    // holds the instant, SQLite the text ISO 8601 gives it. An upsert over
+    // it validates (its before-image reaches PostgreSQL's COPY in a form
+    // PostgreSQL parses), shows it, and the rollback puts it back.
+    let far = if postgres(&app) {
+        "'10000-01-01 00:00:00+00'"
+    } else {
+        "'+10000-01-01T00:00:00Z'"
+    };
+    app.sql(&format!(
+        "UPDATE {TABLE} SET shipped_at = {far} WHERE tracking_no = 'TRK-2'"
+    ))
+    .await;
+    let held = stored(&app, "shipped_at").await;
+    let csv = "tracking_no,order_no,courier,shipped_at\nTRK-2,ORD-2,JNE,2026-01-01T00:00:00Z\n";
+    let job = app.upload(&sub, "logistics", "?mode=upsert", csv).await;
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    assert_eq!(job["counts"]["update"], 1, "{job}");
+    let id = job["id"].as_str().unwrap();
+    let rows = preview(&app, &sub, id).await;
+    assert_eq!(rows[0]["before"]["shipped_at"], "+10000-01-01T00:00:00Z");
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "committed", "{job}");
+    assert_eq!(stored_instants(&app).await, ["2026-01-01T00:00:00Z"]);
+    rolled_back(&app, &sub, &apr, id).await;
+    assert_eq!(stored(&app, "shipped_at").await, held, "exactly as before");
 }
