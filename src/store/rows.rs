@@ -331,23 +331,26 @@ where
     let vals: Option<String> = r.try_get("vals")?;
     let action: String = r.try_get("action")?;
     // The typed columns follow the row's own five (see `select`).
-    let image = |from: usize| -> serde_json::Map<String, serde_json::Value> {
+    let image = |from: usize| -> Result<serde_json::Map<String, serde_json::Value>> {
         (stage.provided.iter().enumerate())
             .map(|(k, &i)| {
                 let column = &stage.module.columns[i];
-                let value = r.value(from + k, column.ty);
+                let value = r.value(from + k, column.ty)?;
                 let json = value
                     .as_ref()
                     .map_or(serde_json::Value::Null, Value::to_json);
-                (column.name.clone(), json)
+                Ok((column.name.clone(), json))
             })
             .collect()
     };
     let vals = match vals {
         Some(v) => json_col(&v, "vals")?,
-        None => image(5),
+        None => image(5)?,
     };
-    let before = (action == "update").then(|| image(5 + stage.provided.len()));
+    let before = match action.as_str() {
+        "update" => Some(image(5 + stage.provided.len())?),
+        _ => None,
+    };
     Ok(StoredRow {
         seq: r.try_get("seq")?,
         row_no: r.try_get("row_no")?,

@@ -72,7 +72,7 @@ where
         .iter()
         .enumerate()
         .map(|(i, col)| row.value(i + 1, col.ty))
-        .collect();
+        .collect::<Result<_>>()?;
     Ok(TableRow { id, values })
 }
 

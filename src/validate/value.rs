@@ -1,8 +1,6 @@
 //! Typed values and the type rules of API.md section 5: one cell of a file
 //! becomes one [`Value`] of its column's type, or a row error with a code.
 
-use std::str::FromStr;
-
 use chrono::{
     DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, SecondsFormat, TimeDelta, TimeZone,
     Timelike, Utc,
@@ -17,6 +15,10 @@ use crate::ingest::Cell;
 /// A typed, non-null value of a column. Null is `None` around it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Value {
+    /// A text column's value; also a value read from a table that is no
+    /// value of its column's type here (`NaN` in a numeric column, a
+    /// timestamp of `infinity`), kept as the database's text so that it
+    /// compares unequal to every file value and is written back exactly.
     Text(String),
     /// `integer` and `bigint` (the range is checked when parsing).
     Int(i64),
@@ -89,6 +91,8 @@ impl Value {
     }
 
     /// Reads back a value written by [`Value::to_json`] for a column type.
+    /// A string that is no value of the type is [`Value::Text`], as it was
+    /// read from the table (`"NaN"` in a numeric column).
     pub fn from_json(ty: ColumnType, json: &Json) -> Option<Option<Value>> {
         if json.is_null() {
             return Some(None);
@@ -96,14 +100,17 @@ impl Value {
         let v = match (ty, json) {
             (ColumnType::Text, Json::String(s)) => Value::Text(s.clone()),
             (ColumnType::Integer | ColumnType::Bigint, Json::Number(n)) => Value::Int(n.as_i64()?),
-            (ColumnType::Numeric, Json::String(s)) => Value::Decimal(Decimal::from_str(s).ok()?),
+            // Exact: `Decimal::from_str` would round a 30-digit text to 28.
+            (ColumnType::Numeric, Json::String(s)) => Decimal::from_str_exact(s)
+                .map(Value::Decimal)
+                .unwrap_or_else(|_| Value::Text(s.clone())),
             (ColumnType::Boolean, Json::Bool(b)) => Value::Bool(*b),
-            (ColumnType::Date, Json::String(s)) => {
-                Value::Date(NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?)
-            }
-            (ColumnType::Timestamptz, Json::String(s)) => {
-                Value::Timestamp(DateTime::parse_from_rfc3339(s).ok()?.with_timezone(&Utc))
-            }
+            (ColumnType::Date, Json::String(s)) => NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                .map(Value::Date)
+                .unwrap_or_else(|_| Value::Text(s.clone())),
+            (ColumnType::Timestamptz, Json::String(s)) => DateTime::parse_from_rfc3339(s)
+                .map(|t| Value::Timestamp(t.with_timezone(&Utc)))
+                .unwrap_or_else(|_| Value::Text(s.clone())),
             _ => return None,
         };
         Some(Some(v))
@@ -133,8 +140,15 @@ impl Value {
 }
 
 /// `YYYY-MM-DD`, without a format string to interpret for every cell.
+/// A year outside 0 to 9999 (only read from a table) is signed, as chrono
+/// and ISO 8601 write it (`+10000-01-01`, `-0043-03-15`).
 pub fn date_text(d: &NaiveDate) -> String {
-    format!("{:04}-{:02}-{:02}", d.year(), d.month(), d.day())
+    let year = d.year();
+    if (0..=9999).contains(&year) {
+        format!("{year:04}-{:02}-{:02}", d.month(), d.day())
+    } else {
+        format!("{year:+05}-{:02}-{:02}", d.month(), d.day())
+    }
 }
 
 /// Parses one cell for its column. `Ok(None)` is an empty cell (null).
@@ -669,6 +683,32 @@ mod tests {
             code(p(ColumnType::Timestamptz, "0000-12-31T23:59:59.9999994Z")),
             "out_of_range"
         );
+    }
+
+    #[test]
+    fn text_that_is_no_value_of_its_type_reads_back_as_text() {
+        for (ty, s) in [
+            (ColumnType::Numeric, "NaN"),
+            (ColumnType::Numeric, "0.123456789012345678901234567890"),
+            (ColumnType::Date, "infinity"),
+            (ColumnType::Timestamptz, "+10000-01-01T00:00:00Z"),
+        ] {
+            assert_eq!(
+                Value::from_json(ty, &Json::String(s.into())),
+                Some(Some(Value::Text(s.into()))),
+                "{s}"
+            );
+        }
+        assert_eq!(
+            Value::from_json(ColumnType::Numeric, &Json::String("0.00".into()))
+                .flatten()
+                .map(|v| v.to_text()),
+            Some("0.00".into())
+        );
+        let far = NaiveDate::from_ymd_opt(10_000, 1, 1).unwrap();
+        assert_eq!(date_text(&far), "+10000-01-01");
+        let bc = NaiveDate::from_ymd_opt(-43, 3, 15).unwrap();
+        assert_eq!(date_text(&bc), "-0043-03-15");
     }
 
     #[test]
