@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use sqlx::Row;
 
 use super::stage::{self, Stage};
-use super::values::BindValue;
+use super::values::{BindValue, pg_input};
 use super::{Conn, Dialect, Result, ident, sql_type};
 use crate::catalog::{Module, Reference};
 use crate::on_conn;
@@ -41,7 +41,7 @@ pub async fn present(
                 "SELECT k.i FROM unnest($1::text[]) WITH ORDINALITY AS k(v, i) \
                  WHERE EXISTS (SELECT 1 FROM {t} t WHERE t.{col} = k.v::{ty})"
             );
-            let texts: Vec<String> = part.iter().map(Value::to_text).collect();
+            let texts: Vec<String> = part.iter().map(pg_input).collect();
             let hits: Vec<i64> = sqlx::query_scalar(&sql)
                 .bind(texts)
                 .fetch_all(&mut **c)

@@ -5,7 +5,7 @@
 use sqlx::Row;
 
 use super::stage::Stage;
-use super::values::{BindValue, DecodeValue};
+use super::values::{BindValue, DecodeValue, pg_input};
 use super::{Conn, Dialect, Result, json_col};
 use crate::ledger::Counts;
 use crate::on_conn;
@@ -136,7 +136,8 @@ impl Notes {
 }
 
 /// `COPY … FROM STDIN` in text format: the rows, then their errors. Typed
-/// values go as their canonical text, which PostgreSQL reads back exactly.
+/// values go as PostgreSQL's own text of them ([`pg_input`]), which it
+/// reads back exactly, whatever the year of a before-image.
 async fn copy_batch(
     c: &mut sqlx::PgConnection,
     stage: &Stage<'_>,
@@ -148,8 +149,8 @@ async fn copy_batch(
     for r in rows {
         let (seq, row_no) = (r.seq.to_string(), r.row_no.to_string());
         let provided = 0..stage.provided.len();
-        let values = provided.clone().map(|k| r.typed(k).0.map(Value::to_text));
-        let before = provided.map(|k| r.typed(k).1.map(Value::to_text));
+        let values = provided.clone().map(|k| r.typed(k).0.map(pg_input));
+        let before = provided.map(|k| r.typed(k).1.map(pg_input));
         let typed: Vec<Option<String>> = values.chain(before).collect();
         let mut fields = vec![
             Some(job.as_str()),
@@ -390,23 +391,26 @@ where
     let action = RowAction::parse(&action)
         .ok_or_else(|| super::StoreError::Corrupt(format!("row action {action:?}")))?;
     // The typed columns follow the row's own five (see `select`).
-    let image = |from: usize| -> serde_json::Map<String, serde_json::Value> {
+    let image = |from: usize| -> Result<serde_json::Map<String, serde_json::Value>> {
         (stage.provided.iter().enumerate())
             .map(|(k, &i)| {
                 let column = &stage.module.columns[i];
-                let value = r.value(from + k, column.ty);
+                let value = r.value(from + k, column.ty)?;
                 let json = value
                     .as_ref()
                     .map_or(serde_json::Value::Null, Value::to_json);
-                (column.name.clone(), json)
+                Ok((column.name.clone(), json))
             })
             .collect()
     };
     let vals = match vals {
         Some(v) => json_col(&v, "vals")?,
-        None => image(5),
+        None => image(5)?,
     };
-    let before = (action == RowAction::Update).then(|| image(5 + stage.provided.len()));
+    let before = match action {
+        RowAction::Update => Some(image(5 + stage.provided.len())?),
+        _ => None,
+    };
     Ok(StoredRow {
         seq: r.try_get("seq")?,
         row_no: r.try_get("row_no")?,

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value as Json};
 
-use super::values::{BindValue, DecodeValue};
+use super::values::{BindValue, DecodeValue, pg_input};
 use super::{Conn, Dialect, Result, ident};
 use crate::catalog::Module;
 use crate::on_conn;
@@ -72,7 +72,7 @@ where
         .iter()
         .enumerate()
         .map(|(i, col)| row.value(i + 1, col.ty))
-        .collect();
+        .collect::<Result<_>>()?;
     Ok(TableRow { id, values })
 }
 
@@ -176,7 +176,7 @@ pub async fn by_keys(
             let sql = unnest_lookup(module);
             let mut q = sqlx::query(&sql);
             for k in 0..module.key_columns.len() {
-                q = q.bind(part.iter().map(|key| key[k].to_text()).collect::<Vec<_>>());
+                q = q.bind(part.iter().map(|key| pg_input(&key[k])).collect::<Vec<_>>());
             }
             for row in q.fetch_all(&mut **c).await? {
                 let row = table_row(module, &row)?;

@@ -1,10 +1,9 @@
 //! Typed values and the type rules of API.md section 5: one cell of a file
 //! becomes one [`Value`] of its column's type, or a row error with a code.
 
-use std::str::FromStr;
-
 use chrono::{
-    DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, SecondsFormat, TimeZone, Timelike, Utc,
+    DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, SecondsFormat, TimeDelta, TimeZone,
+    Timelike, Utc,
 };
 use chrono_tz::Tz;
 use rust_decimal::Decimal;
@@ -16,6 +15,10 @@ use crate::ingest::Cell;
 /// A typed, non-null value of a column. Null is `None` around it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Value {
+    /// A text column's value; also a value read from a table that is no
+    /// value of its column's type here (`NaN` in a numeric column, a
+    /// timestamp of `infinity`), kept as the database's text so that it
+    /// compares unequal to every file value and is written back exactly.
     Text(String),
     /// `integer` and `bigint` (the range is checked when parsing).
     Int(i64),
@@ -23,7 +26,8 @@ pub enum Value {
     Decimal(Decimal),
     Bool(bool),
     Date(NaiveDate),
-    /// `timestamptz`, kept in UTC.
+    /// `timestamptz`, kept in UTC; to the microsecond when read from a
+    /// file (see [`to_microseconds`]).
     Timestamp(DateTime<Utc>),
 }
 
@@ -87,6 +91,8 @@ impl Value {
     }
 
     /// Reads back a value written by [`Value::to_json`] for a column type.
+    /// A string that is no value of the type is [`Value::Text`], as it was
+    /// read from the table (`"NaN"` in a numeric column).
     pub fn from_json(ty: ColumnType, json: &Json) -> Option<Option<Value>> {
         if json.is_null() {
             return Some(None);
@@ -94,14 +100,17 @@ impl Value {
         let v = match (ty, json) {
             (ColumnType::Text, Json::String(s)) => Value::Text(s.clone()),
             (ColumnType::Integer | ColumnType::Bigint, Json::Number(n)) => Value::Int(n.as_i64()?),
-            (ColumnType::Numeric, Json::String(s)) => Value::Decimal(Decimal::from_str(s).ok()?),
+            // Exact: `Decimal::from_str` would round a 30-digit text to 28.
+            (ColumnType::Numeric, Json::String(s)) => Decimal::from_str_exact(s)
+                .map(Value::Decimal)
+                .unwrap_or_else(|_| Value::Text(s.clone())),
             (ColumnType::Boolean, Json::Bool(b)) => Value::Bool(*b),
-            (ColumnType::Date, Json::String(s)) => {
-                Value::Date(NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?)
-            }
-            (ColumnType::Timestamptz, Json::String(s)) => {
-                Value::Timestamp(DateTime::parse_from_rfc3339(s).ok()?.with_timezone(&Utc))
-            }
+            (ColumnType::Date, Json::String(s)) => NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                .map(Value::Date)
+                .unwrap_or_else(|_| Value::Text(s.clone())),
+            (ColumnType::Timestamptz, Json::String(s)) => DateTime::parse_from_rfc3339(s)
+                .map(|t| Value::Timestamp(t.with_timezone(&Utc)))
+                .unwrap_or_else(|_| Value::Text(s.clone())),
             _ => return None,
         };
         Some(Some(v))
@@ -131,8 +140,15 @@ impl Value {
 }
 
 /// `YYYY-MM-DD`, without a format string to interpret for every cell.
+/// A year outside 0 to 9999 (only read from a table) is signed, as chrono
+/// and ISO 8601 write it (`+10000-01-01`, `-0043-03-15`).
 pub fn date_text(d: &NaiveDate) -> String {
-    format!("{:04}-{:02}-{:02}", d.year(), d.month(), d.day())
+    let year = d.year();
+    if (0..=9999).contains(&year) {
+        format!("{year:04}-{:02}-{:02}", d.month(), d.day())
+    } else {
+        format!("{year:+05}-{:02}-{:02}", d.month(), d.day())
+    }
 }
 
 /// Parses one cell for its column. `Ok(None)` is an empty cell (null).
@@ -159,9 +175,7 @@ pub fn parse(cell: &Cell, column: &Column, rules: &Rules) -> Result<Option<Value
     if value.is_none() && column.required {
         return Err(err("required", format!("{} is required", column.name)));
     }
-    if let Some(v) = &value {
-        check_time(v)?;
-    }
+    let value = value.map(settle_time).transpose()?;
     if let Some(Value::Text(s)) = &value {
         return check_text(s, column).map(|v| Some(Value::Text(v)));
     }
@@ -198,8 +212,11 @@ fn check_size(s: &str, rules: &Rules) -> Result<(), CellError> {
 /// `+196299-01-12T00:00:00Z`). No business date is outside them.
 const YEARS: std::ops::RangeInclusive<i32> = 1..=9999;
 
-/// Refuses dates and timestamps (in UTC, as stored) outside [`YEARS`], and
-/// timestamps in a leap second.
+/// Puts a date or timestamp into the form both databases store, or
+/// refuses it: a timestamp in a leap second is a `format` error; a
+/// timestamp is rounded to the microsecond ([`to_microseconds`]); a date,
+/// or a timestamp once rounded (in UTC, as stored), outside [`YEARS`] is
+/// `out_of_range`.
 ///
 /// chrono takes a 60th second anywhere (`07:46:60`), but keeps it as a
 /// leap second that RFC 3339 can show only at `:59`: taken in a zone whose
@@ -208,9 +225,9 @@ const YEARS: std::ops::RangeInclusive<i32> = 1..=9999;
 /// databases disagree on it (PostgreSQL moves it to the next minute,
 /// SQLite keeps the text). Spreadsheets never write one; a person who does
 /// has mistyped.
-fn check_time(v: &Value) -> Result<(), CellError> {
-    let year = match v {
-        Value::Date(d) => d.year(),
+fn settle_time(v: Value) -> Result<Value, CellError> {
+    let (year, rounded) = match &v {
+        Value::Date(d) => (d.year(), None),
         Value::Timestamp(t) if t.nanosecond() >= 1_000_000_000 => {
             return Err(err(
                 "format",
@@ -220,21 +237,53 @@ fn check_time(v: &Value) -> Result<(), CellError> {
                 ),
             ));
         }
-        Value::Timestamp(t) => t.year(),
-        _ => return Ok(()),
+        Value::Timestamp(t) => {
+            // `None` only at chrono's last instant, far outside the years.
+            let Some(r) = to_microseconds(*t) else {
+                return Err(out_of_range(&v, None));
+            };
+            (r.year(), Some(Value::Timestamp(r)))
+        }
+        _ => return Ok(v),
     };
-    if YEARS.contains(&year) {
-        return Ok(());
+    if !YEARS.contains(&year) {
+        return Err(out_of_range(&v, rounded.as_ref()));
     }
-    Err(err(
+    Ok(rounded.unwrap_or(v))
+}
+
+/// The `out_of_range` error of a date or timestamp, naming what it became
+/// when rounding moved it out of the years.
+fn out_of_range(v: &Value, rounded: Option<&Value>) -> CellError {
+    let stored = match rounded {
+        Some(r) if r != v => format!(" ({} to the microsecond)", r.to_text()),
+        _ => String::new(),
+    };
+    err(
         "out_of_range",
         format!(
-            "{} is outside the years {} to {}",
+            "{}{stored} is outside the years {} to {}",
             v.to_text(),
             YEARS.start(),
             YEARS.end()
         ),
-    ))
+    )
+}
+
+/// A timestamp to the microsecond, PostgreSQL's precision, so that both
+/// databases store the same instant and the preview shows it: rounded to
+/// the nearest microsecond, a tie to the even one, as PostgreSQL rounds
+/// the text it is given (`.0000005` → `.000000`, `.0000015` → `.000002`).
+/// `None` past chrono's last instant. Not for leap seconds (refused first).
+pub fn to_microseconds(t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let nanos = t.nanosecond();
+    let (micros, rest) = (nanos / 1000, nanos % 1000);
+    let down = t.with_nanosecond(micros * 1000)?;
+    if rest > 500 || (rest == 500 && micros % 2 == 1) {
+        down.checked_add_signed(TimeDelta::microseconds(1))
+    } else {
+        Some(down)
+    }
 }
 
 /// Applies a text column's length limit and allowed values.
@@ -576,6 +625,90 @@ mod tests {
             "format"
         );
         assert!(p(ColumnType::Date, "0001-01-01").is_ok());
+    }
+
+    #[test]
+    fn timestamps_are_rounded_to_the_microsecond_as_postgresql_rounds() {
+        let ts = |s: &str| p(ColumnType::Timestamptz, s).map(|v| v.unwrap().to_text());
+        for (cell, stored) in [
+            (
+                "2026-03-01T08:30:00.123456789+07:00",
+                "2026-03-01T01:30:00.123457Z",
+            ),
+            (
+                "2026-03-01T00:00:00.1234564Z",
+                "2026-03-01T00:00:00.123456Z",
+            ),
+            // Ties go to the even microsecond (PostgreSQL's `rint`).
+            ("2000-01-01T00:00:00.0000005Z", "2000-01-01T00:00:00Z"),
+            (
+                "2000-01-01T00:00:00.0000015Z",
+                "2000-01-01T00:00:00.000002Z",
+            ),
+            (
+                "2000-01-01T00:00:00.0000025Z",
+                "2000-01-01T00:00:00.000002Z",
+            ),
+            (
+                "1900-01-01T00:00:00.0000035Z",
+                "1900-01-01T00:00:00.000004Z",
+            ),
+            // A carry reaches the next second, day and year.
+            ("2024-12-31T23:59:59.9999996Z", "2025-01-01T00:00:00Z"),
+            ("2024-05-03 07:00:00.5", "2024-05-03T00:00:00.500Z"),
+        ] {
+            assert_eq!(ts(cell).as_deref(), Ok(stored), "{cell}");
+        }
+    }
+
+    #[test]
+    fn a_timestamp_rounded_out_of_the_years_is_out_of_range() {
+        let e = p(ColumnType::Timestamptz, "9999-12-31T23:59:59.9999999Z").unwrap_err();
+        assert_eq!(e.code, "out_of_range");
+        assert!(
+            e.message.contains("+10000-01-01T00:00:00Z"),
+            "{}",
+            e.message
+        );
+        assert!(p(ColumnType::Timestamptz, "9999-12-31T23:59:59.9999994Z").is_ok());
+        // Rounded up into year 1, it is in range.
+        assert_eq!(
+            p(ColumnType::Timestamptz, "0000-12-31T23:59:59.9999996Z")
+                .unwrap()
+                .unwrap()
+                .to_text(),
+            "0001-01-01T00:00:00Z"
+        );
+        assert_eq!(
+            code(p(ColumnType::Timestamptz, "0000-12-31T23:59:59.9999994Z")),
+            "out_of_range"
+        );
+    }
+
+    #[test]
+    fn text_that_is_no_value_of_its_type_reads_back_as_text() {
+        for (ty, s) in [
+            (ColumnType::Numeric, "NaN"),
+            (ColumnType::Numeric, "0.123456789012345678901234567890"),
+            (ColumnType::Date, "infinity"),
+            (ColumnType::Timestamptz, "+10000-01-01T00:00:00Z"),
+        ] {
+            assert_eq!(
+                Value::from_json(ty, &Json::String(s.into())),
+                Some(Some(Value::Text(s.into()))),
+                "{s}"
+            );
+        }
+        assert_eq!(
+            Value::from_json(ColumnType::Numeric, &Json::String("0.00".into()))
+                .flatten()
+                .map(|v| v.to_text()),
+            Some("0.00".into())
+        );
+        let far = NaiveDate::from_ymd_opt(10_000, 1, 1).unwrap();
+        assert_eq!(date_text(&far), "+10000-01-01");
+        let bc = NaiveDate::from_ymd_opt(-43, 3, 15).unwrap();
+        assert_eq!(date_text(&bc), "-0043-03-15");
     }
 
     #[test]

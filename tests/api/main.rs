@@ -22,6 +22,7 @@ mod key_requests;
 mod ledger;
 mod modules;
 mod openapi;
+mod parity;
 mod pipeline;
 mod references;
 mod replicas;
