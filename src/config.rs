@@ -55,6 +55,12 @@ pub struct Settings {
     pub expiry_sweep_ms: u64,
     /// At shutdown, how long running work may go on before it is handed back.
     pub shutdown_grace_ms: u64,
+    /// Attempts at a job's work that fail with the same error before the
+    /// service gives up on it.
+    pub work_attempts: i64,
+    /// The wait after the first failed attempt; it doubles each time, up
+    /// to five minutes.
+    pub work_retry_ms: i64,
     pub limits: Limits,
 }
 
@@ -71,6 +77,8 @@ impl Default for Settings {
             lease_ms: 30_000,
             expiry_sweep_ms: 30_000,
             shutdown_grace_ms: 10_000,
+            work_attempts: 5,
+            work_retry_ms: 5_000,
             limits: Limits::default(),
         }
     }
@@ -89,6 +97,8 @@ pub struct FileSettings {
     pub workers: Option<usize>,
     pub lease_seconds: Option<i64>,
     pub shutdown_grace_seconds: Option<u64>,
+    pub work_attempts: Option<i64>,
+    pub work_retry_seconds: Option<f64>,
     pub max_body_bytes: Option<u64>,
     pub max_rows: Option<u64>,
     pub max_columns: Option<usize>,
@@ -133,6 +143,12 @@ impl FileSettings {
         }
         if let Some(v) = self.shutdown_grace_seconds {
             s.shutdown_grace_ms = v * 1000;
+        }
+        if let Some(v) = self.work_attempts {
+            s.work_attempts = v.max(1);
+        }
+        if let Some(v) = self.work_retry_seconds {
+            s.work_retry_ms = (v * 1000.0).max(1.0) as i64;
         }
         if let Some(v) = self.max_body_bytes {
             s.limits.body_bytes = v;

@@ -41,9 +41,12 @@ async fn work_loop(app: Arc<App>, owner: String) {
         match work::claim(&app, &owner).await {
             Ok(Some((id, state))) => {
                 if let Err(e) = run(&app, &owner, &id, state).await {
-                    error!(job = %id, error = %e, "job work failed; it will be retried");
-                    // Back off before the job is claimed again.
-                    let _ = work::extend_lease(&app, &id, &owner, 5_000).await;
+                    error!(job = %id, error = %e, "job work failed");
+                    // Backs off before the job is claimed again, or gives
+                    // up on work that keeps failing the same way.
+                    if let Err(e) = work::attempt_failed(&app, &owner, &id, &e).await {
+                        warn!(job = %id, error = %e, "cannot record the failed attempt");
+                    }
                 }
                 continue;
             }

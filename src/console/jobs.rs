@@ -738,6 +738,7 @@ fn event_label(e: &str) -> &'static str {
         "rollback" => "Rollback requested",
         "undone" => "Undone",
         "rollback_conflict" => "Rollback refused: rows changed",
+        "gave_up" => "Stopped: the work kept failing",
         _ => "Event",
     }
 }

@@ -199,6 +199,9 @@ pub enum ProblemCode {
     DatabaseError,
     /// `committed`: rows changed since the commit; nothing undone.
     RollbackConflict,
+    /// `failed` (validation, commit) or `committed` (rollback): the work
+    /// failed the same way every time it was tried; the error is named.
+    WorkFailed,
 }
 
 impl ProblemCode {
@@ -217,6 +220,7 @@ impl ProblemCode {
             ProblemCode::StalePreview => "stale_preview",
             ProblemCode::DatabaseError => "database_error",
             ProblemCode::RollbackConflict => "rollback_conflict",
+            ProblemCode::WorkFailed => "work_failed",
         }
     }
 

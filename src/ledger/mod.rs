@@ -125,9 +125,13 @@ pub enum Move {
     Undone,
     /// The rollback found rows changed since the commit.
     RollbackConflict,
+    /// The service's work failed the same way too many times: it stops
+    /// trying (validation and commit end `failed`, a rollback leaves the
+    /// job `committed`), with the error as the job's problem.
+    GaveUp,
 }
 
-pub const ALL_MOVES: [Move; 13] = [
+pub const ALL_MOVES: [Move; 14] = [
     Move::Upload,
     Move::FileFailure,
     Move::RowErrors,
@@ -141,6 +145,7 @@ pub const ALL_MOVES: [Move; 13] = [
     Move::Rollback,
     Move::Undone,
     Move::RollbackConflict,
+    Move::GaveUp,
 ];
 
 impl Move {
@@ -159,6 +164,7 @@ impl Move {
             Move::Rollback => "rollback",
             Move::Undone => "undone",
             Move::RollbackConflict => "rollback_conflict",
+            Move::GaveUp => "gave_up",
         }
     }
 
@@ -216,6 +222,9 @@ pub const MOVES: &[(JobState, Move, JobState)] = &[
         Move::RollbackConflict,
         JobState::Committed,
     ),
+    (JobState::Validating, Move::GaveUp, JobState::Failed),
+    (JobState::Committing, Move::GaveUp, JobState::Failed),
+    (JobState::RollingBack, Move::GaveUp, JobState::Committed),
 ];
 
 /// The state every job starts in, by [`Move::Upload`].
@@ -279,6 +288,16 @@ mod tests {
             .filter(|(_, _, to)| matches!(to, JobState::Committing | JobState::RollingBack))
             .collect();
         assert!(into_work.iter().all(|(_, e, _)| *e == Move::Approve));
+    }
+
+    #[test]
+    fn the_service_can_give_up_on_every_work_state_and_nowhere_else() {
+        assert_eq!(JobState::sources_of(Move::GaveUp), JobState::work_states());
+        assert_eq!(
+            next(JobState::RollingBack, Move::GaveUp),
+            Some(JobState::Committed),
+            "a rollback given up leaves the import as it was"
+        );
     }
 
     #[test]

@@ -155,6 +155,26 @@ pub fn rolled_back(job: &Job, result: Rollback, now: DateTime<Utc>) -> Option<(M
     Some((event, after))
 }
 
+/// The move that ends work which failed the same way `attempts` times:
+/// the job leaves its work state with the error as its problem (nothing
+/// was written: each attempt's transaction was rolled back).
+pub fn gave_up(job: &Job, error: &str, attempts: i64, now: DateTime<Utc>) -> Option<Job> {
+    let mut after = moved(job, Move::GaveUp, now)?;
+    let (what, outcome) = match job.state {
+        super::JobState::Validating => ("validation", "nothing was staged"),
+        super::JobState::Committing => ("commit", "nothing was written"),
+        _ => ("rollback", "nothing was undone; the import stays committed"),
+    };
+    after.problem = Some(JobProblem::new(
+        ProblemCode::WorkFailed,
+        "The service could not finish this job",
+        format!(
+            "the {what} failed {attempts} times with the same error, so it was stopped ({outcome}): {error}"
+        ),
+    ));
+    Some(after)
+}
+
 /// The job after its approval time limit passed without a decision, if it
 /// is still waiting at the gate.
 pub fn expired(job: &Job, now: DateTime<Utc>) -> Option<Job> {
@@ -305,6 +325,22 @@ pub(crate) mod tests {
         assert_eq!(event, Move::RollbackConflict);
         assert_eq!(after.state, JobState::Committed);
         assert_eq!(after.problem.unwrap().code, ProblemCode::RollbackConflict);
+    }
+
+    #[test]
+    fn work_given_up_names_the_error_and_a_rollback_stays_committed() {
+        let after = gave_up(&job(JobState::Validating, OnError::Fail), "boom", 5, now()).unwrap();
+        assert_eq!(after.state, JobState::Failed);
+        let p = after.problem.unwrap();
+        assert_eq!(p.code, ProblemCode::WorkFailed);
+        assert!(
+            p.detail.contains("failed 5 times") && p.detail.ends_with("boom"),
+            "{}",
+            p.detail
+        );
+        let after = gave_up(&job(JobState::RollingBack, OnError::Fail), "x", 5, now()).unwrap();
+        assert_eq!(after.state, JobState::Committed);
+        assert!(gave_up(&job(JobState::Committed, OnError::Fail), "x", 5, now()).is_none());
     }
 
     #[test]

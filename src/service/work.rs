@@ -170,6 +170,80 @@ async fn rollback(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// After an attempt at a job's work failed: a transient error (a lost
+/// connection, a lock) only backs off; any other is counted, and after
+/// `work_attempts` attempts in a row that failed with the same error the
+/// service gives up on the job (the ledger's `gave_up` move, the error as
+/// its problem). Before that, each failure waits twice as long as the one
+/// before (from `work_retry_ms`, at most five minutes).
+pub async fn attempt_failed(app: &App, owner: &str, id: &str, error: &anyhow::Error) -> Result<()> {
+    let retry = app.settings.work_retry_ms;
+    if is_transient(error) {
+        metrics::counter!("importgate_work_failures_total", "kind" => "transient").increment(1);
+        extend_lease(app, id, owner, retry).await?;
+        return Ok(());
+    }
+    metrics::counter!("importgate_work_failures_total", "kind" => "error").increment(1);
+    let text = format!("{error:#}");
+    let attempts = {
+        let mut c = app.db.acquire().await?;
+        store::jobs::record_failure(&mut c.conn(), id, owner, &text).await?
+    };
+    let Some(attempts) = attempts else {
+        // Another worker holds the job now.
+        return Ok(());
+    };
+    if attempts >= app.settings.work_attempts {
+        return give_up(app, owner, id, &text, attempts).await;
+    }
+    let wait = retry.saturating_mul(1 << (attempts - 1).clamp(0, 16));
+    extend_lease(app, id, owner, wait.min(5 * 60 * 1000)).await?;
+    Ok(())
+}
+
+/// Whether an error is one that passes by itself: the database was out of
+/// reach or busy, not wrong.
+fn is_transient(error: &anyhow::Error) -> bool {
+    let Some(e) = error.chain().find_map(|e| e.downcast_ref::<sqlx::Error>()) else {
+        return false;
+    };
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => {
+            let code = db.code().map(|c| c.to_string()).unwrap_or_default();
+            // PostgreSQL: connection exceptions, serialization failures and
+            // deadlocks, a lock not available, shutdowns, too many
+            // connections. SQLite: busy and locked (with extended codes).
+            code.starts_with("08")
+                || matches!(
+                    code.as_str(),
+                    "40001" | "40P01" | "55P03" | "57P01" | "57P02" | "57P03" | "53300"
+                )
+                || matches!(code.parse::<i64>().map(|c| c & 0xff), Ok(5 | 6))
+        }
+        _ => false,
+    }
+}
+
+/// Ends a job whose work kept failing with the same error.
+async fn give_up(app: &App, owner: &str, id: &str, error: &str, attempts: i64) -> Result<()> {
+    let job = jobs::find(app, id).await?;
+    let Some(after) = outcome::gave_up(&job, error, attempts, now()) else {
+        return Ok(());
+    };
+    let tx = app.db.begin().await?;
+    if finish(app, tx, &job, &after, Move::GaveUp, owner).await? {
+        metrics::counter!("importgate_jobs_given_up_total", "state" => job.state.as_str())
+            .increment(1);
+        tracing::error!(job = %id, attempts, error, "gave up on the job's work");
+    }
+    Ok(())
+}
+
 /// Records the service's move inside `tx` and commits it, if this worker
 /// still holds the lease; otherwise drops `tx` (another worker owns the
 /// job now). Returns whether the move was made.
@@ -273,4 +347,22 @@ pub async fn purge(app: &App) -> Result<()> {
 pub async fn hold(app: &App, id: &str, owner: &str, until_ms: i64) -> Result<()> {
     let mut c = app.db.acquire().await?;
     Ok(store::jobs::hold(&mut c.conn(), id, owner, until_ms).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lost_connection_is_transient_and_a_missing_table_is_not() {
+        let pool = anyhow::Error::from(crate::store::StoreError::Sql(sqlx::Error::PoolTimedOut));
+        assert!(is_transient(&pool));
+        let io = anyhow::Error::from(sqlx::Error::Io(std::io::Error::other("reset")));
+        assert!(is_transient(&io));
+        let corrupt = anyhow::Error::from(crate::store::StoreError::Corrupt("x".into()));
+        assert!(!is_transient(&corrupt));
+        assert!(!is_transient(&anyhow::anyhow!(
+            "no such table: ig_stage_customers"
+        )));
+    }
 }

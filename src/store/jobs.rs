@@ -216,7 +216,7 @@ pub async fn transition(
     };
     let sql = format!(
         "UPDATE ig_jobs SET state = $1, version = version + 1, counts = $2, warnings = $3, \
-         problem = $4, gate = $5, decisions = $6, updated_at = $7 \
+         problem = $4, gate = $5, decisions = $6, updated_at = $7, attempts = 0, last_error = NULL \
          WHERE id = $8 AND state = $9 AND version = $10{lease_clause}"
     );
     let done = on_conn!(conn, c => {
@@ -381,6 +381,22 @@ pub async fn heartbeat(conn: &mut Conn<'_>, id: &str, owner: &str, until_ms: i64
         "UPDATE ig_jobs SET lease_until = $3 WHERE id = $1 AND lease_owner = $2")
         .bind(id).bind(owner).bind(until_ms).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(done > 0)
+}
+
+/// Records a failed attempt at a job's work by the lease's holder: the
+/// count of attempts in a row that failed with this same error (a
+/// different error starts again at 1). Nothing when the lease was lost.
+pub async fn record_failure(
+    conn: &mut Conn<'_>,
+    id: &str,
+    owner: &str,
+    error: &str,
+) -> Result<Option<i64>> {
+    Ok(on_conn!(conn, c => sqlx::query_scalar(
+        "UPDATE ig_jobs SET attempts = CASE WHEN last_error = $3 THEN attempts + 1 ELSE 1 END, \
+                            last_error = $3 \
+         WHERE id = $1 AND lease_owner = $2 RETURNING attempts")
+        .bind(id).bind(owner).bind(error).fetch_optional(c).await)?)
 }
 
 /// Gives a lease back so the job is picked up at once (by this or another

@@ -187,6 +187,12 @@ CREATE TABLE ig_job_warnings (
     PRIMARY KEY (job_id, seq, n)
 );
 "#,
+    // 6: failed attempts at a job's work, so that work failing the same
+    // way again and again ends (counted across restarts and replicas).
+    r#"
+ALTER TABLE ig_jobs ADD COLUMN attempts BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE ig_jobs ADD COLUMN last_error TEXT;
+"#,
 ];
 
 fn fill(sql: &str, dialect: Dialect) -> String {

@@ -28,3 +28,4 @@ mod references;
 mod replicas;
 mod upserts;
 mod validation;
+mod work;
