@@ -29,6 +29,7 @@ use subtle::ConstantTimeEq;
 use super::layout::{self, Ctx, Nav};
 use super::{Fail, PageResult, Shown};
 use crate::keys::{self, KeyRecord};
+use crate::service::limits::Class;
 use crate::service::{self, App, sessions};
 
 /// The session cookie.
@@ -182,7 +183,10 @@ impl FromRequestParts<Arc<App>> for Signed {
     async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Signed, Response> {
         let jar = CookieJar::from_headers(&parts.headers);
         match load(app, &jar).await {
-            Ok(Some(s)) => Ok(s),
+            Ok(Some(s)) => match over_rate(app, parts, &s.key) {
+                Some(refused) => Err(refused),
+                None => Ok(s),
+            },
             Ok(None) if parts.uri.path().starts_with("/console/") => {
                 Err(super::ScriptFail(Shown::new(
                     StatusCode::UNAUTHORIZED,
@@ -205,6 +209,52 @@ impl FromRequestParts<Arc<App>> for Signed {
             Err(p) => Err(Fail(p).into_response()),
         }
     }
+}
+
+/// Counts a signed-in request against its key's rate limits, the same
+/// budget the API draws on (an upload from the console is an upload).
+/// Over the limit, the answer: `429` with `Retry-After`, as JSON for the
+/// page's script and as a page otherwise.
+fn over_rate(app: &App, parts: &Parts, key: &KeyRecord) -> Option<Response> {
+    let upload = parts.method == axum::http::Method::POST
+        && parts.uri.path().starts_with("/console/import/");
+    let class = if upload {
+        Class::Uploads
+    } else {
+        Class::Requests
+    };
+    let decision = app.limiter.count(&key.id, class)?;
+    if decision.allowed {
+        return None;
+    }
+    let shown = Shown::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "rate_limited",
+        "Too many requests",
+        format!(
+            "this key may make {} {} a minute; try again in {} s",
+            decision.limit,
+            class.name(),
+            decision.reset
+        ),
+    );
+    let mut resp = if parts.uri.path().starts_with("/console/") {
+        super::ScriptFail(shown).into_response()
+    } else {
+        Fail(shown).into_response()
+    };
+    let h = resp.headers_mut();
+    if let Ok(v) = axum::http::HeaderValue::from_str(&decision.reset.max(1).to_string()) {
+        h.insert(header::RETRY_AFTER, v);
+    }
+    if upload {
+        // The upload's body is left unread.
+        h.insert(
+            header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    Some(resp)
 }
 
 /// Anyone: a signed-in person or nobody yet.

@@ -42,7 +42,15 @@ impl FromRequestParts<Arc<App>> for Caller {
                 *slot.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(decision);
             }
             if !decision.allowed {
-                return Err(decision.problem());
+                let refused = decision.problem();
+                // An upload refused here leaves its body unread: the
+                // connection cannot carry another request.
+                return Err(match class {
+                    Class::Uploads => {
+                        refused.header(axum::http::header::CONNECTION, "close".to_string())
+                    }
+                    Class::Requests => refused,
+                });
             }
         }
         Ok(Caller(record))

@@ -81,7 +81,7 @@ async fn create(State(app): State<Arc<App>>, body: Bytes) -> ApiResult<Response>
         claim_token: token,
         state: r.state,
     };
-    Ok((StatusCode::CREATED, Json(body)).into_response())
+    Ok((StatusCode::CREATED, super::NO_STORE, Json(body)).into_response())
 }
 
 /// Key requests (admins), newest first, 500 at most.
@@ -192,7 +192,7 @@ async fn claim_route(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     Params(q): Params<ClaimParams>,
-) -> ApiResult<Json<KeyRequestView>> {
+) -> ApiResult<Response> {
     let token = q
         .claim_token
         .ok_or_else(|| Problem::invalid_parameter("claim_token", "claim_token is required"))?;
@@ -200,7 +200,7 @@ async fn claim_route(
     let names = app.names().await?;
     let mut body = KeyRequestView::new(&r, &names);
     body.key = secret;
-    Ok(Json(body))
+    Ok((super::NO_STORE, Json(body)).into_response())
 }
 
 #[derive(Debug, Deserialize)]

@@ -71,7 +71,7 @@ async fn create(
         key_view: KeyView::new(&record),
         key: secret,
     };
-    Ok((StatusCode::CREATED, Json(body)).into_response())
+    Ok((StatusCode::CREATED, super::NO_STORE, Json(body)).into_response())
 }
 
 /// Every key (admins), people masked.

@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod modules;
 pub mod openapi;
 pub mod problem;
+pub mod request_id;
 pub mod views;
 
 use std::sync::Arc;
@@ -62,7 +63,15 @@ pub fn layered(routes: Router<Arc<App>>) -> Router<Arc<App>> {
         }))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        // Outermost: an id from the client that is not short and plain is
+        // dropped before a fresh one is made and anything logs it.
+        .layer(axum::middleware::from_fn(request_id::sanitize))
 }
+
+/// For every answer that carries a key or a claim token: no cache on the
+/// way may keep it.
+pub const NO_STORE: [(axum::http::HeaderName, &str); 1] =
+    [(axum::http::header::CACHE_CONTROL, "no-store")];
 
 /// `Prefer: wait=N` (seconds, at most 60), if the request asks for it.
 pub fn prefer_wait(headers: &HeaderMap) -> Option<Duration> {

@@ -43,6 +43,12 @@ pub async fn make_move(app: &App, actor: &KeyRecord, req: MoveRequest<'_>) -> Re
         ));
     }
     let job = jobs::get(app, actor, req.job_id).await?;
+    if past_approval_limit(app, &job) {
+        // The sweep has not come by yet; the limit holds all the same.
+        super::work::expire(app, &job.id).await?;
+        let now = jobs::get(app, actor, req.job_id).await?;
+        return Err(Error::job_state(&now, req.event));
+    }
     check_etag(&job, req.if_match)?;
     let after = gate::apply(
         &job,
@@ -101,6 +107,13 @@ async fn orphan_warnings(app: &App, job: &Job) -> Result<Vec<Warning>> {
     };
     let found = references::orphans(&mut c.conn(), &stage, &referrers, false, 0).await?;
     Ok(found.iter().map(references::Orphans::warning).collect())
+}
+
+/// Whether a job waiting at the gate has waited past the approval time
+/// limit (it expires whether or not the sweep has run).
+fn past_approval_limit(app: &App, job: &Job) -> bool {
+    let limit = chrono::Duration::seconds(app.settings.limits.approval_secs);
+    crate::ledger::next(job.state, Move::Expire).is_some() && store::now() - job.updated_at >= limit
 }
 
 /// `If-Match` must name the job's current version when it is given.

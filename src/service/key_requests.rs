@@ -100,7 +100,11 @@ pub async fn list(
 ) -> Result<Vec<KeyRequest>> {
     admin_only(actor)?;
     let mut c = app.db.acquire().await?;
-    Ok(store::key_requests::list(&mut c.conn(), pending_only, limit).await?)
+    let list = store::key_requests::list(&mut c.conn(), pending_only, limit).await?;
+    Ok(list
+        .into_iter()
+        .filter(|r| super::keys::within_scope(actor, &r.modules).is_ok())
+        .collect())
 }
 
 fn not_pending(r: &KeyRequest) -> Error {
@@ -126,6 +130,9 @@ pub async fn decide(
     let r = store::key_requests::get(&mut c.conn(), id)
         .await?
         .ok_or_else(|| Error::not_found("key request", id))?;
+    if approve {
+        super::keys::within_scope(actor, &r.modules)?;
+    }
     let to = if approve {
         RequestState::Approved
     } else {

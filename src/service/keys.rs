@@ -104,25 +104,58 @@ pub async fn issue(app: &App, new: &NewKey) -> Result<(KeyRecord, String)> {
     Ok((record, key.secret))
 }
 
+/// An admin with a module scope manages keys only within it (API.md
+/// section 1): it cannot make, approve or widen a key beyond its modules,
+/// nor give `*`.
+pub fn within_scope(actor: &KeyRecord, modules: &[String]) -> Result<()> {
+    let Some(own) = actor.scope() else {
+        return Ok(());
+    };
+    let outside: Vec<&str> = modules
+        .iter()
+        .filter(|m| *m == "*" || !own.contains(m))
+        .map(String::as_str)
+        .collect();
+    if outside.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Forbidden(format!(
+            "this admin key covers only {}; it cannot give a key {}",
+            own.join(", "),
+            outside.join(", ")
+        )))
+    }
+}
+
 /// An admin creates a key: its record and the secret, shown once.
 pub async fn create(app: &App, actor: &KeyRecord, new: &NewKey) -> Result<(KeyRecord, String)> {
     admin_only(actor)?;
+    within_scope(actor, &new.modules)?;
     let (record, secret) = issue(app, new).await?;
     tracing::info!(key_id = %record.id, by = %actor.id, role = new.role.as_str(), "key created");
     Ok((record, secret))
 }
 
-/// Every key (admins).
+/// Every key an admin manages: all of them, or for an admin with a module
+/// scope those within it.
 pub async fn list(app: &App, actor: &KeyRecord) -> Result<Vec<KeyRecord>> {
     admin_only(actor)?;
     let mut c = app.db.acquire().await?;
-    Ok(store::keys::list(&mut c.conn()).await?)
+    let keys = store::keys::list(&mut c.conn()).await?;
+    Ok(keys
+        .into_iter()
+        .filter(|k| within_scope(actor, &k.modules).is_ok())
+        .collect())
 }
 
 /// Revokes a key (admins); it stops working at once.
 pub async fn revoke(app: &App, actor: &KeyRecord, id: &str) -> Result<KeyRecord> {
     admin_only(actor)?;
     let mut c = app.db.acquire().await?;
+    let target = store::keys::get(&mut c.conn(), id)
+        .await?
+        .ok_or_else(|| Error::not_found("key", id))?;
+    within_scope(actor, &target.modules)?;
     if !store::keys::revoke(&mut c.conn(), id).await? {
         return Err(Error::not_found("key", id));
     }

@@ -16,6 +16,7 @@ mod formats;
 mod fuzz_harness;
 mod fuzz_regressions;
 mod gate;
+mod hardening;
 mod hostile;
 mod idempotency;
 mod key_requests;

@@ -1,0 +1,247 @@
+//! Hardening, round two (issue 17): each attack or fault found, reproduced
+//! against the real service, and what holds now.
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::common::{problem, spawn_app, spawn_app_with};
+use crate::console::Console;
+
+const CUSTOMERS: &str = "customer_name,wa_number\nBudi Santoso,081200000001\n";
+
+/// Item 4: invented HTTP methods no longer make metric series.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metric_labels_come_from_known_sets_only() {
+    let app = spawn_app().await;
+    for i in 0..30 {
+        let method = reqwest::Method::from_bytes(format!("INVENTED{i}").as_bytes()).unwrap();
+        let _ = app
+            .client
+            .request(method, app.url("/api/jobs"))
+            .send()
+            .await
+            .unwrap();
+    }
+    let text = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!text.contains("INVENTED"), "a client's method is no label");
+    assert!(text.contains("method=\"other\""), "counted as other");
+}
+
+/// Item 12: a request id a client forges into log lines is replaced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_request_id_is_replaced_and_a_plain_one_kept() {
+    let app = spawn_app().await;
+    let id_of = |resp: &reqwest::Response| {
+        resp.headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let forged = "x\" job=job_1 event=approve by=admin";
+    let resp = app
+        .client
+        .get(app.url("/healthz"))
+        .header("X-Request-Id", forged)
+        .send()
+        .await
+        .unwrap();
+    let got = id_of(&resp);
+    assert!(!got.is_empty() && got != forged, "{got}");
+    assert!(got.len() <= 64 && !got.contains(' '));
+    let resp = app
+        .client
+        .get(app.url("/healthz"))
+        .header("X-Request-Id", "batch-7.row_2")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(id_of(&resp), "batch-7.row_2");
+}
+
+/// Item 13: answers that carry a key or a claim token are not cached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_with_a_key_or_claim_token_say_no_store() {
+    let app = spawn_app().await;
+    let no_store = |resp: &reqwest::Response| {
+        resp.headers()
+            .get("cache-control")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("no-store"))
+    };
+    let resp = app
+        .client
+        .post(app.url("/api/keys"))
+        .header("X-API-Key", &app.admin)
+        .json(&json!({"name": "Budi Santoso", "role": "submitter"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    assert!(no_store(&resp), "a new key");
+    let resp = app
+        .client
+        .post(app.url("/api/key-requests"))
+        .json(&json!({"name": "Rina Kusuma", "email": "rina@contoh.co.id",
+                      "role": "submitter", "reason": "reports"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    assert!(no_store(&resp), "a claim token");
+    let body: serde_json::Value = resp.json().await.unwrap();
+    let claim = format!(
+        "/api/key-requests/{}?claim_token={}",
+        body["id"].as_str().unwrap(),
+        body["claim_token"].as_str().unwrap()
+    );
+    let resp = app.client.get(app.url(&claim)).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(no_store(&resp), "the collection page of a key");
+}
+
+/// Item 14: the approval limit holds before the sweep comes by.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_past_its_approval_limit_cannot_be_approved_before_the_sweep() {
+    let app = spawn_app_with(|s| {
+        s.limits.approval_secs = 1;
+        s.expiry_sweep_ms = 3_600_000;
+    })
+    .await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let job = app.upload(&sub, "customers", "", CUSTOMERS).await;
+    let id = job["id"].as_str().unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
+    let body = problem(
+        app.act(&apr, id, "approve", None).await,
+        StatusCode::CONFLICT,
+        "invalid_state",
+    )
+    .await;
+    assert_eq!(body["state"], "expired");
+    assert_eq!(app.job(&sub, id).await["state"], "expired");
+    assert_eq!(app.count("uc_scrm_customers").await, 0);
+}
+
+/// Item 15: every way a spreadsheet finds a formula is neutralised in the
+/// CSV error report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_error_report_neutralises_hidden_formulas() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let cells = [";=1+1", " =1+1", "\u{a0}=1+1", "＝1+1"];
+    let mut csv = String::from("customer_name,wa_number,consumable_cycle_days\n");
+    for (i, c) in cells.iter().enumerate() {
+        csv.push_str(&format!("Budi,08120000000{i},\"{c}\"\n"));
+    }
+    let job = app.upload(&sub, "customers", "", &csv).await;
+    let id = job["id"].as_str().unwrap();
+    let report = app
+        .get(&sub, &format!("/api/jobs/{id}/errors?format=csv"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let mut reader = csv::Reader::from_reader(report.as_bytes());
+    let values: Vec<String> = reader
+        .records()
+        .map(|r| r.unwrap()[2].to_string())
+        .collect();
+    assert_eq!(values.len(), cells.len(), "{report}");
+    for (got, cell) in values.iter().zip(cells) {
+        assert_eq!(got, &format!("'{cell}"), "{report}");
+    }
+}
+
+/// Item 17: a 429 on an upload says the connection closes (its body is
+/// left unread).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limited_upload_closes_its_connection() {
+    let app = spawn_app_with(|s| s.limits.uploads_per_minute = 1).await;
+    let sub = app.submitter().await;
+    let first = app
+        .upload_raw(&sub, "customers", "", "text/csv", CUSTOMERS)
+        .await;
+    assert_eq!(first.status(), StatusCode::ACCEPTED);
+    let second = app
+        .upload_raw(&sub, "customers", "", "text/csv", CUSTOMERS)
+        .await;
+    assert_eq!(second.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        second
+            .headers()
+            .get("connection")
+            .and_then(|v| v.to_str().ok()),
+        Some("close")
+    );
+}
+
+/// Item 6: an admin with a module scope keeps the keys it makes within it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_scoped_admin_cannot_mint_a_wider_key() {
+    let app = spawn_app().await;
+    let (scoped, _) = app.key("Dewi Anggraini", "admin", &["customers"]).await;
+    let create = |modules: serde_json::Value| {
+        app.client
+            .post(app.url("/api/keys"))
+            .header("X-API-Key", &scoped)
+            .json(&json!({"name": "Agus Setiawan", "role": "admin", "modules": modules}))
+            .send()
+    };
+    for wider in [
+        json!(["*"]),
+        json!(["orders"]),
+        json!(["customers", "orders"]),
+    ] {
+        problem(
+            create(wider).await.unwrap(),
+            StatusCode::FORBIDDEN,
+            "forbidden",
+        )
+        .await;
+    }
+    let resp = create(json!(["customers"])).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    // It sees, and revokes, only keys within its scope.
+    let keys = app.get_json(&scoped, "/api/keys").await;
+    assert!(
+        keys["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|k| k["modules"] == json!(["customers"])),
+        "{keys}"
+    );
+}
+
+/// Item 5: the console draws on the same per-key limits as the API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_uploads_count_against_the_api_limit() {
+    let app = spawn_app_with(|s| s.limits.uploads_per_minute = 2).await;
+    let sub = app.submitter().await;
+    let mut c = Console::new(&app);
+    c.sign_in(&sub).await;
+    let resp = c.upload("customers", CUSTOMERS).await;
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    let api = app
+        .upload_raw(&sub, "customers", "", "text/csv", CUSTOMERS)
+        .await;
+    assert_eq!(api.status(), StatusCode::ACCEPTED);
+    let resp = c.upload("customers", CUSTOMERS).await;
+    assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(resp.headers().contains_key("retry-after"));
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["code"], "rate_limited");
+    let api = app
+        .upload_raw(&sub, "customers", "", "text/csv", CUSTOMERS)
+        .await;
+    assert_eq!(api.status(), StatusCode::TOO_MANY_REQUESTS);
+}
