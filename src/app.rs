@@ -27,7 +27,9 @@ impl App {
             wait_for_signal().await;
             let _ = app.shutdown.send(true);
         });
-        axum::serve(listener, router)
+        // The client's address: key requests are limited per address.
+        let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
+        axum::serve(listener, service)
             .with_graceful_shutdown(async move {
                 let _ = stop.wait_for(|s| *s).await;
             })

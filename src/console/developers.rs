@@ -8,7 +8,9 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Form, State};
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, Form, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -231,6 +233,7 @@ struct RequestForm {
 
 async fn request(
     State(app): State<Arc<App>>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
     visitor: Visitor,
     jar: CookieJar,
     headers: HeaderMap,
@@ -240,6 +243,7 @@ async fn request(
     let ctx = Ctx::new(&app, Nav::Developers, visitor.0.as_ref());
     let asked = key_requests::submit(
         &app,
+        &client.ip().to_string(),
         Ask {
             name: form.name,
             email: form.email,

@@ -73,7 +73,7 @@ async fn render(
     status: StatusCode,
 ) -> PageResult {
     let keys = service::keys::list(app, &signed.key).await?;
-    let requests = key_requests::list(app, &signed.key, false, 200).await?;
+    let requests = key_requests::list(app, &signed.key, false, None, 200).await?;
     let names = app.names().await?;
     let ctx = signed.ctx(app, Nav::Keys);
     let pending = requests

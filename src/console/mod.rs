@@ -156,6 +156,7 @@ impl From<service::Error> for Shown {
             E::IdempotencyReused => (StatusCode::UNPROCESSABLE_ENTITY, "Idempotency key reused"),
             E::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "File too large"),
             E::AlreadyCollected { .. } => (StatusCode::GONE, "The key was already collected"),
+            E::TooMany { .. } => (StatusCode::TOO_MANY_REQUESTS, "Too many requests"),
             E::Store(_) | E::Internal(_) => {
                 // The detail goes to the log, not to the person.
                 tracing::error!(error = %e, "internal error");

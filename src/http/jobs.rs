@@ -10,7 +10,6 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Map, Value as JsonValue};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -483,22 +482,27 @@ mod tests {
 
 /// The optional `{"comment": "..."}` body of a gate move (and of a
 /// decision on a key request): the comment's text, checked by the service.
+/// A body that is no such object is `400`; a comment that is not a string
+/// is `422` naming it.
 pub fn comment(body: &Bytes) -> ApiResult<Option<String>> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    let v: Map<String, JsonValue> = serde_json::from_slice(body).map_err(|e| {
-        Problem::bad_request(format!(
-            "the body must be a JSON object like {{\"comment\": \"…\"}}: {e}"
-        ))
-    })?;
-    match v.get("comment") {
-        None | Some(JsonValue::Null) => Ok(None),
-        Some(JsonValue::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(Problem::invalid_parameter(
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let parsed: Result<CommentBody, _> = serde_path_to_error::deserialize(&mut de);
+    match parsed {
+        Ok(b) if de.end().is_ok() => Ok(b.comment),
+        Ok(_) => Err(Problem::bad_request(
+            "the body must be one JSON object like {\"comment\": \"…\"}",
+        )),
+        Err(e) if e.path().to_string() == "comment" => Err(Problem::invalid_parameter(
             "comment",
             "comment must be a string",
         )),
+        Err(e) => Err(Problem::bad_request(format!(
+            "the body must be a JSON object like {{\"comment\": \"…\"}}: {}",
+            e.into_inner()
+        ))),
     }
 }
 

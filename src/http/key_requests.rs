@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -61,8 +63,13 @@ pub struct NewRequest {
         (status = 201, description = "Recorded; the claim token is shown this once", body = KeyRequestCreated),
         (status = 400, description = "`bad_request`: the body is not such an object"),
         (status = 422, description = "`invalid_parameter`: a name, email, role, module or reason that cannot be"),
+        (status = 429, description = "`rate_limited`: 10 requests an hour from one address, or 200 pending in all"),
     ))]
-async fn create(State(app): State<Arc<App>>, body: Bytes) -> ApiResult<Response> {
+async fn create(
+    State(app): State<Arc<App>>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    body: Bytes,
+) -> ApiResult<Response> {
     let req: NewRequest = serde_json::from_slice(&body).map_err(|e| {
         Problem::bad_request(format!(
             "the body must be {{\"name\", \"email\", \"role\", \"modules\"?, \"reason\"}}: {e}"
@@ -75,7 +82,7 @@ async fn create(State(app): State<Arc<App>>, body: Bytes) -> ApiResult<Response>
         modules: req.modules.unwrap_or_default(),
         reason: req.reason,
     };
-    let (r, token) = key_requests::submit(&app, ask).await?;
+    let (r, token) = key_requests::submit(&app, &client.ip().to_string(), ask).await?;
     let body = KeyRequestCreated {
         id: r.id,
         claim_token: token,
@@ -84,9 +91,13 @@ async fn create(State(app): State<Arc<App>>, body: Bytes) -> ApiResult<Response>
     Ok((StatusCode::CREATED, super::NO_STORE, Json(body)).into_response())
 }
 
-/// Key requests (admins), newest first, 500 at most.
+/// Key requests (admins), newest first, a page at a time.
 #[utoipa::path(get, path = "/api/key-requests", operation_id = "list_key_requests", tag = "key requests",
-    params(("state" = Option<String>, Query, description = "`pending`, or `any` (the default)", pattern = "^(pending|any)$")),
+    params(
+        ("state" = Option<String>, Query, description = "`pending`, or `any` (the default)", pattern = "^(pending|any)$"),
+        ("limit" = Option<i64>, Query, description = "Requests a page (default 50)", minimum = 0, maximum = 200),
+        ("cursor" = Option<String>, Query, description = "`next_cursor` of the page before"),
+    ),
     responses(
         (status = 200, description = "The requests", body = KeyRequestList),
         (status = 403, description = "`forbidden`: not an admin key"),
@@ -99,13 +110,39 @@ async fn list(
 ) -> ApiResult<Json<KeyRequestList>> {
     service::admin_only(&caller.0)?;
     let pending_only = q.state == Some(Which::Pending);
-    let list = key_requests::list(&app, &caller.0, pending_only, 500).await?;
+    let limit = match q.limit {
+        None => 50,
+        Some(n) if (0..=200).contains(&n) => n.max(1),
+        Some(_) => {
+            return Err(Problem::invalid_parameter(
+                "limit",
+                "limit must be a whole number from 0 to 200",
+            ));
+        }
+    };
+    let mut list = key_requests::list(
+        &app,
+        &caller.0,
+        pending_only,
+        q.cursor.as_deref(),
+        limit + 1,
+    )
+    .await?;
+    let next_cursor = if list.len() as i64 > limit {
+        list.truncate(limit as usize);
+        list.last().map(|r| r.id.clone())
+    } else {
+        None
+    };
     let names = app.names().await?;
     let requests = list
         .iter()
         .map(|r| KeyRequestView::new(r, &names))
         .collect();
-    Ok(Json(KeyRequestList { requests }))
+    Ok(Json(KeyRequestList {
+        requests,
+        next_cursor,
+    }))
 }
 
 /// Which requests a list shows.
@@ -119,6 +156,8 @@ enum Which {
 #[derive(Debug, Deserialize)]
 struct ListParams {
     state: Option<Which>,
+    limit: Option<i64>,
+    cursor: Option<String>,
 }
 
 async fn decision(

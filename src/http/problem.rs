@@ -349,6 +349,13 @@ impl From<ServiceError> for Problem {
                 "The key was already collected",
                 detail,
             ),
+            ServiceError::TooMany { retry_after, .. } => Problem::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                Code::RateLimited,
+                "Too many requests",
+                detail,
+            )
+            .header(header::RETRY_AFTER, retry_after.max(1).to_string()),
             ServiceError::Store(_) | ServiceError::Internal(_) => Problem::internal(detail),
         }
     }

@@ -437,13 +437,14 @@ pub struct KeyRequestCreated {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct KeyRequestList {
     pub requests: Vec<KeyRequestView>,
+    /// The `cursor` of the next page; null on the last.
+    pub next_cursor: Option<String>,
 }
 
 /// The optional body of a gate move or a decision on a key request.
-#[derive(ToSchema)]
-#[allow(dead_code)]
+#[derive(Debug, Default, serde::Deserialize, ToSchema)]
 pub struct CommentBody {
     /// Why (`reject` and `rollback` should say).
     #[schema(max_length = 2000)]
-    comment: Option<String>,
+    pub comment: Option<String>,
 }

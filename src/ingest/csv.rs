@@ -1,12 +1,14 @@
 //! CSV: the `csv` crate does the parsing (quotes, embedded newlines, CRLF);
 //! this module adds what spreadsheet exports need around it: a UTF-8 BOM,
-//! UTF-16 (by its BOM) and legacy encodings (`?encoding=`), delimiter detection, and row numbers that count records, not lines: a
-//! quoted field spanning lines is one row, as a spreadsheet shows it. (Fully
-//! blank lines are skipped by the parser and do not count; spreadsheets
-//! export blank rows as `,,,`, which do count and are then skipped.)
+//! UTF-16 (by its BOM) and legacy encodings (`?encoding=`), delimiter
+//! detection, and row numbers as a spreadsheet shows them: a quoted field
+//! spanning lines is one row, and a blank line is a row too (counted by
+//! [`super::blank_lines`], not checked), as are `,,,` rows (counted, then
+//! skipped as no data).
 
 use std::io::{Cursor, Read};
 
+use super::blank_lines::BlankLines;
 use super::budget::{Budget, HEADER_BYTES, over_budget, record_bytes};
 use super::decode::{DecodeReader, bom, decode_failure, encoding_for};
 use super::{Cell, FileError, Options, RawRow, RowSource, read_error};
@@ -33,7 +35,7 @@ pub fn open(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource
     }
     // The first bytes are in memory already; the rest counts per record.
     let budget = Budget::new(HEADER_BYTES);
-    let input = Cursor::new(prefix).chain(budget.reader(reader));
+    let input = BlankLines::new(Cursor::new(prefix).chain(budget.reader(reader)), delimiter);
     let mut csv = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -64,6 +66,8 @@ pub fn open(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource
         .collect::<Result<Vec<_>, _>>()?;
     let cap = record_bytes(options);
     budget.next_record(cap);
+    // The header is row 1 whatever blank lines come before it.
+    csv.get_mut().blanks_before_next();
     let rows = Rows {
         csv,
         record,
@@ -180,7 +184,7 @@ fn csv_error(e: &csv::Error) -> FileError {
 }
 
 struct Rows<R: Read> {
-    csv: csv::Reader<R>,
+    csv: csv::Reader<BlankLines<R>>,
     /// One record buffer reused for every row.
     record: csv::ByteRecord,
     width: usize,
@@ -207,8 +211,11 @@ impl<R: Read> Iterator for Rows<R> {
                 Ok(true) => {}
             }
             self.budget.next_record(self.cap);
-            // Record 0 is the header, shown as row 1.
-            let row = self.record.position().map(|p| p.record()).unwrap_or(0) + 1;
+            // The header is row 1. A record is the next row, as a
+            // spreadsheet shows it: a quoted field spanning lines stays one
+            // row, and each blank line the reader skipped before it (a
+            // spreadsheet shows it as an empty row) counts as one.
+            let row = self.last_row + 1 + self.csv.get_mut().blanks_before_next();
             self.last_row = row;
             // A row of empty cells (",,,") is what spreadsheets export for
             // blank rows: it is not data.
@@ -270,10 +277,12 @@ mod tests {
 
     #[test]
     fn row_numbers_match_a_spreadsheet() {
-        let (_, rows) = read(b"a,b\r\n1,\"two\nlines\"\r\n\r\n,\n3,4\r\n");
+        let (_, rows) = read(b"a,b\r\n1,\"two\nlines\"\r\n\r\n,\n3,4\r\n\n\n5,\"x\r\ny\"\n6,7\n");
         let numbers: Vec<u64> = rows.iter().map(|r| r.row).collect();
-        // Row 2 spans two lines; the blank line is no row; row 3 is empty cells.
-        assert_eq!(numbers, vec![2, 4]);
+        // Row 2 spans two lines; row 3 is a blank line and row 4 empty
+        // cells (counted, not data); rows 6 and 7 are blank lines; row 8
+        // spans two lines.
+        assert_eq!(numbers, vec![2, 5, 8, 9]);
     }
 
     #[test]

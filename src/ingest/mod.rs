@@ -6,6 +6,7 @@
 //! hold one record at a time, never the whole file.
 
 pub mod biff;
+pub mod blank_lines;
 pub mod budget;
 pub mod csv;
 pub mod decode;

@@ -66,6 +66,9 @@ pub enum Error {
         "the key of {id} was handed out once and is not kept; ask an admin to revoke it if it was not you"
     )]
     AlreadyCollected { id: String },
+    /// Too many requests of a kind, from a client or in all.
+    #[error("{message}")]
+    TooMany { message: String, retry_after: u64 },
     /// The database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -135,6 +138,7 @@ impl Error {
             Error::IdempotencyReused => "idempotency_key_reused",
             Error::TooLarge { .. } => "too_large",
             Error::AlreadyCollected { .. } => "already_collected",
+            Error::TooMany { .. } => "rate_limited",
             Error::Store(_) | Error::Internal(_) => "internal",
         }
     }

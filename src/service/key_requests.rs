@@ -56,8 +56,43 @@ fn check_reason(reason: &str) -> Result<()> {
     Ok(())
 }
 
-/// Records a request (anyone); gives it and the claim token (shown once).
-pub async fn submit(app: &App, ask: Ask) -> Result<(KeyRequest, String)> {
+/// Requests one client address may make in an hour, refused ones included.
+pub const PER_CLIENT_HOUR: i64 = 10;
+/// Requests waiting for a decision, in all, past which new ones wait.
+pub const MOST_PENDING: i64 = 200;
+
+/// Counts a request from `client` (its address) against the limits of
+/// API.md section 7: at most [`PER_CLIENT_HOUR`] an hour from one address
+/// (refused ones included), and at most [`MOST_PENDING`] waiting in all.
+async fn within_limits(app: &App, client: &str) -> Result<()> {
+    let now = store::now();
+    let mut c = app.db.acquire().await?;
+    let made =
+        store::key_requests::attempt(&mut c.conn(), client, now, now - chrono::Duration::hours(1))
+            .await?;
+    if made > PER_CLIENT_HOUR {
+        return Err(Error::TooMany {
+            message: format!(
+                "at most {PER_CLIENT_HOUR} key requests an hour from one address; try again later"
+            ),
+            retry_after: 3600,
+        });
+    }
+    if store::key_requests::pending_count(&mut c.conn()).await? >= MOST_PENDING {
+        return Err(Error::TooMany {
+            message: format!(
+                "{MOST_PENDING} key requests already wait for an admin; try again later"
+            ),
+            retry_after: 3600,
+        });
+    }
+    Ok(())
+}
+
+/// Records a request (anyone, from the client address `client`); gives it
+/// and the claim token (shown once).
+pub async fn submit(app: &App, client: &str, ask: Ask) -> Result<(KeyRequest, String)> {
+    within_limits(app, client).await?;
     let modules = if ask.modules.is_empty() {
         vec!["*".to_string()]
     } else {
@@ -91,16 +126,18 @@ pub async fn submit(app: &App, ask: Ask) -> Result<(KeyRequest, String)> {
     Ok((r, token))
 }
 
-/// Key requests (admins), newest first, at most `limit`.
+/// Key requests (admins), newest first, a page of at most `limit` older
+/// than `cursor` (an id) when given.
 pub async fn list(
     app: &App,
     actor: &KeyRecord,
     pending_only: bool,
+    cursor: Option<&str>,
     limit: i64,
 ) -> Result<Vec<KeyRequest>> {
     admin_only(actor)?;
     let mut c = app.db.acquire().await?;
-    let list = store::key_requests::list(&mut c.conn(), pending_only, limit).await?;
+    let list = store::key_requests::list(&mut c.conn(), pending_only, cursor, limit).await?;
     Ok(list
         .into_iter()
         .filter(|r| super::keys::within_scope(actor, &r.modules).is_ok())

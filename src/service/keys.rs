@@ -45,6 +45,24 @@ impl NewKey {
                 "modules must list module keys or \"*\"",
             ));
         }
+        // A list longer than the catalog can only be repeats: refused
+        // before anything is looked at (a request is open to anyone).
+        let most = app.catalog.modules().len() + 1;
+        if modules.len() > most {
+            return Err(Error::invalid(
+                "modules",
+                format!(
+                    "modules lists {} entries; there are {} modules",
+                    modules.len(),
+                    most - 1
+                ),
+            ));
+        }
+        let mut seen = std::collections::HashSet::new();
+        let modules: Vec<String> = modules
+            .into_iter()
+            .filter(|m| seen.insert(m.clone()))
+            .collect();
         for m in &modules {
             if m != "*" && app.catalog.get(m).is_none() {
                 return Err(Error::invalid("modules", format!("{m:?} is not a module")));

@@ -336,6 +336,8 @@ pub async fn purge(app: &App) -> Result<()> {
     let n = store::blobs::purge_orphans(&mut c.conn(), before).await?;
     // Idempotency keys answer for 24 hours; keep a day more for late retries' 422.
     store::idempotency::purge(&mut c.conn(), now() - chrono::Duration::hours(48)).await?;
+    // Key request attempts count for an hour.
+    store::key_requests::purge_attempts(&mut c.conn(), now() - chrono::Duration::hours(1)).await?;
     if n > 0 {
         info!(chunks = n, "dropped chunks of unfinished uploads");
     }

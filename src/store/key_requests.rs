@@ -62,14 +62,48 @@ pub async fn get(conn: &mut Conn<'_>, id: &str) -> Result<Option<KeyRequest>> {
 }
 
 /// Requests, newest first; only pending ones when `pending_only`.
-pub async fn list(conn: &mut Conn<'_>, pending_only: bool, limit: i64) -> Result<Vec<KeyRequest>> {
-    let filter = if pending_only {
-        "WHERE state = 'pending' "
+/// Requests, newest first, older than `before` (an id) when given.
+pub async fn list(
+    conn: &mut Conn<'_>,
+    pending_only: bool,
+    before: Option<&str>,
+    limit: i64,
+) -> Result<Vec<KeyRequest>> {
+    let pending = if pending_only {
+        " AND state = 'pending'"
     } else {
         ""
     };
-    let sql = format!("SELECT {COLUMNS} FROM ig_key_requests {filter}ORDER BY id DESC LIMIT $1");
-    on_conn!(conn, c => sqlx::query(&sql).bind(limit).fetch_all(c).await?.iter().map(record).collect())
+    let sql = format!(
+        "SELECT {COLUMNS} FROM ig_key_requests WHERE id < $1{pending} ORDER BY id DESC LIMIT $2"
+    );
+    // Every id sorts before `~`.
+    let before = before.unwrap_or("~");
+    on_conn!(conn, c => sqlx::query(&sql).bind(before).bind(limit)
+        .fetch_all(c).await?.iter().map(record).collect())
+}
+
+/// Records a key request attempt from a client address, and how many it
+/// made since `since` (this one included).
+pub async fn attempt(
+    conn: &mut Conn<'_>,
+    client: &str,
+    at: DateTime<Utc>,
+    since: DateTime<Utc>,
+) -> Result<i64> {
+    on_conn!(conn, c => sqlx::query("INSERT INTO ig_request_attempts (client, at) VALUES ($1, $2)")
+        .bind(client).bind(at).execute(&mut *c).await.map(|r| r.rows_affected()))?;
+    Ok(on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT COUNT(*) FROM ig_request_attempts WHERE client = $1 AND at > $2")
+        .bind(client).bind(since).fetch_one(c).await)?)
+}
+
+/// Forgets attempts older than `before`.
+pub async fn purge_attempts(conn: &mut Conn<'_>, before: DateTime<Utc>) -> Result<u64> {
+    Ok(
+        on_conn!(conn, c => sqlx::query("DELETE FROM ig_request_attempts WHERE at < $1")
+        .bind(before).execute(c).await.map(|r| r.rows_affected()))?,
+    )
 }
 
 /// How many requests wait for a decision.

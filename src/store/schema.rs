@@ -193,6 +193,15 @@ CREATE TABLE ig_job_warnings (
 ALTER TABLE ig_jobs ADD COLUMN attempts BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE ig_jobs ADD COLUMN last_error TEXT;
 "#,
+    // 7: key requests asked by each client address (refused ones too), for
+    // the limit of API.md section 7; shared by every replica.
+    r#"
+CREATE TABLE ig_request_attempts (
+    client      TEXT NOT NULL,
+    at          {ts} NOT NULL
+);
+CREATE INDEX ig_request_attempts_client ON ig_request_attempts (client, at);
+"#,
 ];
 
 fn fill(sql: &str, dialect: Dialect) -> String {

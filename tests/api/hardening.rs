@@ -245,3 +245,98 @@ async fn console_uploads_count_against_the_api_limit() {
         .await;
     assert_eq!(api.status(), StatusCode::TOO_MANY_REQUESTS);
 }
+
+/// Item 18: a blank line is a row, as the spreadsheet shows it: the rows
+/// after it keep the numbers a person sees.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn row_numbers_count_blank_lines_as_a_spreadsheet_does() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let csv = "customer_name,wa_number,consumable_cycle_days\r\n\
+Budi,081200000001,7\r\n\
+\r\n\
+\"Sari\nWijaya\",081200000002,x\r\n\
+\n\
+Dewi,081200000003,y\n";
+    let job = app.upload(&sub, "customers", "", csv).await;
+    let id = job["id"].as_str().unwrap();
+    let errors = app.get_json(&sub, &format!("/api/jobs/{id}/errors")).await;
+    let rows: Vec<i64> = errors["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["row"].as_i64().unwrap())
+        .collect();
+    // Row 3 is blank; row 4 spans two lines; row 5 is blank.
+    assert_eq!(rows, [4, 6], "{errors}");
+    assert_eq!(
+        job["counts"]["rows"], 3,
+        "blank lines are counted, not checked"
+    );
+}
+
+/// Item 1: the key request endpoint takes anyone, so it is bounded: the
+/// modules list is checked and deduplicated, one address makes at most 10
+/// requests an hour (refused ones included), and the admin's list pages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_requests_are_bounded_per_address_and_listed_a_page_at_a_time() {
+    let app = spawn_app().await;
+    let ask = |modules: serde_json::Value| {
+        app.client
+            .post(app.url("/api/key-requests"))
+            .json(&json!({"name": "Rina Kusuma", "email": "rina@contoh.co.id",
+                          "role": "submitter", "modules": modules, "reason": "reports"}))
+            .send()
+    };
+    // 160,000 entries (the attack) are refused from their count.
+    let flood: Vec<&str> = std::iter::repeat_n("customers", 160_000).collect();
+    let body = problem(
+        ask(json!(flood)).await.unwrap(),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_parameter",
+    )
+    .await;
+    assert_eq!(body["parameter"], "modules");
+    // Repeats are removed.
+    let resp = ask(json!(["customers", "customers", "orders"]))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    let list = app.get_json(&app.admin, "/api/key-requests").await;
+    assert_eq!(
+        list["requests"][0]["modules"],
+        json!(["customers", "orders"])
+    );
+    // Ten an hour from one address, the refused one included: 8 more pass.
+    for _ in 0..8 {
+        assert_eq!(
+            ask(json!(["customers"])).await.unwrap().status(),
+            StatusCode::CREATED
+        );
+    }
+    let resp = ask(json!(["customers"])).await.unwrap();
+    assert!(resp.headers().contains_key("retry-after"));
+    problem(resp, StatusCode::TOO_MANY_REQUESTS, "rate_limited").await;
+    // Nine requests, listed four at a time.
+    let mut seen = Vec::new();
+    let mut path = "/api/key-requests?limit=4".to_string();
+    loop {
+        let page = app.get_json(&app.admin, &path).await;
+        let requests = page["requests"].as_array().unwrap();
+        assert!(requests.len() <= 4);
+        seen.extend(
+            requests
+                .iter()
+                .map(|r| r["id"].as_str().unwrap().to_string()),
+        );
+        match page["next_cursor"].as_str() {
+            Some(c) => path = format!("/api/key-requests?limit=4&cursor={c}"),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 9);
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.reverse();
+    assert_eq!(seen, sorted, "newest first, no repeats");
+}
