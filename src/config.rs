@@ -61,6 +61,11 @@ pub struct Settings {
     /// The wait after the first failed attempt; it doubles each time, up
     /// to five minutes.
     pub work_retry_ms: i64,
+    /// A key request not decided within this many seconds expires.
+    pub key_request_pending_secs: i64,
+    /// An approved key request not collected within this many seconds
+    /// expires.
+    pub key_request_collect_secs: i64,
     pub limits: Limits,
 }
 
@@ -79,6 +84,8 @@ impl Default for Settings {
             shutdown_grace_ms: 10_000,
             work_attempts: 5,
             work_retry_ms: 5_000,
+            key_request_pending_secs: 7 * 24 * 3600,
+            key_request_collect_secs: 72 * 3600,
             limits: Limits::default(),
         }
     }
@@ -99,6 +106,8 @@ pub struct FileSettings {
     pub shutdown_grace_seconds: Option<u64>,
     pub work_attempts: Option<i64>,
     pub work_retry_seconds: Option<f64>,
+    pub key_request_pending_days: Option<f64>,
+    pub key_request_collect_hours: Option<f64>,
     pub max_body_bytes: Option<u64>,
     pub max_rows: Option<u64>,
     pub max_columns: Option<usize>,
@@ -149,6 +158,12 @@ impl FileSettings {
         }
         if let Some(v) = self.work_retry_seconds {
             s.work_retry_ms = (v * 1000.0).max(1.0) as i64;
+        }
+        if let Some(v) = self.key_request_pending_days {
+            s.key_request_pending_secs = (v * 86_400.0).max(1.0) as i64;
+        }
+        if let Some(v) = self.key_request_collect_hours {
+            s.key_request_collect_secs = (v * 3600.0).max(1.0) as i64;
         }
         if let Some(v) = self.max_body_bytes {
             s.limits.body_bytes = v;

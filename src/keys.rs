@@ -132,26 +132,36 @@ pub enum RequestState {
     Denied,
     /// Approved, and the key was handed out (once).
     Collected,
+    /// Not decided within its time, or approved and not collected within
+    /// its time.
+    Expired,
+    /// Approved, then withdrawn by an admin before it was collected.
+    Withdrawn,
 }
 
 impl RequestState {
+    pub const ALL: [RequestState; 6] = [
+        RequestState::Pending,
+        RequestState::Approved,
+        RequestState::Denied,
+        RequestState::Collected,
+        RequestState::Expired,
+        RequestState::Withdrawn,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             RequestState::Pending => "pending",
             RequestState::Approved => "approved",
             RequestState::Denied => "denied",
             RequestState::Collected => "collected",
+            RequestState::Expired => "expired",
+            RequestState::Withdrawn => "withdrawn",
         }
     }
 
     pub fn parse(s: &str) -> Option<RequestState> {
-        match s {
-            "pending" => Some(RequestState::Pending),
-            "approved" => Some(RequestState::Approved),
-            "denied" => Some(RequestState::Denied),
-            "collected" => Some(RequestState::Collected),
-            _ => None,
-        }
+        RequestState::ALL.into_iter().find(|r| r.as_str() == s)
     }
 }
 

@@ -119,6 +119,7 @@ fn render(
             Some(Notice::Waiting(state)) => {
                 div.alert.alert-info role="status" {
                     @if *state == RequestState::Denied { "An admin denied this request. Ask them why, or send a new request." }
+                    @else if *state == RequestState::Expired { "Nobody decided on this request in time, so it expired. Send a new request." }
                     @else { "Your request waits for an admin. Try again later." }
                 }
             }

@@ -193,6 +193,16 @@ fn request_row(
                 }
             }
             td {
+                @if r.state == RequestState::Approved {
+                    details.action {
+                        summary class="btn btn-small btn-danger" { "Withdraw…" }
+                        form method="post" action=(format!("/keys/requests/{}/withdraw", r.id)) {
+                            input type="hidden" name="_csrf" value=(signed.csrf);
+                            p { "Withdraw this approval? The key has not been collected; it never will be." }
+                            button type="submit" class="btn btn-danger" { "Withdraw approval" }
+                        }
+                    }
+                }
                 @if r.state == RequestState::Pending {
                     div.action-list {
                         @for (decision, label, class) in [("approve", "Approve…", "btn-primary"), ("deny", "Deny…", "btn-danger")] {
@@ -318,12 +328,15 @@ async fn decide(
     Form(form): Form<DecideForm>,
 ) -> Result<Response, Fail> {
     signed.check_form(&headers, &form.csrf)?;
-    let approve = match decision.as_str() {
-        "approve" => true,
-        "deny" => false,
+    let done = match decision.as_str() {
+        "approve" | "deny" => {
+            let approve = decision == "approve";
+            key_requests::decide(&app, &signed.key, &id, approve, form.comment.as_deref()).await
+        }
+        "withdraw" => key_requests::withdraw(&app, &signed.key, &id).await,
         _ => return Err(service::Error::not_found("decision", &decision).into()),
     };
-    match key_requests::decide(&app, &signed.key, &id, approve, form.comment.as_deref()).await {
+    match done {
         Ok(_) => Ok(Redirect::to("/keys#requests-title").into_response()),
         Err(e @ service::Error::Forbidden(_)) => Err(e.into()),
         Err(e) => {

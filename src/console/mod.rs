@@ -157,6 +157,7 @@ impl From<service::Error> for Shown {
             E::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "File too large"),
             E::AlreadyCollected { .. } => (StatusCode::GONE, "The key was already collected"),
             E::TooMany { .. } => (StatusCode::TOO_MANY_REQUESTS, "Too many requests"),
+            E::Closed { .. } => (StatusCode::GONE, "The request is closed"),
             E::Store(_) | E::Internal(_) => {
                 // The detail goes to the log, not to the person.
                 tracing::error!(error = %e, "internal error");

@@ -33,6 +33,7 @@ pub fn routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(claim_route))
         .routes(routes!(approve))
         .routes(routes!(deny))
+        .routes(routes!(withdraw))
 }
 
 /// What a person asks for.
@@ -214,6 +215,26 @@ decision_handler!(
     "Denies a pending request (admins)."
 );
 
+/// Withdraws an approved request whose key was not collected yet (admins):
+/// the requester can no longer collect it.
+#[utoipa::path(post, path = "/api/key-requests/{id}/withdraw", tag = "key requests", operation_id = "withdraw_key_request",
+    params(("id" = String, Path, description = "The request's id (`kr_…`)")),
+    responses(
+        (status = 200, description = "The request, withdrawn", body = KeyRequestView),
+        (status = 403, description = "`forbidden`: not an admin key, or outside its module scope"),
+        (status = 404, description = "`not_found`: no such request"),
+        (status = 409, description = "`invalid_state`: not an approved request waiting to be collected"),
+    ))]
+async fn withdraw(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<KeyRequestView>> {
+    let r = key_requests::withdraw(&app, &caller.0, &id).await?;
+    let names = app.names().await?;
+    Ok(Json(KeyRequestView::new(&r, &names)))
+}
+
 /// The requester's look at their request (no key needed, the claim token
 /// instead). The first look after approval carries the key, once.
 #[utoipa::path(get, path = "/api/key-requests/{id}", operation_id = "get_key_request", tag = "key requests", security(()),
@@ -224,7 +245,7 @@ decision_handler!(
     responses(
         (status = 200, description = "The request; `key` on the first look after approval", body = KeyRequestView),
         (status = 404, description = "`not_found`: no such request, or a wrong token"),
-        (status = 410, description = "`already_collected`: the key was handed out before"),
+        (status = 410, description = "`already_collected`: the key was handed out before; `expired`: approved but not collected in time; `withdrawn`: an admin withdrew the approval"),
         (status = 422, description = "`invalid_parameter`: no `claim_token`"),
     ))]
 async fn claim_route(

@@ -43,6 +43,10 @@ pub enum Code {
     InvalidState,
     /// 410: the key of a key request was handed out already.
     AlreadyCollected,
+    /// 410: an approved key request was not collected in time.
+    Expired,
+    /// 410: an admin withdrew the approved key request.
+    Withdrawn,
     /// 412: `If-Match` names another version of the job (`etag`).
     PreconditionFailed,
     /// 413: the body is over the size limit (`limit`).
@@ -74,6 +78,8 @@ impl Code {
             Code::MethodNotAllowed => "method_not_allowed",
             Code::InvalidState => "invalid_state",
             Code::AlreadyCollected => "already_collected",
+            Code::Expired => "expired",
+            Code::Withdrawn => "withdrawn",
             Code::PreconditionFailed => "precondition_failed",
             Code::TooLarge => "too_large",
             Code::UnsupportedMediaType => "unsupported_media_type",
@@ -349,6 +355,15 @@ impl From<ServiceError> for Problem {
                 "The key was already collected",
                 detail,
             ),
+            ServiceError::Closed { state, .. } => {
+                let (code, title) = match state {
+                    crate::keys::RequestState::Withdrawn => {
+                        (Code::Withdrawn, "The request was withdrawn")
+                    }
+                    _ => (Code::Expired, "The request expired"),
+                };
+                Problem::new(StatusCode::GONE, code, title, detail)
+            }
             ServiceError::TooMany { retry_after, .. } => Problem::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 Code::RateLimited,

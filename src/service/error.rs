@@ -66,6 +66,12 @@ pub enum Error {
         "the key of {id} was handed out once and is not kept; ask an admin to revoke it if it was not you"
     )]
     AlreadyCollected { id: String },
+    /// An approved key request that can no longer be collected.
+    #[error("{detail}")]
+    Closed {
+        state: crate::keys::RequestState,
+        detail: String,
+    },
     /// Too many requests of a kind, from a client or in all.
     #[error("{message}")]
     TooMany { message: String, retry_after: u64 },
@@ -139,6 +145,10 @@ impl Error {
             Error::TooLarge { .. } => "too_large",
             Error::AlreadyCollected { .. } => "already_collected",
             Error::TooMany { .. } => "rate_limited",
+            Error::Closed { state, .. } => match state {
+                crate::keys::RequestState::Withdrawn => "withdrawn",
+                _ => "expired",
+            },
             Error::Store(_) | Error::Internal(_) => "internal",
         }
     }

@@ -126,6 +126,42 @@ pub async fn submit(app: &App, client: &str, ask: Ask) -> Result<(KeyRequest, St
     Ok((r, token))
 }
 
+/// Ends the requests past their time (API.md section 7): a pending one
+/// after 7 days, an approved one not collected after 72 hours (settings).
+/// Done before every read, so no request outlives its time between sweeps.
+pub async fn expire_due(app: &App) -> Result<u64> {
+    let now = store::now();
+    let pending = now - chrono::Duration::seconds(app.settings.key_request_pending_secs);
+    let approved = now - chrono::Duration::seconds(app.settings.key_request_collect_secs);
+    let mut c = app.db.acquire().await?;
+    Ok(store::key_requests::expire_due(&mut c.conn(), pending, approved).await?)
+}
+
+/// An admin withdraws an approved request before its key is collected.
+pub async fn withdraw(app: &App, actor: &KeyRecord, id: &str) -> Result<KeyRequest> {
+    admin_only(actor)?;
+    expire_due(app).await?;
+    let mut c = app.db.acquire().await?;
+    let r = store::key_requests::get(&mut c.conn(), id)
+        .await?
+        .ok_or_else(|| Error::not_found("key request", id))?;
+    super::keys::within_scope(actor, &r.modules)?;
+    if !store::key_requests::withdraw(&mut c.conn(), id).await? {
+        let now = store::key_requests::get(&mut c.conn(), id)
+            .await?
+            .unwrap_or(r);
+        return Err(Error::InvalidState {
+            title: "Only an approved request not yet collected can be withdrawn",
+            detail: format!("{} is {}", now.id, now.state.as_str()),
+            state: now.state.as_str().to_string(),
+        });
+    }
+    tracing::info!(request = %id, by = %actor.id, "key request withdrawn");
+    store::key_requests::get(&mut c.conn(), id)
+        .await?
+        .ok_or_else(|| Error::not_found("key request", id))
+}
+
 /// Key requests (admins), newest first, a page of at most `limit` older
 /// than `cursor` (an id) when given.
 pub async fn list(
@@ -136,6 +172,7 @@ pub async fn list(
     limit: i64,
 ) -> Result<Vec<KeyRequest>> {
     admin_only(actor)?;
+    expire_due(app).await?;
     let mut c = app.db.acquire().await?;
     let list = store::key_requests::list(&mut c.conn(), pending_only, cursor, limit).await?;
     Ok(list
@@ -163,6 +200,7 @@ pub async fn decide(
 ) -> Result<KeyRequest> {
     admin_only(actor)?;
     let comment = super::comment(comment)?;
+    expire_due(app).await?;
     let mut c = app.db.acquire().await?;
     let r = store::key_requests::get(&mut c.conn(), id)
         .await?
@@ -197,6 +235,7 @@ pub async fn decide(
 /// unknown id, so tokens cannot be probed per request.
 pub async fn claim(app: &App, id: &str, token: &str) -> Result<(KeyRequest, Option<String>)> {
     let unknown = || Error::not_found("key request", id);
+    expire_due(app).await?;
     let mut tx = app.db.begin().await?;
     let r = store::key_requests::get(&mut tx.conn(), id)
         .await?
@@ -207,7 +246,28 @@ pub async fn claim(app: &App, id: &str, token: &str) -> Result<(KeyRequest, Opti
         return Err(unknown());
     }
     match r.state {
-        RequestState::Pending | RequestState::Denied => {
+        // An approved request that expired or was withdrawn has a
+        // decision: its key is gone. An undecided one that expired is
+        // shown as it is, like a denied one.
+        RequestState::Expired | RequestState::Withdrawn if r.decided_at.is_some() => {
+            tx.rollback().await?;
+            let detail = match r.state {
+                RequestState::Withdrawn => format!(
+                    "an admin withdrew the approval of {id} before the key was collected; ask for a new key"
+                ),
+                _ => format!(
+                    "the key of {id} was not collected within its time after approval; ask for a new key"
+                ),
+            };
+            Err(Error::Closed {
+                state: r.state,
+                detail,
+            })
+        }
+        RequestState::Pending
+        | RequestState::Denied
+        | RequestState::Expired
+        | RequestState::Withdrawn => {
             tx.rollback().await?;
             Ok((r, None))
         }

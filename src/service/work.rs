@@ -338,6 +338,8 @@ pub async fn purge(app: &App) -> Result<()> {
     store::idempotency::purge(&mut c.conn(), now() - chrono::Duration::hours(48)).await?;
     // Key request attempts count for an hour.
     store::key_requests::purge_attempts(&mut c.conn(), now() - chrono::Duration::hours(1)).await?;
+    drop(c);
+    super::key_requests::expire_due(app).await?;
     if n > 0 {
         info!(chunks = n, "dropped chunks of unfinished uploads");
     }

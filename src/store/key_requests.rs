@@ -83,6 +83,28 @@ pub async fn list(
         .fetch_all(c).await?.iter().map(record).collect())
 }
 
+/// Ends requests past their time: pending ones created before
+/// `pending_before`, approved ones decided before `approved_before` and
+/// never collected.
+pub async fn expire_due(
+    conn: &mut Conn<'_>,
+    pending_before: DateTime<Utc>,
+    approved_before: DateTime<Utc>,
+) -> Result<u64> {
+    Ok(on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_key_requests SET state = 'expired' \
+         WHERE (state = 'pending' AND created_at < $1) OR (state = 'approved' AND decided_at < $2)")
+        .bind(pending_before).bind(approved_before).execute(c).await.map(|r| r.rows_affected()))?)
+}
+
+/// Withdraws an approved request not yet collected; false when it was not so.
+pub async fn withdraw(conn: &mut Conn<'_>, id: &str) -> Result<bool> {
+    let done = on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_key_requests SET state = 'withdrawn' WHERE id = $1 AND state = 'approved'")
+        .bind(id).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(done > 0)
+}
+
 /// Records a key request attempt from a client address, and how many it
 /// made since `since` (this one included).
 pub async fn attempt(

@@ -340,3 +340,91 @@ async fn key_requests_are_bounded_per_address_and_listed_a_page_at_a_time() {
     sorted.reverse();
     assert_eq!(seen, sorted, "newest first, no repeats");
 }
+
+/// Item 9: a pending request expires, an approved one must be collected
+/// in time, and an admin may withdraw an approval before collection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_requests_expire_and_approvals_can_be_withdrawn() {
+    let app = spawn_app_with(|s| {
+        s.key_request_pending_secs = 1;
+        s.key_request_collect_secs = 1;
+    })
+    .await;
+    let ask = || async {
+        let resp = app
+            .client
+            .post(app.url("/api/key-requests"))
+            .json(&json!({"name": "Rina Kusuma", "email": "rina@contoh.co.id",
+                          "role": "submitter", "reason": "reports"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::CREATED);
+        let body: serde_json::Value = resp.json().await.unwrap();
+        (
+            body["id"].as_str().unwrap().to_string(),
+            body["claim_token"].as_str().unwrap().to_string(),
+        )
+    };
+    let post = |path: String| {
+        app.client
+            .post(app.url(&path))
+            .header("X-API-Key", &app.admin)
+            .send()
+    };
+    let claim = |id: &str, token: &str| {
+        app.client
+            .get(app.url(&format!("/api/key-requests/{id}?claim_token={token}")))
+            .send()
+    };
+    let (pending, pending_token) = ask().await;
+    let (approved, approved_token) = ask().await;
+    let (withdrawn, withdrawn_token) = ask().await;
+    for id in [&approved, &withdrawn] {
+        let resp = post(format!("/api/key-requests/{id}/approve"))
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+    }
+    let resp = post(format!("/api/key-requests/{withdrawn}/withdraw"))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["state"], "withdrawn");
+    problem(
+        claim(&withdrawn, &withdrawn_token).await.unwrap(),
+        StatusCode::GONE,
+        "withdrawn",
+    )
+    .await;
+    problem(
+        post(format!("/api/key-requests/{withdrawn}/withdraw"))
+            .await
+            .unwrap(),
+        StatusCode::CONFLICT,
+        "invalid_state",
+    )
+    .await;
+
+    tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
+    problem(
+        claim(&approved, &approved_token).await.unwrap(),
+        StatusCode::GONE,
+        "expired",
+    )
+    .await;
+    let resp = claim(&pending, &pending_token).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["state"], "expired");
+    assert!(body.get("key").is_none());
+    problem(
+        post(format!("/api/key-requests/{pending}/approve"))
+            .await
+            .unwrap(),
+        StatusCode::CONFLICT,
+        "invalid_state",
+    )
+    .await;
+}
