@@ -236,14 +236,32 @@ pub fn create_table_sql(module: &Module, dialect: Dialect) -> String {
     )
 }
 
+/// The name of a module table's natural-key index.
+fn natural_key_index(module: &Module) -> String {
+    format!("{}_natural_key", module.table)
+}
+
 fn natural_key_index_sql(module: &Module) -> String {
     let cols: Vec<String> = module.natural_key.iter().map(|c| ident(c)).collect();
     format!(
         "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} ({})",
-        ident(&format!("{}_natural_key", module.table)),
+        ident(&natural_key_index(module)),
         ident(&module.table),
         cols.join(", ")
     )
+}
+
+/// Whether a table or an index of this name exists (in the current schema).
+async fn exists(conn: &mut super::Conn<'_>, name: &str) -> Result<bool> {
+    let found: i64 = match conn.dialect() {
+        Dialect::Sqlite => on_conn!(conn, c => sqlx::query_scalar(
+            "SELECT COUNT(*) FROM sqlite_master WHERE name = $1").bind(name).fetch_one(c).await)?,
+        Dialect::Postgres => on_conn!(conn, c => sqlx::query_scalar(
+            "SELECT COUNT(*) FROM pg_class WHERE relname = $1 \
+             AND relnamespace = to_regnamespace(current_schema())::oid")
+            .bind(name).fetch_one(c).await)?,
+    };
+    Ok(found > 0)
 }
 
 pub(super) async fn migrate(db: &Db, catalog: &Catalog) -> Result<()> {
@@ -285,12 +303,18 @@ pub(super) async fn migrate(db: &Db, catalog: &Catalog) -> Result<()> {
         }
         for module in catalog.modules() {
             let mut ddl = vec![
-                create_table_sql(module, dialect),
-                natural_key_index_sql(module),
+                (module.table.clone(), create_table_sql(module, dialect)),
+                (natural_key_index(module), natural_key_index_sql(module)),
             ];
             ddl.extend(super::stage::create_sql(module, dialect));
-            for sql in ddl {
-                on_conn!(&mut conn, c => sqlx::query(&sql).execute(c).await.map(|r| r.rows_affected()))?;
+            for (name, sql) in ddl {
+                // Asked first: PostgreSQL takes a lock on the table even
+                // for `CREATE INDEX IF NOT EXISTS` of an index it has, so a
+                // replica starting while another commits an import waited
+                // for that commit. Looking the name up takes no lock.
+                if !exists(&mut conn, &name).await? {
+                    on_conn!(&mut conn, c => sqlx::query(&sql).execute(c).await.map(|r| r.rows_affected()))?;
+                }
             }
             // Columns a newer catalog added, to the table and its stage.
             let named = |prefix: &str| -> Vec<_> {

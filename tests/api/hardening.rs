@@ -428,3 +428,36 @@ async fn key_requests_expire_and_approvals_can_be_withdrawn() {
     )
     .await;
 }
+
+/// Item 19 (part): a replica starting while another commits an import does
+/// not wait for that commit (PostgreSQL; SQLite has one writer by design).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_starts_while_a_commit_holds_its_table() {
+    if !std::env::var("IMPORTGATE_TEST_POSTGRES").is_ok_and(|v| !v.is_empty()) {
+        return;
+    }
+    let app = spawn_app().await;
+    // What a commit holds on its module's table for its whole transaction.
+    let db = importgate::store::Db::connect(&app.database).await.unwrap();
+    let importgate::store::Db::Postgres(pool) = &db else {
+        unreachable!()
+    };
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::query("LOCK TABLE uc_scrm_customers IN SHARE ROW EXCLUSIVE MODE")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let settings = importgate::config::Settings {
+        database: app.database.clone(),
+        ..importgate::config::Settings::default()
+    };
+    let started = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        importgate::app::App::open(settings),
+    )
+    .await;
+    tx.rollback().await.unwrap();
+    let second = started.expect("the second replica started while the table was held");
+    second.expect("it opened").db.close().await;
+    db.close().await;
+}

@@ -166,9 +166,10 @@ pub fn before_column(module: &Module, i: usize) -> String {
 pub const VALUE: &str = "v_";
 pub const BEFORE: &str = "b_";
 
-/// `CREATE TABLE` and `CREATE INDEX` of a module's stage table. Its typed
-/// columns are nullable (a row with errors stages none of them).
-pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<String> {
+/// `CREATE TABLE` and `CREATE INDEX` of a module's stage table, each with
+/// the name of what it creates. Its typed columns are nullable (a row with
+/// errors stages none of them).
+pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
     let mut cols = vec![
         "job BIGINT NOT NULL".to_string(),
         "seq BIGINT NOT NULL".into(),
@@ -193,17 +194,24 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<String> {
         Dialect::Sqlite => " WITHOUT ROWID",
         Dialect::Postgres => "",
     };
+    let index = format!("ig_stage_{}_action", module.key);
     vec![
-        format!(
-            "CREATE TABLE IF NOT EXISTS {} (\n    {}\n){without_rowid}",
-            table(module),
-            cols.join(",\n    ")
+        (
+            table_name(module),
+            format!(
+                "CREATE TABLE IF NOT EXISTS {} (\n    {}\n){without_rowid}",
+                table(module),
+                cols.join(",\n    ")
+            ),
         ),
         // Preview pages of one action, and the commit's checks by action.
-        format!(
-            "CREATE INDEX IF NOT EXISTS {} ON {} (job, action, seq)",
-            ident(&format!("ig_stage_{}_action", module.key)),
-            table(module)
+        (
+            index.clone(),
+            format!(
+                "CREATE INDEX IF NOT EXISTS {} ON {} (job, action, seq)",
+                ident(&index),
+                table(module)
+            ),
         ),
     ]
 }
