@@ -138,7 +138,8 @@ async fn render(
                         @for k in &keys {
                             tr {
                                 td { code { (k.id) } }
-                                td { (person(&k.person())) }
+                                // Key management: the one place people are shown in full.
+                                td { (k.name) br; span.muted { (person(&k.person())) } }
                                 td { (k.role.as_str()) }
                                 td { (k.modules.join(", ")) }
                                 td { (ctx.when(&k.created_at)) }
@@ -181,8 +182,8 @@ fn request_row(
     html! {
         tr {
             td { code { (r.id) } br; span.muted { (ctx.when(&r.created_at)) } }
-            td { (person(&who)) }
-            td { (keys::mask_email(&r.email)) }
+            td { (r.name) br; span.muted { (person(&who)) } }
+            td { (r.email) }
             td { (r.role.as_str()) }
             td { (r.modules.join(", ")) }
             td.reason { (r.reason) }

@@ -138,7 +138,7 @@ async fn list(
     let names = app.names().await?;
     let requests = list
         .iter()
-        .map(|r| KeyRequestView::new(r, &names))
+        .map(|r| KeyRequestView::for_admin(r, &names))
         .collect();
     Ok(Json(KeyRequestList {
         requests,
@@ -172,7 +172,7 @@ async fn decision(
     let comment = super::jobs::comment(body)?;
     let r = key_requests::decide(app, &caller.0, id, approve, comment.as_deref()).await?;
     let names = app.names().await?;
-    Ok(Json(KeyRequestView::new(&r, &names)))
+    Ok(Json(KeyRequestView::for_admin(&r, &names)))
 }
 
 /// An admin's decision's handler and its part of the document: approve
@@ -232,7 +232,7 @@ async fn withdraw(
 ) -> ApiResult<Json<KeyRequestView>> {
     let r = key_requests::withdraw(&app, &caller.0, &id).await?;
     let names = app.names().await?;
-    Ok(Json(KeyRequestView::new(&r, &names)))
+    Ok(Json(KeyRequestView::for_admin(&r, &names)))
 }
 
 /// The requester's look at their request (no key needed, the claim token

@@ -321,6 +321,9 @@ pub struct KeyView {
     #[schema(example = "key_7Qf2")]
     pub id: String,
     pub person: Person,
+    /// The holder's full name: every key answer is an admin's, and key
+    /// management is the one exception to masking (API.md section 1).
+    pub name: String,
     pub role: Role,
     /// Module keys, or `["*"]` for all.
     pub modules: Vec<String>,
@@ -337,6 +340,7 @@ impl KeyView {
         KeyView {
             id: k.id.clone(),
             person: k.person(),
+            name: k.name.clone(),
             role: k.role,
             modules: k.modules.clone(),
             created_at: time(&k.created_at),
@@ -395,6 +399,19 @@ pub struct KeyRequestView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false, pattern = "^igk_[0-9A-Za-z]{44}$")]
     pub key: Option<String>,
+    /// Admins only: who asked, in full, so that they know whom a key goes
+    /// to (API.md section 1: key management is the one exception to
+    /// masking). Never in the requester's own look.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub requester: Option<Requester>,
+}
+
+/// A requester as admins see them in key management.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Requester {
+    pub name: String,
+    pub email: String,
 }
 
 impl KeyRequestView {
@@ -419,6 +436,18 @@ impl KeyRequestView {
             comment: r.comment.clone(),
             collected_at: r.collected_at.as_ref().map(time),
             key: None,
+            requester: None,
+        }
+    }
+
+    /// The request as an admin acting on it sees it: the requester in full.
+    pub fn for_admin(r: &KeyRequest, names: &HashMap<String, String>) -> KeyRequestView {
+        KeyRequestView {
+            requester: Some(Requester {
+                name: r.name.clone(),
+                email: r.email.clone(),
+            }),
+            ..KeyRequestView::new(r, names)
         }
     }
 }
