@@ -849,6 +849,11 @@ mod tests {
     }
 
     fn package(mimetype: &[u8], sheet: &str) -> Vec<u8> {
+        package_with(mimetype, sheet, &[])
+    }
+
+    /// An ODS package with more parts (name, content).
+    fn package_with(mimetype: &[u8], sheet: &str, parts: &[(&str, &str)]) -> Vec<u8> {
         let content = format!(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?><office:document-content \
              xmlns:office=\"urn:oasis:names:tc:opendocument:xmlns:office:1.0\" \
@@ -865,6 +870,11 @@ mod tests {
         out.start_file("content.xml", zip::write::SimpleFileOptions::default())
             .unwrap();
         std::io::Write::write_all(&mut out, content.as_bytes()).unwrap();
+        for (name, part) in parts {
+            out.start_file(*name, zip::write::SimpleFileOptions::default())
+                .unwrap();
+            std::io::Write::write_all(&mut out, part.as_bytes()).unwrap();
+        }
         out.finish().unwrap().into_inner()
     }
 
@@ -981,6 +991,11 @@ mod tests {
         let not_ods = package(b"application/vnd.oasis.opendocument.text", HEADER);
         let err = read(&not_ods, None).unwrap_err();
         assert!(err.message.contains("its mimetype is"), "{}", err.message);
+        let manifest = "<manifest:manifest><manifest:file-entry manifest:full-path=\"content.xml\">\
+            <manifest:encryption-data/></manifest:file-entry></manifest:manifest>";
+        let locked = package_with(MIMETYPE, HEADER, &[("META-INF/manifest.xml", manifest)]);
+        let err = read(&locked, None).unwrap_err();
+        assert!(err.message.contains("password"), "{}", err.message);
     }
 
     #[test]
