@@ -150,7 +150,13 @@ fn check_package(zip: &mut Zip) -> Result<(), FileError> {
         Err(zip::result::ZipError::FileNotFound) => 0,
         Err(e) => return Err(xlsx::unreadable("ODS", e)),
     };
-    if found == 0 || mimetype.trim_ascii_end() != MIMETYPE {
+    if found == 0 {
+        return Err(FileError::new(
+            "unreadable",
+            "the file is not readable as ODS: its zip has no mimetype entry",
+        ));
+    }
+    if mimetype.trim_ascii_end() != MIMETYPE {
         return Err(FileError::new(
             "unreadable",
             format!(
