@@ -254,9 +254,11 @@ fn read_sheet(
     let mut xml: Xml = quick_xml::Reader::from_reader(BufReader::new(budget.reader(content)));
     xml.config_mut().expand_empty_elements = true;
     let mut buf = Vec::new();
-    let mut depth = 0usize;
     let mut names: Vec<String> = Vec::new();
     let mut folded = None;
+    // Sheets are the tables directly in `office:spreadsheet`; a table in a
+    // cell (ODF allows sub-tables) is that cell's content.
+    let mut spreadsheet = None;
     let mut reading = Reading {
         budget: &budget,
         limits,
@@ -269,10 +271,14 @@ fn read_sheet(
             .map_err(|e| reading.xml_error(e, None))?;
         match event {
             Event::Start(e) => {
-                depth += 1;
-                reading.depth = depth;
+                reading.depth += 1;
                 reading.check_depth()?;
-                if e.name().as_ref() == "table:table" {
+                let element = e.name();
+                if element.as_ref() == "office:spreadsheet" && spreadsheet.is_none() {
+                    spreadsheet = Some(reading.depth);
+                } else if element.as_ref() == "table:table"
+                    && spreadsheet.is_some_and(|d| reading.depth == d + 1)
+                {
                     let name = attribute(&e, "table:name")?.unwrap_or_default();
                     let index = names.len();
                     if index >= MAX_SHEETS {
@@ -300,7 +306,7 @@ fn read_sheet(
                     names.push(name.chars().take(NAME_SHOWN).collect());
                 }
             }
-            Event::End(_) => depth = depth.saturating_sub(1),
+            Event::End(_) => reading.depth = reading.depth.saturating_sub(1),
             Event::Eof => break,
             _ => {}
         }
@@ -940,6 +946,18 @@ mod tests {
         assert_eq!(err.code, "unknown_sheet");
         assert!(
             err.message.ends_with("its sheets are: data, Notes"),
+            "{}",
+            err.message
+        );
+        // A table inside a cell is the cell's content, not a sheet.
+        let nested = format!(
+            "{HEADER}<table:table-row><table:table-cell><table:table table:name=\"inner\">\
+             <table:table-row><table:table-cell/></table:table-row></table:table>\
+             </table:table-cell></table:table-row>"
+        );
+        let err = read(&ods(&nested), Some("inner")).unwrap_err();
+        assert!(
+            err.message.ends_with("its sheets are: S"),
             "{}",
             err.message
         );
