@@ -16,7 +16,7 @@ use serde_json::Value;
 
 fn usage() -> ! {
     eprintln!(
-        "bench [--rows 100000,1000000] [--runs 3] [--backends sqlite,postgres] [--formats csv,xlsx,json]\n\
+        "bench [--rows 100000,1000000] [--runs 3] [--backends sqlite,postgres] [--formats csv,xlsx,ods,json]\n\
          [--modules orders,customers] [--bad 0.0] [--pg postgres://postgres@127.0.0.1:5432] [--dir DIR] [--bin PATH]\n\
          [--references 100000]: instead, validate orders with and without their sku reference\n\
          against a products table of that many rows (API.md section 12), side by side"
@@ -302,6 +302,34 @@ impl DataSet {
                 }
                 book.save(&tmp).unwrap();
             }
+            "ods" => {
+                // As LibreOffice saves a workbook: the XLSX above, converted
+                // by LibreOffice itself (`soffice` on the PATH).
+                let xlsx = self.write(dir, rows, variant, bad, "xlsx");
+                let out = dir.join("ods-out");
+                std::fs::create_dir_all(&out).unwrap();
+                let status = Command::new("soffice")
+                    .arg(format!(
+                        "-env:UserInstallation=file://{}",
+                        dir.join("soffice-profile").display()
+                    ))
+                    .args([
+                        "--headless",
+                        "--norestore",
+                        "--convert-to",
+                        "ods",
+                        "--outdir",
+                    ])
+                    .arg(&out)
+                    .arg(&xlsx)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .expect("LibreOffice (soffice) converts the workbook to ODS");
+                assert!(status.success(), "soffice failed");
+                let stem = xlsx.file_stem().unwrap().to_string_lossy();
+                std::fs::rename(out.join(format!("{stem}.ods")), &tmp).unwrap();
+            }
             other => {
                 eprintln!("unknown format {other}");
                 std::process::exit(2)
@@ -434,6 +462,7 @@ impl Server {
 fn content_type(format: &str) -> &'static str {
     match format {
         "xlsx" => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "ods" => "application/vnd.oasis.opendocument.spreadsheet",
         "json" => "application/json",
         _ => "text/csv",
     }

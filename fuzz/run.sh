@@ -17,7 +17,7 @@ cd "$(dirname "$0")"
 main() {
   SECONDS_PER_TARGET="${1:-60}"
   shift || true
-  ALL=(csv decode xlsx xls json ndjson values)
+  ALL=(csv decode xlsx xls ods json ndjson values)
   TARGETS=("$@")
   [ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL[@]}")
 
@@ -27,7 +27,7 @@ main() {
   max_len() {
     case "$1" in
       csv | decode) echo 80000 ;;
-      xlsx | xls) echo 65536 ;;
+      xlsx | xls | ods) echo 65536 ;;
       json | ndjson) echo 32768 ;;
       values) echo 512 ;;
     esac

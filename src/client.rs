@@ -36,6 +36,7 @@ fn content_type(file: &Path) -> &'static str {
         Some("csv" | "txt") => "text/csv",
         Some("xlsx") => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
         Some("xls") => "application/vnd.ms-excel",
+        Some("ods") => "application/vnd.oasis.opendocument.spreadsheet",
         Some("json") => "application/json",
         Some("ndjson" | "jsonl") => "application/x-ndjson",
         _ => "application/octet-stream",

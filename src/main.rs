@@ -54,7 +54,7 @@ enum Command {
     Import {
         /// Module key (customers, orders, …).
         module: String,
-        /// The file: CSV, XLSX, XLS, JSON or NDJSON.
+        /// The file: CSV, XLSX, XLS, ODS, JSON or NDJSON.
         file: PathBuf,
         /// The service's base URL.
         #[arg(long, env = "IMPORTGATE_URL", default_value = "http://127.0.0.1:8080")]

@@ -30,6 +30,7 @@ pub const TARGETS: &[(&str, Run)] = &[
     ("decode", read_encoded),
     ("xlsx", |data| read(Format::Xlsx, data)),
     ("xls", |data| read(Format::Xls, data)),
+    ("ods", |data| read(Format::Ods, data)),
     ("json", |data| read(Format::Json, data)),
     ("ndjson", |data| read(Format::Ndjson, data)),
     ("values", values),

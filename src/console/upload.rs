@@ -105,7 +105,7 @@ async fn page(
                     label for="file" { "File" }
                     div.dropzone #dropzone {
                         input #file type="file" name="file" required
-                            accept=".csv,.txt,.xlsx,.xls,.json,.jsonl,.ndjson,text/csv" aria-describedby="file-help";
+                            accept=".csv,.txt,.xlsx,.xls,.ods,.json,.jsonl,.ndjson,text/csv" aria-describedby="file-help";
                         p #file-help .help { "Choose a file or drop it here. CSV with a header row; the first data row is row 2." }
                     }
                 }

@@ -11,6 +11,7 @@ pub mod budget;
 pub mod csv;
 pub mod decode;
 pub mod json;
+pub mod ods;
 pub mod spool;
 pub mod xlsx;
 
@@ -28,6 +29,8 @@ pub enum Format {
     Xls,
     Json,
     Ndjson,
+    /// OpenDocument spreadsheet (LibreOffice's own format).
+    Ods,
 }
 
 /// What a `Content-Type` says about the body.
@@ -55,6 +58,7 @@ impl Format {
             }
             "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" => Format::Xlsx,
             "application/vnd.ms-excel" => Format::Xls,
+            "application/vnd.oasis.opendocument.spreadsheet" => Format::Ods,
             "application/json" => Format::Json,
             "application/x-ndjson"
             | "application/jsonl"
@@ -74,6 +78,7 @@ impl Format {
             "csv" | "tsv" | "txt" => Some(Format::Csv),
             "xlsx" | "xlsm" => Some(Format::Xlsx),
             "xls" => Some(Format::Xls),
+            "ods" => Some(Format::Ods),
             "json" => Some(Format::Json),
             "ndjson" | "jsonl" => Some(Format::Ndjson),
             _ => None,
@@ -81,13 +86,18 @@ impl Format {
     }
 
     /// Detects the format from the first bytes of a file: a zip container is
-    /// XLSX, an OLE2 container XLS; text whose first character (after a BOM
+    /// ODS when its `mimetype` entry says so, else XLSX; an OLE2 container
+    /// is XLS; text whose first character (after a BOM
     /// and spaces) is `[` is JSON; `{` is NDJSON when the first line is a
     /// complete object other than the `{"rows": [...]}` wrapper, else JSON;
     /// anything else is CSV.
     pub fn sniff(prefix: &[u8]) -> Format {
         if prefix.starts_with(ZIP_MAGIC) {
-            return Format::Xlsx;
+            return if ods::is_ods(prefix) {
+                Format::Ods
+            } else {
+                Format::Xlsx
+            };
         }
         if prefix.starts_with(OLE2_MAGIC) {
             return Format::Xls;
@@ -107,12 +117,12 @@ impl Format {
     }
 
     /// Spreadsheet types are often mixed up by clients (an `.xlsx` sent as
-    /// `application/vnd.ms-excel`, or a `.csv` labelled so by Windows, where
-    /// Excel owns the extension): for them the bytes decide. Other formats
-    /// are taken as declared.
+    /// `application/vnd.ms-excel` or an `.ods` as XLSX, or a `.csv` labelled
+    /// so by Windows, where Excel owns the extension): for them the bytes
+    /// decide. Other formats are taken as declared.
     pub fn refine(self, prefix: &[u8]) -> Format {
         match self {
-            Format::Xls | Format::Xlsx => Format::sniff(prefix),
+            Format::Xls | Format::Xlsx | Format::Ods => Format::sniff(prefix),
             other => other,
         }
     }
@@ -124,6 +134,7 @@ impl Format {
             Format::Xls => "xls",
             Format::Json => "json",
             Format::Ndjson => "ndjson",
+            Format::Ods => "ods",
         }
     }
 }
@@ -182,7 +193,7 @@ pub struct Options {
     /// its BOM honoured when absent, UTF-16 detected by its BOM.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encoding: Option<String>,
-    /// Excel: the sheet to read; the first when absent.
+    /// Spreadsheets (XLSX, XLS, ODS): the sheet to read; the first when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sheet: Option<String>,
 }
@@ -224,6 +235,7 @@ pub fn open(
         Format::Xls => xlsx::open_xls(reader, options),
         Format::Json => json::open_json(reader, options),
         Format::Ndjson => json::open_ndjson(reader, options),
+        Format::Ods => ods::open(reader, options),
     }
 }
 

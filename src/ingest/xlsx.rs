@@ -39,7 +39,7 @@ pub fn open_xlsx(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowS
     let (wanted, max_columns) = (options.sheet.clone(), options.max_columns);
     produce(move |emit| {
         let file = spool::to_file(reader)?;
-        check_zip(&file)?;
+        check_zip(&file, "XLSX", MAX_RATIO)?;
         let mut book = Xlsx::new(BufReader::new(file)).map_err(|e| unreadable("XLSX", e))?;
         let sheet = pick_sheet(book.sheet_names(), wanted.as_deref())?;
         let mut cells = book
@@ -49,7 +49,7 @@ pub fn open_xlsx(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowS
         while let Some(cell) = cells.next_cell().map_err(|e| unreadable("XLSX", e))? {
             let (row, column) = cell.get_position();
             let value: &DataRef = cell.get_value();
-            rows.cell(row, column, &Data::from(value.clone()))?;
+            rows.cell(row, column, convert(&Data::from(value.clone())))?;
         }
         rows.finish()
     })
@@ -71,7 +71,7 @@ pub fn open_xls(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSo
                 top.saturating_add(row as u32),
                 left.saturating_add(column as u32),
             );
-            rows.cell(row, column, value)?;
+            rows.cell(row, column, convert(value))?;
         }
         rows.finish()
     })
@@ -137,7 +137,7 @@ fn repack_ole2(file: File) -> Result<File, FileError> {
     Ok(file)
 }
 
-fn unreadable(kind: &str, e: impl std::fmt::Display) -> FileError {
+pub(super) fn unreadable(kind: &str, e: impl std::fmt::Display) -> FileError {
     FileError::new(
         "unreadable",
         format!("the file is not readable as {kind}: {e}"),
@@ -145,7 +145,7 @@ fn unreadable(kind: &str, e: impl std::fmt::Display) -> FileError {
 }
 
 /// The sheet asked for, or the first.
-fn pick_sheet(names: Vec<String>, wanted: Option<&str>) -> Result<String, FileError> {
+pub(super) fn pick_sheet(names: Vec<String>, wanted: Option<&str>) -> Result<String, FileError> {
     match wanted {
         Some(w) => names
             .iter()
@@ -168,17 +168,19 @@ fn pick_sheet(names: Vec<String>, wanted: Option<&str>) -> Result<String, FileEr
     }
 }
 
-/// Refuses a zip whose parts would expand past the limits, reading only its
-/// directory. The zip crate also refuses to inflate a part past the size
-/// the directory declares, so the declared sizes are the real bound.
-fn check_zip(file: &File) -> Result<(), FileError> {
+/// Refuses a zip whose parts would expand past the limits (2 GiB, and
+/// `max_ratio` times the file's size), reading only its directory; `kind`
+/// names the format in messages. The zip crate also refuses to inflate a
+/// part past the size the directory declares, so the declared sizes are
+/// the real bound.
+pub(super) fn check_zip(file: &File, kind: &str, max_ratio: u64) -> Result<(), FileError> {
     let compressed = file.metadata().map_err(read_error)?.len();
-    check_directory(&mut spool::reopen(file)?, compressed)?;
+    check_directory(&mut spool::reopen(file)?, compressed, kind)?;
     let mut zip = zip::ZipArchive::new(BufReader::new(spool::reopen(file)?))
-        .map_err(|e| unreadable("XLSX", e))?;
+        .map_err(|e| unreadable(kind, e))?;
     let mut total = 0u64;
     for i in 0..zip.len() {
-        let part = zip.by_index_raw(i).map_err(|e| unreadable("XLSX", e))?;
+        let part = zip.by_index_raw(i).map_err(|e| unreadable(kind, e))?;
         if part.name_raw().ends_with(b"sharedStrings.xml") && part.size() > MAX_SHARED_STRINGS {
             return Err(FileError::new(
                 "unreadable",
@@ -191,13 +193,13 @@ fn check_zip(file: &File) -> Result<(), FileError> {
         }
         total = total.saturating_add(part.size());
     }
-    let limit = MAX_UNCOMPRESSED.min(compressed.saturating_mul(MAX_RATIO));
+    let limit = MAX_UNCOMPRESSED.min(compressed.saturating_mul(max_ratio));
     if total > limit {
         return Err(FileError::new(
             "unreadable",
             format!(
-                "the XLSX would expand from {compressed} to {total} bytes; at most {} GiB \
-                 and {MAX_RATIO} times the file's size are accepted",
+                "the {kind} would expand from {compressed} to {total} bytes; at most {} GiB \
+                 and {max_ratio} times the file's size are accepted",
                 MAX_UNCOMPRESSED >> 30
             ),
         ));
@@ -209,7 +211,7 @@ fn check_zip(file: &File) -> Result<(), FileError> {
 /// reads the whole directory into memory before it says how big it is) and
 /// refuses directories an XLSX never has. ZIP64 records are left to the
 /// zip crate.
-fn check_directory(file: &mut File, len: u64) -> Result<(), FileError> {
+fn check_directory(file: &mut File, len: u64, kind: &str) -> Result<(), FileError> {
     const EOCD: &[u8] = b"PK\x05\x06";
     let tail_len = len.min(22 + 65_535);
     file.seek(SeekFrom::Start(len - tail_len))
@@ -219,14 +221,17 @@ fn check_directory(file: &mut File, len: u64) -> Result<(), FileError> {
     let Some(at) = tail.windows(4).rposition(|w| w == EOCD) else {
         return Err(FileError::new(
             "unreadable",
-            "the file is not readable as XLSX: its zip directory is missing (the file is cut off?)",
+            format!(
+                "the file is not readable as {kind}: its zip directory is missing \
+                 (the file is cut off?)"
+            ),
         ));
     };
     let record = &tail[at..];
     if record.len() < 22 {
         return Err(FileError::new(
             "unreadable",
-            "the file is not readable as XLSX: its zip directory is cut off",
+            format!("the file is not readable as {kind}: its zip directory is cut off"),
         ));
     }
     let entries = u16::from_le_bytes([record[10], record[11]]) as u64;
@@ -236,7 +241,7 @@ fn check_directory(file: &mut File, len: u64) -> Result<(), FileError> {
         return Err(FileError::new(
             "unreadable",
             format!(
-                "the XLSX's zip holds {entries} parts in a {size}-byte directory; \
+                "the {kind}'s zip holds {entries} parts in a {size}-byte directory; \
                  a workbook has far fewer"
             ),
         ));
@@ -244,8 +249,10 @@ fn check_directory(file: &mut File, len: u64) -> Result<(), FileError> {
     Ok(())
 }
 
-/// Builds rows from cells that arrive row by row, left to right.
-struct Assembler<'a> {
+/// Builds rows from cells that arrive row by row, left to right: the
+/// header is the first row with a value, rows without one are skipped,
+/// and row numbers are the sheet's. Every spreadsheet reader shares it.
+pub(super) struct Assembler<'a> {
     emit: &'a Emit,
     max_columns: usize,
     /// The sheet row being built (0-based) and its cells.
@@ -255,7 +262,7 @@ struct Assembler<'a> {
 }
 
 impl<'a> Assembler<'a> {
-    fn new(emit: &'a Emit, max_columns: usize) -> Assembler<'a> {
+    pub(super) fn new(emit: &'a Emit, max_columns: usize) -> Assembler<'a> {
         Assembler {
             emit,
             max_columns: if max_columns == 0 {
@@ -269,12 +276,11 @@ impl<'a> Assembler<'a> {
         }
     }
 
-    fn cell(&mut self, row: u32, column: u32, value: &Data) -> Result<(), FileError> {
+    pub(super) fn cell(&mut self, row: u32, column: u32, cell: Cell) -> Result<(), FileError> {
         if self.current != Some(row) {
             self.flush()?;
             self.current = Some(row);
         }
-        let cell = convert(value);
         if cell == Cell::Empty {
             return Ok(());
         }
@@ -323,7 +329,7 @@ impl<'a> Assembler<'a> {
         }
     }
 
-    fn finish(mut self) -> Result<(), FileError> {
+    pub(super) fn finish(mut self) -> Result<(), FileError> {
         self.flush()
     }
 }
@@ -339,28 +345,44 @@ fn too_many_columns(max: usize) -> FileError {
 fn convert(value: &Data) -> Cell {
     match value {
         Data::Empty => Cell::Empty,
-        Data::String(s) | Data::DateTimeIso(s) | Data::DurationIso(s) => {
-            if s.trim().is_empty() {
-                Cell::Empty
-            } else {
-                Cell::Text(s.clone())
-            }
-        }
+        Data::String(s) | Data::DateTimeIso(s) | Data::DurationIso(s) => text(s.clone()),
         Data::Int(i) => Cell::Int(*i),
-        // Spreadsheets keep every number as a double: a whole one is an
-        // integer, as the person typed it.
-        Data::Float(f) if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 => {
-            Cell::Int(*f as i64)
-        }
-        Data::Float(f) => Cell::Float(*f),
+        Data::Float(f) => number(*f),
         Data::Bool(b) => Cell::Bool(*b),
         Data::DateTime(d) if d.is_duration() => Cell::Float(d.as_f64()),
         Data::DateTime(d) => match d.as_datetime() {
-            Some(dt) if dt.time() == NaiveTime::MIN => Cell::Date(dt.date()),
-            Some(dt) => Cell::DateTime(dt),
+            Some(dt) => date_time(dt),
             None => Cell::Error(format!("{} is not a date", d.as_f64())),
         },
         Data::Error(e) => Cell::Error(e.to_string()),
+    }
+}
+
+/// A text cell; only spaces is empty.
+pub(super) fn text(s: String) -> Cell {
+    if s.trim().is_empty() {
+        Cell::Empty
+    } else {
+        Cell::Text(s)
+    }
+}
+
+/// A number cell. Spreadsheets keep every number as a double: a whole one
+/// is an integer, as the person typed it.
+pub(super) fn number(f: f64) -> Cell {
+    if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 {
+        Cell::Int(f as i64)
+    } else {
+        Cell::Float(f)
+    }
+}
+
+/// A date cell: a date when its time is midnight, else a date-time.
+pub(super) fn date_time(dt: chrono::NaiveDateTime) -> Cell {
+    if dt.time() == NaiveTime::MIN {
+        Cell::Date(dt.date())
+    } else {
+        Cell::DateTime(dt)
     }
 }
 
@@ -400,16 +422,16 @@ mod tests {
     #[test]
     fn declared_sizes_are_checked_before_inflating() {
         let ok = zip_claiming("xl/sharedStrings.xml", 1000);
-        assert!(check_zip(&ok).is_ok());
+        assert!(check_zip(&ok, "XLSX", MAX_RATIO).is_ok());
         let strings = zip_claiming("xl/sharedStrings.xml", 300 << 20);
-        let err = check_zip(&strings).unwrap_err();
+        let err = check_zip(&strings, "XLSX", MAX_RATIO).unwrap_err();
         assert!(
             err.message.contains("shared string table"),
             "{}",
             err.message
         );
         let bomb = zip_claiming("xl/worksheets/sheet1.xml", 300 << 20);
-        let err = check_zip(&bomb).unwrap_err();
+        let err = check_zip(&bomb, "XLSX", MAX_RATIO).unwrap_err();
         assert!(err.message.contains("would expand"), "{}", err.message);
     }
 

@@ -46,7 +46,7 @@ pub enum Error {
     /// A file type the service does not read.
     #[error(
         "Content-Type {0:?} is not an accepted file format (send CSV, XLSX, XLS, \
-         JSON or NDJSON, or application/octet-stream to have it detected)"
+         ODS, JSON or NDJSON, or application/octet-stream to have it detected)"
     )]
     UnsupportedType(String),
     /// An upload without a file.

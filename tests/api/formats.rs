@@ -1,6 +1,6 @@
 //! Every format a person has: the same 26-module data set uploaded as CSV,
-//! XLSX (rust_xlsxwriter and LibreOffice), XLS (LibreOffice), JSON and
-//! NDJSON gives the same preview values and the same committed rows; plus
+//! XLSX (rust_xlsxwriter and LibreOffice), XLS and ODS (LibreOffice), JSON
+//! and NDJSON gives the same preview values and the same committed rows; plus
 //! what each format brings of its own (sheets, encodings, exact JSON
 //! numbers, multipart, detection).
 
@@ -14,6 +14,7 @@ use crate::fixtures::{Sheet, Val, libreoffice, sheet};
 
 const XLSX: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
 const XLS: &str = "application/vnd.ms-excel";
+const ODS: &str = "application/vnd.oasis.opendocument.spreadsheet";
 
 /// The data set, one sheet per module of the running service.
 async fn data_set(app: &TestApp, key: &str) -> Vec<Sheet> {
@@ -73,6 +74,7 @@ async fn through_the_gate(
     let expected = match content_type {
         XLSX => "xlsx",
         XLS => "xls",
+        ODS => "ods",
         "application/json" => "json",
         "application/x-ndjson" => "ndjson",
         _ => "csv",
@@ -134,7 +136,7 @@ async fn same_as_csv(format: &str) {
             .map(|s| ("application/x-ndjson", s.ndjson().into_bytes()))
             .collect(),
         "xlsx" => sheets.iter().map(|s| (XLSX, s.xlsx())).collect(),
-        "xls" | "xlsx-libreoffice" => {
+        "xls" | "ods" | "xlsx-libreoffice" => {
             let written: Vec<PathBuf> = sheets
                 .iter()
                 .map(|s| {
@@ -145,10 +147,10 @@ async fn same_as_csv(format: &str) {
                 .collect();
             let out = dir.path().join("out");
             std::fs::create_dir(&out).unwrap();
-            let (filter, ct) = if format == "xls" {
-                ("xls", XLS)
-            } else {
-                ("xlsx", XLSX)
+            let (filter, ct) = match format {
+                "xls" => ("xls", XLS),
+                "ods" => ("ods", ODS),
+                _ => ("xlsx", XLSX),
             };
             libreoffice(&written, filter, &out)
                 .iter()
@@ -212,6 +214,12 @@ async fn the_data_set_as_libreoffice_xlsx_equals_the_csv() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_data_set_as_xls_equals_the_csv() {
     same_as_csv("xls").await;
+}
+
+/// LibreOffice's own format, as LibreOffice writes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_data_set_as_ods_equals_the_csv() {
+    same_as_csv("ods").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -371,15 +379,33 @@ fn technicians_workbook() -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn excel_sheets_formulas_and_blank_rows_read_as_the_sheet_shows_them() {
+    sheets_formulas_and_blank_rows(XLSX, technicians_workbook()).await;
+}
+
+/// The same workbook saved by LibreOffice as ODS reads the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ods_sheets_formulas_and_blank_rows_read_as_the_sheet_shows_them() {
+    sheets_formulas_and_blank_rows(ODS, as_ods(technicians_workbook())).await;
+}
+
+/// An XLSX saved as ODS by LibreOffice.
+fn as_ods(xlsx: Vec<u8>) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("book.xlsx");
+    std::fs::write(&path, xlsx).unwrap();
+    let out = libreoffice(&[path], "ods", dir.path());
+    std::fs::read(&out[0]).unwrap()
+}
+
+async fn sheets_formulas_and_blank_rows(ct: &str, book: Vec<u8>) {
     let app = spawn_app().await;
     let sub = app.submitter().await;
-    let book = technicians_workbook();
     let job = upload_as(
         &app,
         &sub,
         "technicians",
         "?sheet=Data&on_error=skip",
-        XLSX,
+        ct,
         book.clone(),
     )
     .await;
@@ -419,7 +445,7 @@ async fn excel_sheets_formulas_and_blank_rows_read_as_the_sheet_shows_them() {
         &sub,
         "technicians",
         "?sheet=Payroll",
-        XLSX,
+        ct,
         book.clone(),
     )
     .await;
@@ -432,7 +458,7 @@ async fn excel_sheets_formulas_and_blank_rows_read_as_the_sheet_shows_them() {
             .contains("Notes, Data"),
         "{job}"
     );
-    let job = upload_as(&app, &sub, "technicians", "", XLSX, book).await;
+    let job = upload_as(&app, &sub, "technicians", "", ct, book).await;
     assert_eq!(
         job["state"], "invalid",
         "the first sheet is read by default"
@@ -790,6 +816,103 @@ async fn undeclared_types_are_detected_from_the_bytes() {
         )
         .await;
     }
+}
+
+/// An ODS is known by the `mimetype` entry of its zip (wherever the entry
+/// is, deflated or not), by its type, and by its name in a form; an ODS
+/// sent as XLSX, or an XLSX or CSV sent as ODS, is read as what it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ods_is_known_by_its_mimetype_its_type_and_its_name() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let sheet = one_customer();
+    let ods = as_ods(sheet.xlsx());
+    // The same package with `mimetype` last and deflated, as careless
+    // writers leave it.
+    let shuffled = {
+        let mut source = zip::ZipArchive::new(std::io::Cursor::new(&ods)).unwrap();
+        let mut out = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let deflated = zip::write::SimpleFileOptions::default();
+        for i in 0..source.len() {
+            let part = source.by_index_raw(i).unwrap();
+            if part.name().unwrap() != "mimetype" {
+                out.raw_copy_file(part).unwrap();
+            }
+        }
+        out.start_file("mimetype", deflated).unwrap();
+        std::io::Write::write_all(&mut out, ODS.as_bytes()).unwrap();
+        out.finish().unwrap().into_inner()
+    };
+    let bare = |body: Vec<u8>| {
+        app.client
+            .post(app.url("/api/import/customers"))
+            .header("X-API-Key", &sub)
+            .body(body)
+            .send()
+    };
+    let form_with = |name: Option<&str>, ct: Option<&str>| form(&[("file", name, ct, &ods)]);
+    let cases: Vec<(&str, String, Vec<u8>, Option<&str>)> = vec![
+        (
+            "octet-stream",
+            "application/octet-stream".into(),
+            ods.clone(),
+            None,
+        ),
+        ("no type", String::new(), ods.clone(), None),
+        ("no type, mimetype last", String::new(), shuffled, None),
+        ("ODS as XLSX", XLSX.into(), ods.clone(), None),
+        (
+            "a form, by name",
+            form_with(Some("c.ods"), Some("application/octet-stream")).0,
+            form_with(Some("c.ods"), Some("application/octet-stream")).1,
+            Some("c.ods"),
+        ),
+        (
+            "a form, by its bytes",
+            form_with(None, None).0,
+            form_with(None, None).1,
+            None,
+        ),
+        (
+            "a form, by type",
+            form_with(Some("export.bin"), Some(ODS)).0,
+            form_with(Some("export.bin"), Some(ODS)).1,
+            Some("export.bin"),
+        ),
+    ];
+    for (case, ct, body, name) in cases {
+        let resp = if ct.is_empty() {
+            bare(body).await.unwrap()
+        } else {
+            app.upload_raw(&sub, "customers", "", &ct, body).await
+        };
+        assert_eq!(resp.status(), StatusCode::ACCEPTED, "{case}");
+        let job: Value = resp.json().await.unwrap();
+        let job = app.wait_done(&sub, job["id"].as_str().unwrap()).await;
+        assert_eq!(job["file"]["format"], "ods", "{case}");
+        assert_eq!(job["state"], "awaiting_approval", "{case}: {job}");
+        assert_eq!(job["file"]["name"], json!(name), "{case}");
+        let rows = preview_rows(&app, &sub, &job).await;
+        assert_eq!(rows[0]["values"]["wa_number"], "0811", "{case}");
+        app.act_ok(&sub, job["id"].as_str().unwrap(), "cancel")
+            .await;
+    }
+    for (body, format) in [(sheet.xlsx(), "xlsx"), (sheet.csv().into_bytes(), "csv")] {
+        let job = upload_as(&app, &sub, "customers", "", ODS, body).await;
+        assert_eq!(job["file"]["format"], format, "{format} sent as ODS");
+        assert_eq!(job["state"], "awaiting_approval", "{job}");
+        app.act_ok(&sub, job["id"].as_str().unwrap(), "cancel")
+            .await;
+    }
+    let resp = app
+        .upload_raw(&sub, "customers", "", "application/pdf", ods)
+        .await;
+    assert_eq!(resp.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let problem: Value = resp.json().await.unwrap();
+    assert!(
+        problem["detail"].as_str().unwrap().contains("ODS"),
+        "{problem}"
+    );
 }
 
 /// A catalog's own date formats replace the default `DD/MM/YYYY`; local

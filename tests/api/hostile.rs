@@ -21,6 +21,7 @@ const MEMORY_BOUND: u64 = 200 * 1024 * 1024;
 
 const XLSX: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
 const XLS: &str = "application/vnd.ms-excel";
+const ODS: &str = "application/vnd.oasis.opendocument.spreadsheet";
 
 /// The real binary on a free port with a fresh database (SQLite, or
 /// PostgreSQL when `IMPORTGATE_TEST_POSTGRES` is set), and a submitter key.
@@ -716,5 +717,128 @@ async fn a_large_workbook_and_json_stream_with_flat_memory() {
         "25,000-row XLSX and 6 MB JSON: server peak {} MiB",
         peak >> 20
     );
+    assert!(peak < MEMORY_BOUND, "peak {} MiB", peak >> 20);
+}
+
+/// An ODS package around `rows` (the XML of one sheet's rows, after a
+/// header row of the two customer columns), with `padding` bytes of noise
+/// in a stored part: hostile content that compresses well needs a file
+/// large enough for the expansion limit to let it through to the reader.
+fn ods_of(rows: &[u8], padding: usize) -> Vec<u8> {
+    let head = br#"<?xml version="1.0" encoding="UTF-8"?><office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:spreadsheet><table:table table:name="Customers"><table:table-row><table:table-cell office:value-type="string"><text:p>customer_name</text:p></table:table-cell><table:table-cell office:value-type="string"><text:p>wa_number</text:p></table:table-cell></table:table-row>"#;
+    let tail = b"</table:table></office:spreadsheet></office:body></office:document-content>";
+    let mut out = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let stored =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    out.start_file("mimetype", stored).unwrap();
+    out.write_all(ODS.as_bytes()).unwrap();
+    out.start_file("content.xml", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    out.write_all(head).unwrap();
+    out.write_all(rows).unwrap();
+    out.write_all(tail).unwrap();
+    if padding > 0 {
+        out.start_file("Pictures/noise.bin", stored).unwrap();
+        out.write_all(&garbage(padding)).unwrap();
+    }
+    out.finish().unwrap().into_inner()
+}
+
+/// A row of the customers sheet whose first cell holds `cell` (XML).
+fn ods_row(cell: &str) -> String {
+    format!(
+        "<table:table-row><table:table-cell office:value-type=\"string\">{cell}</table:table-cell>\
+         <table:table-cell office:value-type=\"string\"><text:p>0811</text:p></table:table-cell>\
+         </table:table-row>"
+    )
+}
+
+/// Uploads an ODS of `rows` (see [`ods_of`]); it must end `invalid`,
+/// `unreadable`, saying `text`, with memory bounded.
+async fn unreadable_ods(server: &Server, rows: &[u8], padding: usize, text: &str) {
+    let job = server
+        .refuses(
+            "customers",
+            ODS,
+            ods_of(rows, padding),
+            "invalid",
+            "unreadable",
+        )
+        .await;
+    says(&job, text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ods_zip_bomb_is_refused_before_inflating() {
+    let server = Server::start().await;
+    // 40 MB of sheet XML in a file of about 50 KB.
+    let blanks = vec![b' '; 40 << 20];
+    assert!(ods_of(&blanks, 0).len() < 1 << 20);
+    unreadable_ods(&server, &blanks, 0, "the ODS would expand").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ods_nested_a_hundred_thousand_levels_is_unreadable() {
+    let server = Server::start().await;
+    let deep = ods_row(&format!(
+        "<text:p>{}Andi{}</text:p>",
+        "<text:span>".repeat(100_000),
+        "</text:span>".repeat(100_000)
+    ));
+    unreadable_ods(
+        &server,
+        deep.as_bytes(),
+        200_000,
+        "nested deeper than 100 levels",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ods_cell_of_48_mb_stops_at_the_row_budget() {
+    let server = Server::start().await;
+    // More than 512 columns of 64 KiB could hold, as one text node.
+    let huge = ods_row(&format!("<text:p>{}</text:p>", "a".repeat(48 << 20)));
+    unreadable_ods(&server, huge.as_bytes(), 400_000, "row 2 is longer than").await;
+    // A billion spaces in a dozen bytes (`text:s`) stop there too.
+    let spaces = ods_row("<text:p><text:s text:c=\"1000000000\"/></text:p>");
+    unreadable_ods(&server, spaces.as_bytes(), 0, "row 2 is longer than").await;
+}
+
+/// `number-columns-repeated` and `number-rows-repeated` ask for a billion
+/// cells in a hundred bytes: columns are kept only as far as they can be
+/// used, and a row may not repeat past the last row a sheet has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ods_repeats_of_billions_of_cells_are_refused_with_flat_memory() {
+    let server = Server::start().await;
+    let repeated = "<table:table-row table:number-rows-repeated=\"2000000000\">\
+        <table:table-cell office:value-type=\"string\" table:number-columns-repeated=\"1000000000\">\
+        <text:p>Andi</text:p></table:table-cell></table:table-row>";
+    unreadable_ods(
+        &server,
+        repeated.as_bytes(),
+        0,
+        "row 2 repeats past row 1048576",
+    )
+    .await;
+}
+
+/// Not hostile, just big: 25,000 rows saved by LibreOffice stream through
+/// validation with memory that does not follow the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_ods_streams_with_flat_memory() {
+    let server = Server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("customers.xlsx");
+    std::fs::write(&path, workbook(25_000)).unwrap();
+    let ods = crate::fixtures::libreoffice(&[path], "ods", dir.path());
+    let (status, job) = server
+        .upload("customers", ODS, std::fs::read(&ods[0]).unwrap())
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    assert_eq!(job["counts"]["insert"], 25_000);
+    let peak = server.peak_memory();
+    eprintln!("25,000-row ODS: server peak {} MiB", peak >> 20);
     assert!(peak < MEMORY_BOUND, "peak {} MiB", peak >> 20);
 }
