@@ -99,7 +99,9 @@ impl Format {
                 Format::Xlsx
             };
         }
-        if prefix.starts_with(OLE2_MAGIC) {
+        if prefix.starts_with(OLE2_MAGIC) || is_old_excel(prefix) {
+            // An Excel 2.x–4.0 worksheet goes to the XLS reader too, which
+            // says what it is (read as CSV, it was told to give ?encoding=).
             return Format::Xls;
         }
         let text = prefix.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(prefix);
@@ -137,6 +139,18 @@ impl Format {
             Format::Ods => "ods",
         }
     }
+}
+
+/// Whether the bytes begin as an Excel 2.x, 3.0 or 4.0 file (BIFF2–4, a
+/// bare record stream with no OLE2 container): a BOF record (`0x0009`,
+/// `0x0209` or `0x0409`) of 4 to 16 bytes, then a worksheet, chart, macro
+/// sheet or workbook type.
+pub fn is_old_excel(prefix: &[u8]) -> bool {
+    let [0x09, version, len_lo, len_hi, ..] = *prefix else {
+        return false;
+    };
+    let len = u16::from_le_bytes([len_lo, len_hi]);
+    matches!(version, 0x00 | 0x02 | 0x04) && (4..=16).contains(&len) && prefix.len() >= 8
 }
 
 /// Whether `text` (starting with `{`) begins with one complete JSON object
@@ -380,6 +394,19 @@ pub fn read_error(e: impl std::fmt::Display) -> FileError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn excel_2_to_4_worksheets_are_known_by_their_first_record() {
+        let biff4 = [0x09, 0x04, 0x06, 0x00, 0x00, 0x00, 0x10, 0x00];
+        assert!(is_old_excel(&biff4));
+        assert_eq!(Format::sniff(&biff4), Format::Xls);
+        assert_eq!(Format::Xls.refine(&biff4), Format::Xls);
+        assert!(is_old_excel(&[
+            0x09, 0x00, 0x04, 0x00, 0x02, 0x00, 0x10, 0x00
+        ]));
+        assert!(!is_old_excel(b"\tname,wa"), "a CSV starting with a tab");
+        assert!(!is_old_excel(&[0x09, 0x04]));
+    }
 
     #[test]
     fn formats_are_sniffed_from_the_first_bytes() {

@@ -94,7 +94,18 @@ pub fn open_xls(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSo
 /// ([`biff::prepare`]): calamine builds every sheet as a dense grid when
 /// it opens the workbook, and a hostile file can ask for billions of
 /// cells, an allocation that fails by aborting the process.
-fn repack_ole2(file: File) -> Result<File, FileError> {
+fn repack_ole2(mut file: File) -> Result<File, FileError> {
+    let mut head = [0u8; 8];
+    let got = std::io::Read::read(&mut file, &mut head).map_err(read_error)?;
+    if super::is_old_excel(&head[..got]) {
+        return Err(FileError::new(
+            "unreadable",
+            "this is an Excel 2.x–4.0 worksheet, a format from before 1997 that importgate \
+             does not read; open it in Excel or LibreOffice, save it as .xlsx (Excel Workbook), \
+             and upload that",
+        ));
+    }
+    std::io::Seek::rewind(&mut file).map_err(read_error)?;
     let mut source =
         cfb::CompoundFile::open(BufReader::new(file)).map_err(|e| unreadable("XLS", e))?;
     let streams: Vec<(String, std::path::PathBuf)> = source

@@ -461,3 +461,30 @@ async fn a_replica_starts_while_a_commit_holds_its_table() {
     second.expect("it opened").db.close().await;
     db.close().await;
 }
+
+/// Item 20: an Excel 4.0 worksheet (no OLE2 container) is named for what
+/// it is, not read as CSV and told to give `?encoding=`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_excel_4_worksheet_says_what_it_is() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    // BIFF4: a BOF record (0x0409, 6 bytes: version, worksheet), a
+    // LABEL-ish record of text, then EOF (0x000A).
+    let mut biff4 = vec![0x09, 0x04, 0x06, 0x00, 0x00, 0x00, 0x10, 0x00];
+    biff4.extend([0x04, 0x02, 0x0C, 0x00]);
+    biff4.extend(b"\x00\x00\x00\x00\x0f\x00\x04\x00name");
+    biff4.extend([0x0A, 0x00, 0x00, 0x00]);
+    for content_type in ["application/vnd.ms-excel", "application/octet-stream"] {
+        let resp = app
+            .upload_raw(&sub, "customers", "", content_type, biff4.clone())
+            .await;
+        assert_eq!(resp.status(), StatusCode::ACCEPTED);
+        let job: serde_json::Value = resp.json().await.unwrap();
+        let job = app.wait_done(&sub, job["id"].as_str().unwrap()).await;
+        assert_eq!(job["state"], "invalid", "{job}");
+        assert_eq!(job["problem"]["code"], "unreadable");
+        let detail = job["problem"]["detail"].as_str().unwrap();
+        assert!(detail.contains("Excel 2.x–4.0"), "{detail}");
+        assert!(!detail.contains("encoding"), "{detail}");
+    }
+}
