@@ -152,14 +152,6 @@ impl Error {
             Error::Store(_) | Error::Internal(_) => "internal",
         }
     }
-
-    /// The state a job or request was in, for refusals that name it.
-    pub fn state(&self) -> Option<&str> {
-        match self {
-            Error::InvalidState { state, .. } => Some(state),
-            _ => None,
-        }
-    }
 }
 
 impl From<anyhow::Error> for Error {

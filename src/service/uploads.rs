@@ -143,7 +143,7 @@ impl Declaration {
 }
 
 /// The essence of a `Content-Type` value: lowercase, without parameters.
-pub fn essence(content_type: &str) -> String {
+fn essence(content_type: &str) -> String {
     content_type
         .split(';')
         .next()

@@ -240,15 +240,6 @@ fn copy_line(out: &mut Vec<u8>, fields: &[Option<&str>]) {
     out.push(b'\n');
 }
 
-/// Stores row errors: (row seq, index within the row, error).
-pub async fn insert_errors(
-    conn: &mut Conn<'_>,
-    job_id: &str,
-    errors: &[(i64, i64, &RowError)],
-) -> Result<()> {
-    insert_notes(conn, Notes::Errors, job_id, errors).await
-}
-
 /// Stores row errors or warnings: (row seq, index within the row, note).
 async fn insert_notes(
     conn: &mut Conn<'_>,
@@ -338,7 +329,7 @@ pub async fn mark_error(
     );
     on_conn!(conn, c => sqlx::query(&sql)
         .bind(stage.job).bind(seq).execute(c).await.map(|r| r.rows_affected()))?;
-    insert_errors(conn, job_id, &[(seq, n, error)]).await
+    insert_notes(conn, Notes::Errors, job_id, &[(seq, n, error)]).await
 }
 
 /// Counts of a job's staged rows by action.
