@@ -5,8 +5,11 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use maud::{DOCTYPE, Markup, html};
 
+use crate::t;
+
 use super::Shown;
 use super::assets;
+use super::i18n::{self, Lang};
 use super::session::Signed;
 use crate::keys::{Person, Role};
 use crate::ledger::JobState;
@@ -49,12 +52,12 @@ impl Ctx {
         matches!(self.user, Some((_, Role::Admin)))
     }
 
-    /// A time in the service's zone, with the exact instant for machines.
+    /// A time in the service's zone, the reader's way, with the exact
+    /// instant for machines.
     pub fn when(&self, t: &DateTime<Utc>) -> Markup {
-        let local = t.with_timezone(&self.zone);
         html! {
             time datetime=(crate::ledger::job::time(t)) title=(crate::ledger::job::time(t)) {
-                (local.format("%Y-%m-%d %H:%M %Z"))
+                (i18n::moment_in(i18n::current(), t, self.zone))
             }
         }
     }
@@ -74,8 +77,8 @@ fn nav_link(ctx: &Ctx, nav: Nav, href: &str, label: &str) -> Markup {
 pub fn simulation_banner() -> Markup {
     html! {
         div.sim-banner role="status" {
-            strong { "Simulation — nothing is written." }
-            " Imports pass the gate and are recorded in the ledger, but no module table is changed."
+            strong { (t!("sim-banner-title")) }
+            " " (t!("sim-banner-text"))
         }
     }
 }
@@ -84,7 +87,7 @@ pub fn simulation_banner() -> Markup {
 pub fn page(ctx: &Ctx, title: &str, content: Markup) -> Markup {
     html! {
         (DOCTYPE)
-        html lang="en" {
+        html lang=(i18n::current().tag()) {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
@@ -96,8 +99,8 @@ pub fn page(ctx: &Ctx, title: &str, content: Markup) -> Markup {
                 link rel="stylesheet" href=(assets::url("console.css"));
                 script src=(assets::url("console.js")) defer {}
             }
-            body {
-                a.skip href="#main" { "Skip to content" }
+            body data-text=(i18n::script_text()) {
+                a.skip href="#main" { (t!("skip-to-content")) }
                 @if ctx.simulate {
                     (simulation_banner())
                 }
@@ -106,27 +109,28 @@ pub fn page(ctx: &Ctx, title: &str, content: Markup) -> Markup {
                         img src=(assets::url("icon.svg")) alt="" width="24" height="24";
                         span { "importgate" }
                     }
-                    nav aria-label="Main" {
+                    nav aria-label=(t!("nav-main")) {
                         @if ctx.user.is_some() {
-                            (nav_link(ctx, Nav::Jobs, "/jobs", "Jobs"))
-                            (nav_link(ctx, Nav::Upload, "/upload", "Upload"))
+                            (nav_link(ctx, Nav::Jobs, "/jobs", &t!("nav-jobs")))
+                            (nav_link(ctx, Nav::Upload, "/upload", &t!("nav-upload")))
                             @if ctx.is_admin() {
-                                (nav_link(ctx, Nav::Keys, "/keys", "Keys"))
+                                (nav_link(ctx, Nav::Keys, "/keys", &t!("nav-keys")))
                             }
                         }
-                        (nav_link(ctx, Nav::Developers, "/developers", "Developers"))
+                        (nav_link(ctx, Nav::Developers, "/developers", &t!("nav-developers")))
                     }
+                    (language_switch())
                     div.who {
                         @if let (Some((person, role)), Some(csrf)) = (&ctx.user, &ctx.csrf) {
                             span.person title=(person.key_id) {
-                                (person.display) " · " span.role { (role.as_str()) }
+                                (person.display) " · " span.role { (role_name(*role)) }
                             }
                             form.inline method="post" action="/signout" {
                                 input type="hidden" name="_csrf" value=(csrf);
-                                button.btn.btn-small type="submit" { "Sign out" }
+                                button.btn.btn-small type="submit" { (t!("sign-out")) }
                             }
                         } @else if ctx.nav != Nav::SignIn {
-                            a.btn.btn-small href="/signin" { "Sign in" }
+                            a.btn.btn-small href="/signin" { (t!("sign-in")) }
                         }
                     }
                 }
@@ -134,7 +138,7 @@ pub fn page(ctx: &Ctx, title: &str, content: Markup) -> Markup {
                     (content)
                 }
                 footer.footer {
-                    "importgate — every import waits for a second person at the Human-Gate."
+                    (t!("footer"))
                 }
             }
         }
@@ -158,9 +162,9 @@ pub fn error_page(p: &Shown) -> Markup {
                 h1 { (p.title) }
                 div.alert.alert-error role="alert" {
                     p { (p.detail) }
-                    p.muted { "Status " (p.status.as_u16()) ", code " code { (p.code) } }
+                    p.muted { (t!("error-status", status = p.status.as_u16().to_string())) ", " (t!("error-code")) " " code { (p.code) } }
                 }
-                p { a href="/jobs" { "Back to the jobs" } }
+                p { a href="/jobs" { (t!("back-to-jobs")) } }
             }
         },
     )
@@ -181,37 +185,69 @@ pub fn role_and_modules(prefix: &str) -> Markup {
     let role_help = format!("{prefix}-role-help");
     html! {
         div.field {
-            label for=(role) { "Role" }
+            label for=(role) { (t!("field-role")) }
             select id=(role) name="role" aria-describedby=(role_help) {
-                option value="submitter" { "submitter" }
-                option value="approver" { "approver" }
-                option value="admin" { "admin" }
+                @for r in [Role::Submitter, Role::Approver, Role::Admin] {
+                    option value=(r.as_str()) { (role_name(r)) }
+                }
             }
-            p.help id=(role_help) { "A submitter uploads and follows jobs; an approver also decides at the gate; an admin also manages keys." }
+            p.help id=(role_help) { (t!("field-role-help")) }
         }
         div.field {
-            label for=(modules) { "Modules" }
+            label for=(modules) { (t!("field-modules")) }
             input id=(modules) type="text" name="modules" value="*" aria-describedby=(help);
-            p.help id=(help) { "* for all, or module keys separated by commas (customers, orders)." }
+            p.help id=(help) { (t!("field-modules-help")) }
         }
     }
 }
 
 /// Words a person reads for a state.
-pub fn state_label(s: JobState) -> &'static str {
+pub fn state_label(s: JobState) -> String {
     match s {
-        JobState::Validating => "Validating",
-        JobState::Invalid => "Invalid file",
-        JobState::Failed => "Failed",
-        JobState::AwaitingApproval => "Awaiting approval",
-        JobState::Committing => "Committing",
-        JobState::Committed => "Committed",
-        JobState::Rejected => "Rejected",
-        JobState::Cancelled => "Cancelled",
-        JobState::Expired => "Expired",
-        JobState::RollbackPending => "Rollback pending",
-        JobState::RollingBack => "Rolling back",
-        JobState::RolledBack => "Rolled back",
+        JobState::Validating => t!("state-validating"),
+        JobState::Invalid => t!("state-invalid"),
+        JobState::Failed => t!("state-failed"),
+        JobState::AwaitingApproval => t!("state-awaiting_approval"),
+        JobState::Committing => t!("state-committing"),
+        JobState::Committed => t!("state-committed"),
+        JobState::Rejected => t!("state-rejected"),
+        JobState::Cancelled => t!("state-cancelled"),
+        JobState::Expired => t!("state-expired"),
+        JobState::RollbackPending => t!("state-rollback_pending"),
+        JobState::RollingBack => t!("state-rolling_back"),
+        JobState::RolledBack => t!("state-rolled_back"),
+    }
+}
+
+/// Words a person reads for a role.
+pub fn role_name(r: Role) -> String {
+    match r {
+        Role::Submitter => t!("role-submitter"),
+        Role::Approver => t!("role-approver"),
+        Role::Admin => t!("role-admin"),
+    }
+}
+
+/// The language switch of the top bar: one small form per other language,
+/// which sets the remembered choice and comes back to this page.
+fn language_switch() -> Markup {
+    let now = i18n::current();
+    html! {
+        div.lang-switch {
+            @for l in Lang::ALL {
+                @if l == now {
+                    span.lang-current lang=(l.tag()) aria-current="true" { (l.tag().to_uppercase()) }
+                } @else {
+                    form.inline method="post" action="/language" {
+                        input type="hidden" name="lang" value=(l.tag());
+                        input type="hidden" name="next" value=(i18n::current_path());
+                        button.btn.btn-small.lang-option type="submit" lang=(l.tag()) title=(l.name()) data-lang=(l.tag()) {
+                            (l.tag().to_uppercase())
+                        }
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -230,22 +266,14 @@ pub fn person(p: &Person) -> Markup {
     html! { span.person title=(p.key_id) { (p.display) } }
 }
 
-/// A number with thin grouping (12 345) for counts.
+/// A count, grouped the reader's way (12,345 or 12.345).
 pub fn count(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push('\u{202f}');
-        }
-        out.push(ch);
-    }
-    if n < 0 { format!("-{out}") } else { out }
+    i18n::count(n)
 }
 
 /// A byte size a person reads.
 pub fn bytes(n: i64) -> String {
-    const UNITS: [&str; 4] = ["bytes", "KiB", "MiB", "GiB"];
+    const UNITS: [&str; 4] = ["", "KiB", "MiB", "GiB"];
     let mut v = n as f64;
     let mut unit = 0;
     while v >= 1024.0 && unit < UNITS.len() - 1 {
@@ -253,9 +281,11 @@ pub fn bytes(n: i64) -> String {
         unit += 1;
     }
     if unit == 0 {
-        format!("{n} bytes")
+        t!("size-bytes", n = n)
     } else {
-        format!("{v:.1} {}", UNITS[unit])
+        let text = format!("{v:.1}");
+        let shown = i18n::decimal_in(i18n::current(), &text).unwrap_or(text);
+        format!("{shown} {}", UNITS[unit])
     }
 }
 
@@ -267,8 +297,7 @@ mod tests {
     fn counts_are_grouped() {
         assert_eq!(count(0), "0");
         assert_eq!(count(999), "999");
-        assert_eq!(count(1000), "1\u{202f}000");
-        assert_eq!(count(1234567), "1\u{202f}234\u{202f}567");
+        assert_eq!(count(1000), "1,000");
         assert_eq!(bytes(512), "512 bytes");
         assert_eq!(bytes(2048), "2.0 KiB");
     }

@@ -20,6 +20,7 @@
 
 pub mod assets;
 pub mod developers;
+pub mod i18n;
 pub mod jobs;
 pub mod keys;
 pub mod layout;
@@ -33,9 +34,10 @@ use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 
 use crate::service::{self, App};
+use crate::t;
 
 /// The Content-Security-Policy of every console answer: nothing but the
 /// service's own scripts, styles and images, no framing, forms only to itself.
@@ -52,6 +54,8 @@ pub fn routes() -> Router<Arc<App>> {
         .merge(keys::routes())
         .merge(developers::routes())
         .merge(assets::routes())
+        .route("/language", post(i18n::choose))
+        .layer(axum::middleware::from_fn(i18n::middleware))
         .layer(axum::middleware::from_fn(security_headers))
 }
 
@@ -65,17 +69,20 @@ async fn home(visitor: session::Visitor) -> Response {
 
 /// Any path nobody serves: under `/api` a plain 404 (the API's problem
 /// layer makes it a problem), elsewhere a page a person can act on.
-pub async fn not_found(uri: axum::http::Uri) -> Response {
+pub async fn not_found(uri: axum::http::Uri, headers: axum::http::HeaderMap) -> Response {
     if uri.path().starts_with("/api") {
         return StatusCode::NOT_FOUND.into_response();
     }
-    let shown = Shown::new(
-        StatusCode::NOT_FOUND,
-        "not_found",
-        "Page not found",
-        format!("there is no page at {}", uri.path()),
-    );
-    let mut resp = Fail(shown).into_response();
+    // Outside the console's router: its language is decided here.
+    let mut resp = i18n::answer_in(&headers, "/jobs", || {
+        let shown = Shown::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            &t!("problem-page-not-found"),
+            t!("problem-page-not-found-detail", path = uri.path()),
+        );
+        Fail(shown).into_response()
+    });
     resp.headers_mut().insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(CSP),
@@ -138,38 +145,121 @@ impl Shown {
 impl From<service::Error> for Shown {
     fn from(e: service::Error) -> Shown {
         use service::Error as E;
-        let (status, title) = match &e {
-            E::UnknownModule { .. } => (StatusCode::NOT_FOUND, "Unknown module"),
-            E::NotFound { .. } => (StatusCode::NOT_FOUND, "Not found"),
-            E::Unauthorized => (StatusCode::UNAUTHORIZED, "Sign in again"),
-            E::Forbidden(_) => (StatusCode::FORBIDDEN, "Not allowed for this key"),
-            E::SelfApproval => (StatusCode::FORBIDDEN, "Four-eyes rule"),
-            E::InvalidState { title, .. } => (StatusCode::CONFLICT, *title),
+        let english = e.to_string();
+        // The reader's words for what went wrong. Details built from the
+        // error's own fields are said whole; free-form details that deeper
+        // checks wrote are summarised, with their exact English kept after.
+        let exact = |summary: String| {
+            if i18n::current() == i18n::Lang::En {
+                english.clone()
+            } else {
+                t!(
+                    "problem-detail-with-exact",
+                    summary = summary,
+                    exact = english.clone()
+                )
+            }
+        };
+        let (status, title, detail) = match &e {
+            E::UnknownModule { key, .. } => (
+                StatusCode::NOT_FOUND,
+                t!("problem-unknown_module"),
+                t!("problem-unknown_module-detail", module = key),
+            ),
+            E::NotFound { what, id } => (
+                StatusCode::NOT_FOUND,
+                t!("problem-not_found"),
+                t!("problem-not_found-detail", what = *what, id = id),
+            ),
+            E::Unauthorized => (
+                StatusCode::UNAUTHORIZED,
+                t!("problem-unauthorized"),
+                t!("problem-unauthorized-detail"),
+            ),
+            E::Forbidden(_) => (
+                StatusCode::FORBIDDEN,
+                t!("problem-forbidden"),
+                exact(t!("problem-forbidden-detail")),
+            ),
+            E::SelfApproval => (
+                StatusCode::FORBIDDEN,
+                t!("problem-self_approval"),
+                t!("problem-self_approval-detail"),
+            ),
+            E::InvalidState { state, .. } => {
+                let state = crate::ledger::JobState::parse(state)
+                    .map(layout::state_label)
+                    .unwrap_or_else(|| state.clone());
+                (
+                    StatusCode::CONFLICT,
+                    t!("problem-invalid_state"),
+                    exact(t!("problem-invalid_state-detail", state = state)),
+                )
+            }
             E::StaleEtag { .. } => (
                 StatusCode::PRECONDITION_FAILED,
-                "The job changed since you looked at it",
+                t!("problem-stale"),
+                t!("problem-stale-detail"),
             ),
-            E::Invalid { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "Invalid parameter"),
-            E::BadRequest(_) => (StatusCode::BAD_REQUEST, "Bad request"),
-            E::UnsupportedType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported file type"),
-            E::EmptyBody => (StatusCode::BAD_REQUEST, "Empty file"),
-            E::IdempotencyReused => (StatusCode::UNPROCESSABLE_ENTITY, "Idempotency key reused"),
-            E::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "File too large"),
-            E::AlreadyCollected { .. } => (StatusCode::GONE, "The key was already collected"),
-            E::TooMany { .. } => (StatusCode::TOO_MANY_REQUESTS, "Too many requests"),
-            E::Closed { .. } => (StatusCode::GONE, "The request is closed"),
+            E::Invalid { parameter, .. } => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                t!("problem-invalid"),
+                exact(t!("problem-invalid-detail", parameter = parameter)),
+            ),
+            E::BadRequest(_) => (
+                StatusCode::BAD_REQUEST,
+                t!("problem-bad_request"),
+                exact(t!("problem-bad_request-detail")),
+            ),
+            E::UnsupportedType(ty) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                t!("problem-unsupported_type"),
+                t!("problem-unsupported_type-detail", content_type = ty),
+            ),
+            E::EmptyBody => (
+                StatusCode::BAD_REQUEST,
+                t!("problem-empty"),
+                t!("problem-empty-detail"),
+            ),
+            E::IdempotencyReused => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                t!("problem-idempotency"),
+                t!("problem-idempotency-detail"),
+            ),
+            E::TooLarge { limit } => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                t!("problem-too_large"),
+                t!(
+                    "problem-too_large-detail",
+                    limit = layout::bytes(*limit as i64)
+                ),
+            ),
+            E::AlreadyCollected { id } => (
+                StatusCode::GONE,
+                t!("problem-collected"),
+                t!("problem-collected-detail", id = id),
+            ),
+            E::TooMany { retry_after, .. } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                t!("problem-too_many"),
+                exact(t!("problem-too_many-detail", seconds = *retry_after)),
+            ),
+            E::Closed { .. } => (
+                StatusCode::GONE,
+                t!("problem-closed"),
+                exact(t!("problem-closed-detail")),
+            ),
             E::Store(_) | E::Internal(_) => {
                 // The detail goes to the log, not to the person.
                 tracing::error!(error = %e, "internal error");
-                return Shown::new(
+                (
                     StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    "Internal error",
-                    "the service failed; the error is logged",
-                );
+                    t!("problem-internal"),
+                    t!("problem-internal-detail"),
+                )
             }
         };
-        Shown::new(status, e.code(), title, e.to_string())
+        Shown::new(status, e.code(), &title, detail)
     }
 }
 

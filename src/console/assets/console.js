@@ -32,8 +32,22 @@
     timer = setTimeout(tick, ms);
   }
 
+  // The page's words for the script, in the page's language
+  // (<body data-text>), with {name} slots.
+  var words = {};
+  try { words = JSON.parse(document.body.getAttribute('data-text') || '{}'); } catch (ignored) { words = {}; }
+  function say(key, args) {
+    var text = words[key] || key;
+    Object.keys(args || {}).forEach(function (name) {
+      text = text.split('{' + name + '}').join(String(args[name]));
+    });
+    return text;
+  }
+
+  var lang = document.documentElement.getAttribute('lang') || 'en';
+  var numbers = new Intl.NumberFormat(lang);
   function formatCount(n) {
-    return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, '\u202f');
+    return numbers.format(n);
   }
 
   // Copy buttons: <button data-copy="#input-id">.
@@ -43,7 +57,7 @@
       if (!field) { return; }
       var done = function () {
         var old = button.textContent;
-        button.textContent = 'Copied';
+        button.textContent = say('copied');
         setTimeout(function () { button.textContent = old; }, 1500);
       };
       field.select();
@@ -76,7 +90,7 @@
               badge.className = 'badge state-' + j.state;
               badge.setAttribute('data-state', j.state);
               badge.textContent = j.label;
-              if (liveStatus) { liveStatus.textContent = j.id + ' is now ' + j.label; }
+              if (liveStatus) { liveStatus.textContent = say('now', { job: j.id, state: j.label }); }
             }
             var rowsCell = row.querySelector('[data-count="rows"]');
             if (rowsCell) { rowsCell.textContent = formatCount(j.counts.rows); }
@@ -152,10 +166,10 @@
       box.hidden = true;
     };
     var follow = function (answer) {
-      message.textContent = 'Checking the rows…';
+      message.textContent = say('checking');
       every(500, function () {
         return getJSON(answer.status).then(function (j) {
-          message.textContent = j.label + ': ' + formatCount(j.counts.rows) + ' rows checked';
+          message.textContent = say('checked', { state: j.label, rows: formatCount(j.counts.rows) });
           if (!j.work) {
             checking.max = 1; checking.value = 1;
             window.location.assign(answer.url);
@@ -170,7 +184,7 @@
       e.preventDefault();
       error.hidden = true;
       var file = input.files && input.files[0];
-      if (!file) { fail('Choose a file first.'); return; }
+      if (!file) { fail(say('choose')); return; }
       var mode = form.querySelector('input[name="mode"]:checked').value;
       var onError = form.querySelector('input[name="on_error"]:checked').value;
       var url = form.getAttribute('data-upload') + encodeURIComponent(select.value) +
@@ -184,7 +198,7 @@
       xhr.upload.addEventListener('progress', function (ev) {
         if (ev.lengthComputable) {
           bar.value = Math.round((ev.loaded / ev.total) * 100);
-          message.textContent = 'Uploading… ' + bar.value + '%';
+          message.textContent = say('uploadingPercent', { percent: bar.value });
         }
       });
       xhr.addEventListener('load', function () {
@@ -196,14 +210,14 @@
         } else if (body && body.detail) {
           fail(body.title + ': ' + body.detail);
         } else {
-          fail('The upload failed (HTTP ' + xhr.status + ').');
+          fail(say('failedStatus', { status: xhr.status }));
         }
       });
-      xhr.addEventListener('error', function () { fail('The upload failed: the service could not be reached.'); });
+      xhr.addEventListener('error', function () { fail(say('unreachable')); });
       button.disabled = true;
       box.hidden = false;
       bar.value = 0;
-      message.textContent = 'Uploading…';
+      message.textContent = say('uploading');
       xhr.send(file);
     });
   }
