@@ -369,12 +369,23 @@ pub fn date_in(lang: Lang, d: &NaiveDate) -> String {
 /// A moment in `zone`, the language's way, with the zone's abbreviation
 /// (`24 Nov 2026 13:05 WIB`; Indonesian writes `13.05`).
 pub fn moment_in<T: chrono::TimeZone>(lang: Lang, t: &DateTime<T>, zone: Tz) -> String {
-    let local = t.with_timezone(&zone);
-    let pattern = match lang {
-        Lang::En => "%-d %b %Y %H:%M %Z",
-        Lang::Id => "%-d %b %Y %H.%M %Z",
+    moment(lang, t, zone, false)
+}
+
+/// A moment with its seconds (a value of a row, where the second may
+/// matter): `17 Agu 2026 10.05.07 WIB`.
+pub fn moment_exact_in<T: chrono::TimeZone>(lang: Lang, t: &DateTime<T>, zone: Tz) -> String {
+    moment(lang, t, zone, true)
+}
+
+fn moment<T: chrono::TimeZone>(lang: Lang, t: &DateTime<T>, zone: Tz, seconds: bool) -> String {
+    let pattern = match (lang, seconds) {
+        (Lang::En, false) => "%-d %b %Y %H:%M %Z",
+        (Lang::En, true) => "%-d %b %Y %H:%M:%S %Z",
+        (Lang::Id, false) => "%-d %b %Y %H.%M %Z",
+        (Lang::Id, true) => "%-d %b %Y %H.%M.%S %Z",
     };
-    local
+    t.with_timezone(&zone)
         .format_localized(pattern, lang.time_locale())
         .to_string()
 }

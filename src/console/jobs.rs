@@ -11,11 +11,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use chrono_tz::Tz;
 use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::{Value as JsonValue, json};
 
 use super::layout::{self, Ctx, Nav, badge, count, person};
+use super::notes;
 use super::session::Signed;
 use super::{PageResult, ScriptResult, Shown};
 use crate::catalog::Module;
@@ -25,6 +27,7 @@ use crate::ledger::job::People;
 use crate::ledger::{ALL_STATES, GateAction, Job, JobState, Move};
 use crate::service::jobs::{self, ListQuery, PreviewFilter, PreviewRow};
 use crate::service::{self, App};
+use crate::t;
 use crate::validate::RowAction;
 
 /// Preview rows per page.
@@ -105,23 +108,23 @@ async fn list(
     });
     let content = html! {
         div.page-head {
-            h1 { "Jobs" }
-            a.btn.btn-primary href="/upload" { "Upload a file" }
+            h1 { (t!("jobs-title")) }
+            a.btn.btn-primary href="/upload" { (t!("jobs-upload-a-file")) }
         }
-        form.filters method="get" action="/jobs" aria-label="Filter jobs" {
+        form.filters method="get" action="/jobs" aria-label=(t!("jobs-filter-label")) {
             div.field {
-                label for="f-module" { "Module" }
+                label for="f-module" { (t!("jobs-module")) }
                 select #f-module name="module" {
-                    option value="" { "All modules" }
+                    option value="" { (t!("jobs-all-modules")) }
                     @for m in &modules {
                         option value=(m) selected[module.as_deref() == Some(*m)] { (m) }
                     }
                 }
             }
             div.field {
-                label for="f-state" { "State" }
+                label for="f-state" { (t!("jobs-state")) }
                 select #f-state name="state" {
-                    option value="" { "All states" }
+                    option value="" { (t!("jobs-all-states")) }
                     @for s in ALL_STATES {
                         option value=(s.as_str()) selected[state == Some(s)] { (layout::state_label(s)) }
                     }
@@ -129,26 +132,26 @@ async fn list(
             }
             div.field.check {
                 input #f-mine type="checkbox" name="mine" value="1" checked[mine];
-                label for="f-mine" { "Only my uploads" }
+                label for="f-mine" { (t!("jobs-only-mine")) }
             }
-            button.btn type="submit" { "Filter" }
+            button.btn type="submit" { (t!("jobs-filter")) }
         }
         @if jobs.is_empty() {
-            p.empty { "No jobs match. " a href="/upload" { "Upload a file" } " to start one." }
+            p.empty { (t!("jobs-none-match")) " " a href="/upload" { (t!("jobs-upload-to-start")) } }
         } @else {
             div.table-wrap {
                 table.jobs data-live-jobs="/console/jobs/states" {
-                    caption.sr-only { "Jobs, newest first. States update by themselves." }
+                    caption.sr-only { (t!("jobs-caption")) }
                     thead {
                         tr {
-                            th scope="col" { "Job" }
-                            th scope="col" { "Module" }
-                            th scope="col" { "State" }
-                            th scope="col" .num { "Rows" }
-                            th scope="col" .num.col-errors { "Errors" }
-                            th scope="col" .col-file { "File" }
-                            th scope="col" .col-who { "Submitted by" }
-                            th scope="col" .col-time { "Created" }
+                            th scope="col" { (t!("jobs-col-job")) }
+                            th scope="col" { (t!("jobs-module")) }
+                            th scope="col" { (t!("jobs-state")) }
+                            th scope="col" .num { (t!("jobs-col-rows")) }
+                            th scope="col" .num.col-errors { (t!("jobs-col-errors")) }
+                            th scope="col" .col-file { (t!("jobs-col-file")) }
+                            th scope="col" .col-who { (t!("jobs-col-submitted-by")) }
+                            th scope="col" .col-time { (t!("jobs-col-created")) }
                         }
                     }
                     tbody {
@@ -171,11 +174,11 @@ async fn list(
             }
             p.sr-only aria-live="polite" #live-status {}
             @if let Some(link) = older_link {
-                p.pager { a.btn href=(link) { "Older jobs →" } }
+                p.pager { a.btn href=(link) { (t!("jobs-older")) } }
             }
         }
     };
-    Ok(layout::page(&ctx, "Jobs", content).into_response())
+    Ok(layout::page(&ctx, &t!("jobs-title"), content).into_response())
 }
 
 /// The end of a job id, enough to tell jobs apart at a glance.
@@ -194,7 +197,7 @@ pub struct DetailQuery {
 
 /// What the page says above everything after a move.
 enum Notice {
-    Done(&'static str),
+    Done(String),
     Refused(Shown),
 }
 
@@ -205,16 +208,10 @@ async fn detail(
     Query(q): Query<DetailQuery>,
 ) -> PageResult {
     let notice = match q.done.as_deref() {
-        Some("approve") => Some(Notice::Done(
-            "Approved. The service carries out the decision now; this page shows the result.",
-        )),
-        Some("reject") => Some(Notice::Done(
-            "Rejected. Your reason is recorded in the timeline.",
-        )),
-        Some("cancel") => Some(Notice::Done("Cancelled. Nothing will be written.")),
-        Some("rollback") => Some(Notice::Done(
-            "Rollback requested. Another approver must approve it.",
-        )),
+        Some("approve") => Some(Notice::Done(t!("job-done-approve"))),
+        Some("reject") => Some(Notice::Done(t!("job-done-reject"))),
+        Some("cancel") => Some(Notice::Done(t!("job-done-cancel"))),
+        Some("rollback") => Some(Notice::Done(t!("job-done-rollback"))),
         _ => None,
     };
     render_detail(&app, &signed, &id, &q, notice, StatusCode::OK).await
@@ -250,28 +247,28 @@ async fn render_detail(
     let people = People(&names);
     let events = jobs::events(app, &job).await?;
     let ctx = signed.ctx(app, Nav::Jobs);
-    let title = format!("{} import {}", job.module, short_id(&job.id));
+    let title = t!("job-title", module = &job.module, id = short_id(&job.id));
     let content = html! {
-        nav.crumbs aria-label="Breadcrumb" {
-            a href="/jobs" { "Jobs" } " › " span { code { (job.id) } }
+        nav.crumbs aria-label=(t!("job-breadcrumb")) {
+            a href="/jobs" { (t!("jobs-title")) } " › " span { code { (job.id) } }
         }
         div #job-live data-job-status=(format!("/console/jobs/{}/status", job.id))
             data-version=(job.version) data-work=(job.state.is_work()) {
             div.page-head {
-                h1 { (job.module) " import " (badge(job.state)) }
+                h1 { (t!("job-heading", module = &job.module)) " " (badge(job.state)) }
             }
             p.meta {
-                "File " strong { (job.file.name.as_deref().unwrap_or("(no name)")) }
+                (t!("job-meta-file")) " " strong { (job.file.name.clone().unwrap_or_else(|| t!("job-meta-no-name"))) }
                 " · " (job.file.format.as_str().to_uppercase())
                 " · " (layout::bytes(job.file.bytes))
-                " · into " code { (job.table) }
-                " · mode " strong { (job.mode.as_str()) }
-                " · on error " strong { (job.on_error.as_str()) }
-                " · submitted by " (person(&people.person(&job.submitter)))
+                " · " (t!("job-meta-into")) " " code { (job.table) }
+                " · " (t!("job-meta-mode")) " " strong { (job.mode.as_str()) }
+                " · " (t!("job-meta-on-error")) " " strong { (job.on_error.as_str()) }
+                " · " (t!("job-meta-submitted-by")) " " (person(&people.person(&job.submitter)))
                 " · " (ctx.when(&job.created_at))
             }
             @if job.simulated {
-                p.note { "This job runs in simulation: its commit and rollback are recorded but write nothing." }
+                p.note { (t!("job-simulated")) }
             }
             @match &notice {
                 Some(Notice::Done(text)) => div.alert.alert-ok role="status" { (text) },
@@ -283,7 +280,7 @@ async fn render_detail(
             @if job.state.is_work() {
                 div.alert.alert-info role="status" {
                     (working_text(job.state)) " "
-                    span data-progress-rows { (count(job.counts.rows)) } " rows checked so far."
+                    (t!("job-progress-before")) span data-progress-rows { (count(job.counts.rows)) } (t!("job-progress-after"))
                 }
             }
             (counts_panel(&job))
@@ -292,35 +289,35 @@ async fn render_detail(
             (gate_panel(&ctx, &job, &people, &events))
             (actions_panel(app, signed, &job))
         }
-        (preview_section(&job, &module, filter, offset, total, &rows))
+        (preview_section(ctx.zone, &job, &module, filter, offset, total, &rows))
         (timeline(&ctx, &events, &people))
     };
     Ok((status, layout::page(&ctx, &title, content)).into_response())
 }
 
-fn working_text(s: JobState) -> &'static str {
+fn working_text(s: JobState) -> String {
     match s {
-        JobState::Validating => "The file is being checked.",
-        JobState::Committing => "The rows are being written.",
-        _ => "The import is being undone.",
+        JobState::Validating => t!("job-working-validating"),
+        JobState::Committing => t!("job-working-committing"),
+        _ => t!("job-working-undoing"),
     }
 }
 
 fn counts_panel(job: &Job) -> Markup {
     let c = &job.counts;
     let mut items = vec![
-        ("Rows", c.rows, ""),
-        ("Valid", c.valid, ""),
-        ("Errors", c.errors, "stat-error"),
-        ("Insert", c.insert, "stat-insert"),
-        ("Update", c.update, "stat-update"),
-        ("Unchanged", c.unchanged, ""),
+        (t!("count-rows"), c.rows, ""),
+        (t!("count-valid"), c.valid, ""),
+        (t!("count-errors"), c.errors, "stat-error"),
+        (t!("count-insert"), c.insert, "stat-insert"),
+        (t!("count-update"), c.update, "stat-update"),
+        (t!("count-unchanged"), c.unchanged, ""),
     ];
     if c.warnings > 0 {
-        items.push(("Warnings", c.warnings, "stat-warn"));
+        items.push((t!("count-warnings"), c.warnings, "stat-warn"));
     }
     html! {
-        dl.stats aria-label="Counts" {
+        dl.stats aria-label=(t!("job-counts")) {
             @for (label, n, class) in items {
                 div class=(format!("stat {class}")) {
                     dt { (label) }
@@ -336,14 +333,15 @@ fn problem_panel(job: &Job) -> Markup {
         return html! {};
     };
     let rows = p.rows.as_deref().unwrap_or_default();
+    let (title, detail) = notes::problem(p);
     html! {
         section.alert.alert-error aria-labelledby="problem-title" {
-            h2 #problem-title { (p.title) }
-            p { (p.detail) " " span.muted { "(" code { (p.code.as_str()) } ")" } }
+            h2 #problem-title { (title) }
+            p { (detail) " " span.muted { "(" code { (p.code.as_str()) } ")" } }
             @if !rows.is_empty() {
                 div.table-wrap {
                     table.small {
-                        (layout::table_head(&["Row", "Key", "Why"]))
+                        (layout::table_head(&[&t!("col-row"), &t!("col-key"), &t!("col-why")]))
                         tbody {
                             @for r in rows {
                                 tr {
@@ -365,11 +363,11 @@ fn warnings_panel(job: &Job) -> Markup {
         return html! {};
     }
     html! {
-        section.alert.alert-warn aria-label="Warnings" {
-            h2 { "Warnings" }
+        section.alert.alert-warn aria-label=(t!("count-warnings")) {
+            h2 { (t!("count-warnings")) }
             ul {
                 @for w in &job.warnings {
-                    li { (w.message) }
+                    li { (notes::warning(w)) }
                 }
             }
         }
@@ -388,8 +386,8 @@ fn gate_panel(ctx: &Ctx, job: &Job, people: &People, events: &[Event]) -> Markup
             section.panel aria-labelledby="gate-title" {
                 h2 #gate-title { "Human-Gate" }
                 p {
-                    @if g.action == GateAction::Rollback { "Rollback" } @else { "Commit" }
-                    " requested by " (person(&people.person(&g.requested_by)))
+                    @if g.action == GateAction::Rollback { (t!("gate-rollback-requested-by")) } @else { (t!("gate-commit-requested-by")) }
+                    " " (person(&people.person(&g.requested_by)))
                     " · " (ctx.when(&g.requested_at))
                 }
                 @if g.action == GateAction::Rollback && let Some(r) = reason {
@@ -399,8 +397,8 @@ fn gate_panel(ctx: &Ctx, job: &Job, people: &People, events: &[Event]) -> Markup
                     ul.decisions {
                         @for d in &job.decisions {
                             li {
-                                strong { (d.action.as_str()) " " (d.decision.as_str()) }
-                                @if let Some(by) = &d.by { " by " (person(&people.person(by))) }
+                                strong { (decision_text(d.action, d.decision)) }
+                                @if let Some(by) = &d.by { " " (t!("gate-by")) " " (person(&people.person(by))) }
                                 " · " (ctx.when(&d.at))
                                 @if let Some(c) = &d.comment { blockquote { (c) } }
                             }
@@ -416,68 +414,68 @@ fn gate_panel(ctx: &Ctx, job: &Job, people: &People, events: &[Event]) -> Markup
 const OFFERED: [Move; 4] = PERSONS_MOVES;
 
 /// What the button says and what the confirmation explains.
-fn move_text(job: &Job, m: Move) -> (&'static str, String, &'static str) {
+fn move_text(job: &Job, m: Move) -> (String, String, String) {
     let rollback = job.state == JobState::RollbackPending;
     let sim = if job.simulated {
-        " Simulation: this is recorded, nothing is written."
+        format!(" {}", t!("move-simulated"))
     } else {
-        ""
+        String::new()
     };
     match (m, rollback) {
-        (Move::Approve, false) => (
-            "Approve…",
-            format!(
-                "Approve writing this file into {}: {} new rows, {} changed rows, {} unchanged{}{}. It is written in one transaction exactly as previewed.{sim}",
-                job.table,
-                count(job.counts.insert),
-                count(job.counts.update),
-                count(job.counts.unchanged),
-                if job.counts.errors > 0 {
-                    format!(", {} rows with errors left out", count(job.counts.errors))
-                } else {
-                    String::new()
-                },
-                if job.counts.warnings > 0 {
-                    format!(
-                        ", {} rows with warnings (see the Warnings tab)",
-                        count(job.counts.warnings)
-                    )
-                } else {
-                    String::new()
-                },
-            ),
-            "Approve and commit",
-        ),
+        (Move::Approve, false) => {
+            let c = &job.counts;
+            let mut explain = t!(
+                "move-approve-explain",
+                table = &job.table,
+                insert = c.insert,
+                update = c.update,
+                unchanged = c.unchanged
+            );
+            if c.errors > 0 {
+                explain.push_str(&t!("move-approve-errors", errors = c.errors));
+            }
+            if c.warnings > 0 {
+                explain.push_str(&t!("move-approve-warnings", warnings = c.warnings));
+            }
+            explain.push_str(&t!("move-approve-end"));
+            explain.push_str(&sim);
+            (t!("move-approve"), explain, t!("move-approve-confirm"))
+        }
         (Move::Approve, true) => (
-            "Approve rollback…",
-            format!(
-                "Approve undoing this import in {}: rows it inserted are deleted, rows it updated get their previous values back.{sim}",
-                job.table
-            ),
-            "Approve rollback",
+            t!("move-approve-rollback"),
+            t!("move-approve-rollback-explain", table = &job.table) + &sim,
+            t!("move-approve-rollback-confirm"),
         ),
         (Move::Reject, false) => (
-            "Reject…",
-            "Reject this import. Nothing is written; the submitter sees your reason.".to_string(),
-            "Reject import",
+            t!("move-reject"),
+            t!("move-reject-explain"),
+            t!("move-reject-confirm"),
         ),
         (Move::Reject, true) => (
-            "Reject rollback…",
-            "Keep the import as it is and close the rollback request.".to_string(),
-            "Reject rollback",
+            t!("move-reject-rollback"),
+            t!("move-reject-rollback-explain"),
+            t!("move-reject-rollback-confirm"),
         ),
         (Move::Cancel, _) => (
-            "Cancel…",
-            "Withdraw this import before anyone decides. Nothing is written.".to_string(),
-            "Cancel import",
+            t!("move-cancel"),
+            t!("move-cancel-explain"),
+            t!("move-cancel-confirm"),
         ),
         _ => (
-            "Request rollback…",
-            "Ask for this import to be undone. Another approver must approve the rollback."
-                .to_string(),
-            "Request rollback",
+            t!("move-rollback"),
+            t!("move-rollback-explain"),
+            t!("move-rollback-confirm"),
         ),
     }
+}
+
+/// A decision of the gate in words (`commit approved`).
+fn decision_text(action: GateAction, decision: crate::ledger::job::DecisionKind) -> String {
+    t!(
+        "gate-decision",
+        action = action.as_str(),
+        decision = decision.as_str()
+    )
 }
 
 /// Reject and rollback need a reason the other person can read.
@@ -508,12 +506,12 @@ fn actions_panel(app: &App, signed: &Signed, job: &Job) -> Markup {
     }
     html! {
         section.panel.actions aria-labelledby="actions-title" {
-            h2 #actions-title { "Your decision" }
+            h2 #actions-title { (t!("actions-title")) }
             @if four_eyes {
-                p.note { "You asked for this step, so another approver decides it (four-eyes rule)." }
+                p.note { (t!("actions-four-eyes")) }
             }
             @if approver_needed {
-                p.note { "An approver decides this step." }
+                p.note { (t!("actions-approver-needed")) }
             }
             div.action-list {
                 @for m in &offered {
@@ -528,7 +526,7 @@ fn actions_panel(app: &App, signed: &Signed, job: &Job) -> Markup {
                             input type="hidden" name="etag" value=(job.etag());
                             p { (explain) }
                             label for=(format!("comment-{name}")) {
-                                "Comment" @if needs_comment(*m) { " (required: say why)" } @else { " (optional)" }
+                                @if needs_comment(*m) { (t!("actions-comment-required")) } @else { (t!("actions-comment-optional")) }
                             }
                             textarea id=(format!("comment-{name}")) name="comment" rows="2" maxlength="2000"
                                 required[needs_comment(*m)] {}
@@ -553,7 +551,7 @@ fn plain(v: &JsonValue) -> String {
 
 fn cell_value(v: Option<&JsonValue>) -> Markup {
     match v {
-        None | Some(JsonValue::Null) => html! { span.null { "empty" } },
+        None | Some(JsonValue::Null) => html! { span.null { (t!("empty-value")) } },
         Some(v) => html! { (plain(v)) },
     }
 }
@@ -594,6 +592,7 @@ fn preview_link(job: &Job, filter: PreviewFilter, offset: i64) -> String {
 }
 
 fn preview_section(
+    zone: Tz,
     job: &Job,
     module: &Module,
     filter: PreviewFilter,
@@ -607,18 +606,22 @@ fn preview_section(
         warned: false,
     };
     let mut tabs = vec![
-        (by(None), "All", c.rows),
-        (by(Some(RowAction::Insert)), "Insert", c.insert),
-        (by(Some(RowAction::Update)), "Update", c.update),
-        (by(Some(RowAction::Unchanged)), "Unchanged", c.unchanged),
-        (by(Some(RowAction::Error)), "Errors", c.errors),
+        (by(None), t!("tab-all"), c.rows),
+        (by(Some(RowAction::Insert)), t!("count-insert"), c.insert),
+        (by(Some(RowAction::Update)), t!("count-update"), c.update),
+        (
+            by(Some(RowAction::Unchanged)),
+            t!("count-unchanged"),
+            c.unchanged,
+        ),
+        (by(Some(RowAction::Error)), t!("count-errors"), c.errors),
     ];
     if c.warnings > 0 {
         let warned = PreviewFilter {
             action: None,
             warned: true,
         };
-        tabs.push((warned, "Warnings", c.warnings));
+        tabs.push((warned, t!("count-warnings"), c.warnings));
     }
     let cols = shown_columns(module, rows);
     let first = if total == 0 { 0 } else { offset + 1 };
@@ -626,8 +629,8 @@ fn preview_section(
     let last_page = ((total - 1).max(0) / PAGE) * PAGE;
     html! {
         section #preview aria-labelledby="preview-title" {
-            h2 #preview-title { "Preview" }
-            nav.tabs aria-label="Rows by action" {
+            h2 #preview-title { (t!("preview-title")) }
+            nav.tabs aria-label=(t!("preview-tabs")) {
                 @for (a, label, n) in tabs {
                     @if a == filter {
                         a href=(preview_link(job, a, 0)) aria-current="true" { (label) " " span.tab-count { (count(n)) } }
@@ -638,35 +641,35 @@ fn preview_section(
             }
             @if rows.is_empty() {
                 p.empty {
-                    @if job.state == JobState::Validating { "The preview appears when the file has been checked." }
-                    @else if job.state == JobState::Invalid { "The file could not be read, so there is nothing to preview." }
-                    @else { "No rows here." }
+                    @if job.state == JobState::Validating { (t!("preview-wait")) }
+                    @else if job.state == JobState::Invalid { (t!("preview-unreadable")) }
+                    @else { (t!("preview-no-rows")) }
                 }
             } @else {
-                div.table-wrap tabindex="0" role="region" aria-label="Preview rows" {
+                div.table-wrap tabindex="0" role="region" aria-label=(t!("preview-rows")) {
                     table.preview {
                         thead {
                             tr {
-                                th scope="col" { "Row" }
-                                th scope="col" { "Action" }
+                                th scope="col" { (t!("col-row")) }
+                                th scope="col" { (t!("col-action")) }
                                 @for col in &cols { th scope="col" { (col) } }
-                                th scope="col" { "Notes" }
+                                th scope="col" { (t!("col-notes")) }
                             }
                         }
                         tbody {
-                            @for r in rows { (preview_row(r, &cols)) }
+                            @for r in rows { (preview_row(module, zone, r, &cols)) }
                         }
                     }
                 }
-                nav.pager aria-label="Preview pages" {
-                    span.range { "Rows " (count(first)) "–" (count(last)) " of " (count(total)) }
+                nav.pager aria-label=(t!("preview-pages")) {
+                    span.range { (t!("preview-range", first = count(first), last = count(last), total = count(total))) }
                     @if offset > 0 {
-                        a.btn href=(preview_link(job, filter, 0)) { "« First" }
-                        a.btn href=(preview_link(job, filter, (offset - PAGE).max(0))) rel="prev" { "‹ Previous" }
+                        a.btn href=(preview_link(job, filter, 0)) { (t!("pager-first")) }
+                        a.btn href=(preview_link(job, filter, (offset - PAGE).max(0))) rel="prev" { (t!("pager-previous")) }
                     }
                     @if last < total {
-                        a.btn href=(preview_link(job, filter, offset + PAGE)) rel="next" { "Next ›" }
-                        a.btn href=(preview_link(job, filter, last_page)) { "Last »" }
+                        a.btn href=(preview_link(job, filter, offset + PAGE)) rel="next" { (t!("pager-next")) }
+                        a.btn href=(preview_link(job, filter, last_page)) { (t!("pager-last")) }
                     }
                 }
             }
@@ -674,23 +677,32 @@ fn preview_section(
     }
 }
 
-fn preview_row(r: &PreviewRow, cols: &[&str]) -> Markup {
+fn preview_row(module: &Module, zone: Tz, r: &PreviewRow, cols: &[&str]) -> Markup {
     let row = &r.row;
-    let mut by_col: HashMap<&str, Vec<&str>> = HashMap::new();
-    let mut warned: HashMap<&str, Vec<&str>> = HashMap::new();
-    let mut notes: Vec<&str> = Vec::new();
+    let mut by_col: HashMap<&str, Vec<String>> = HashMap::new();
+    let mut warned: HashMap<&str, Vec<String>> = HashMap::new();
+    let mut row_notes: Vec<String> = Vec::new();
     for (list, place) in [(&r.errors, &mut by_col), (&r.warnings, &mut warned)] {
         for e in list {
+            let said = notes::row_note(module, e);
             match e.column.as_deref().filter(|c| cols.contains(c)) {
-                Some(c) => place.entry(c).or_default().push(&e.message),
-                None => notes.push(&e.message),
+                Some(c) => place.entry(c).or_default().push(said),
+                None => row_notes.push(said),
             }
         }
     }
+    // A good value the reader's way; a failed cell exactly as the file had it.
+    let shown = |col: &str, v: Option<&JsonValue>| {
+        let ty = module.columns.iter().find(|c| c.name == col).map(|c| c.ty);
+        match v {
+            Some(v) if !v.is_null() => notes::value(ty, v, zone),
+            other => cell_value(other),
+        }
+    };
     html! {
         tr class=(format!("row-{}", row.action.as_str())) {
             th scope="row" { (row.row_no) }
-            td { span class=(format!("row-action row-action-{}", row.action.as_str())) { (row.action.as_str()) } }
+            td { span class=(format!("row-action row-action-{}", row.action.as_str())) { (action_name(row.action)) } }
             @for col in cols {
                 @let after = row.vals.get(*col);
                 @let before = row.before.as_ref().and_then(|b| b.get(*col));
@@ -706,47 +718,57 @@ fn preview_row(r: &PreviewRow, cols: &[&str]) -> Markup {
                     }
                 } @else if row.action == RowAction::Update && row.before.as_ref().is_some_and(|b| b.contains_key(*col)) && before != after {
                     td.cell-changed {
-                        span.sr-only { "was " }
-                        del { (cell_value(before)) }
+                        span.sr-only { (t!("preview-was")) " " }
+                        del { (shown(col, before)) }
                         span aria-hidden="true" { " → " }
-                        span.sr-only { ", becomes " }
-                        ins { (cell_value(after)) }
+                        span.sr-only { ", " (t!("preview-becomes")) " " }
+                        ins { (shown(col, after)) }
                     }
                 } @else {
-                    td { (cell_value(after)) }
+                    td { (shown(col, after)) }
                 }
             }
             td.notes {
-                @for n in &notes { span.cell-msg { (n) } }
+                @for n in &row_notes { span.cell-msg { (n) } }
             }
         }
     }
 }
 
-fn event_label(e: &str) -> &'static str {
+fn event_label(e: &str) -> String {
     match e {
-        "upload" => "Uploaded",
-        "checked" => "Checked: ready for approval",
-        "file_failure" => "File refused",
-        "row_errors" => "Rows have errors",
-        "approve" => "Approved",
-        "reject" => "Rejected",
-        "cancel" => "Cancelled",
-        "expire" => "Expired without a decision",
-        "written" => "Written",
-        "commit_failed" => "Commit refused",
-        "rollback" => "Rollback requested",
-        "undone" => "Undone",
-        "rollback_conflict" => "Rollback refused: rows changed",
-        "gave_up" => "Stopped: the work kept failing",
-        _ => "Event",
+        "upload" => t!("event-upload"),
+        "checked" => t!("event-checked"),
+        "file_failure" => t!("event-file_failure"),
+        "row_errors" => t!("event-row_errors"),
+        "approve" => t!("event-approve"),
+        "reject" => t!("event-reject"),
+        "cancel" => t!("event-cancel"),
+        "expire" => t!("event-expire"),
+        "written" => t!("event-written"),
+        "commit_failed" => t!("event-commit_failed"),
+        "rollback" => t!("event-rollback"),
+        "undone" => t!("event-undone"),
+        "rollback_conflict" => t!("event-rollback_conflict"),
+        "gave_up" => t!("event-gave_up"),
+        _ => t!("event-other"),
+    }
+}
+
+/// A row's action in words.
+fn action_name(a: RowAction) -> String {
+    match a {
+        RowAction::Insert => t!("action-insert"),
+        RowAction::Update => t!("action-update"),
+        RowAction::Unchanged => t!("action-unchanged"),
+        RowAction::Error => t!("action-error"),
     }
 }
 
 fn timeline(ctx: &Ctx, events: &[Event], people: &People) -> Markup {
     html! {
         section #timeline aria-labelledby="timeline-title" {
-            h2 #timeline-title { "Timeline" }
+            h2 #timeline-title { (t!("timeline-title")) }
             ol.timeline {
                 @for e in events {
                     li {
@@ -754,11 +776,11 @@ fn timeline(ctx: &Ctx, events: &[Event], people: &People) -> Markup {
                             strong { (event_label(&e.event)) }
                             " · " (ctx.when(&e.at))
                             @if let Some(a) = &e.actor { " · " (person(&people.person(a))) }
-                            @else { " · " span.muted { "the service" } }
+                            @else { " · " span.muted { (t!("timeline-the-service")) } }
                         }
                         div.tl-move {
                             @if let Some(from) = e.from_state.as_deref().and_then(JobState::parse) {
-                                (badge(from)) span aria-hidden="true" { " → " } span.sr-only { " to " }
+                                (badge(from)) span aria-hidden="true" { " → " } span.sr-only { " " (t!("timeline-to")) " " }
                             }
                             @if let Some(to) = JobState::parse(&e.to_state) { (badge(to)) }
                         }

@@ -24,6 +24,7 @@ pub mod i18n;
 pub mod jobs;
 pub mod keys;
 pub mod layout;
+pub mod notes;
 pub mod session;
 pub mod upload;
 

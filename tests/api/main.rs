@@ -18,6 +18,7 @@ mod fuzz_regressions;
 mod gate;
 mod hardening;
 mod hostile;
+mod i18n;
 mod idempotency;
 mod key_requests;
 mod ledger;

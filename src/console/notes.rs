@@ -1,0 +1,218 @@
+//! What a job says about itself, in the reader's language: row errors and
+//! warnings, the job's warnings and its problem, and the values of the
+//! preview.
+//!
+//! The service stores English messages (the API's) next to stable codes.
+//! English readers see the stored message exactly. Other languages are
+//! told from the code and the catalog — the column's type, its allowed
+//! values, its length, the module's date formats — so the words are the
+//! reader's and the facts the same.
+
+use chrono_tz::Tz;
+use maud::{Markup, html};
+use serde_json::Value as JsonValue;
+
+use super::i18n::{self, Lang};
+use crate::catalog::{ColumnType, Module};
+use crate::ledger::job::{JobProblem, Warning, WarningCode};
+use crate::t;
+use crate::validate::RowError;
+
+/// A row error or warning, as the reader reads it.
+pub fn row_note(module: &Module, e: &RowError) -> String {
+    if i18n::current() == Lang::En {
+        return e.message.clone();
+    }
+    let column = e.column.as_deref().unwrap_or("");
+    let value = e.value.as_deref().unwrap_or("");
+    let spec = module.columns.iter().find(|c| c.name == column);
+    let kind = spec.map(|c| type_name(c.ty)).unwrap_or_default();
+    let key = module.natural_key.join(", ");
+    match e.code.as_str() {
+        "required" => t!("note-required", column = column),
+        "type" => t!("note-type", column = column, value = value, kind = kind),
+        "format" => match spec.map(|c| c.ty) {
+            Some(ColumnType::Date) => t!(
+                "note-format-date",
+                column = column,
+                value = value,
+                formats = module.date_formats.join(", ")
+            ),
+            _ => t!("note-format", column = column, value = value, kind = kind),
+        },
+        "out_of_range" => t!("note-out-of-range", column = column, value = value),
+        "not_allowed" => t!(
+            "note-not-allowed",
+            column = column,
+            value = value,
+            allowed = spec
+                .and_then(|c| c.allowed.as_ref())
+                .map(|a| a.join(", "))
+                .unwrap_or_default()
+        ),
+        "too_long" => match spec.and_then(|c| c.max_length) {
+            Some(max) => t!("note-too-long-max", column = column, max = max),
+            None => t!("note-too-long", column = column),
+        },
+        "duplicate_in_file" => t!("note-duplicate", key = key),
+        "exists" => t!("note-exists", key = key, table = &module.table),
+        "not_found" => t!("note-not-found", key = key, table = &module.table),
+        "reference" => {
+            let other = module
+                .references
+                .iter()
+                .find(|r| r.column == column)
+                .map(|r| r.module.as_str())
+                .unwrap_or("");
+            t!(
+                "note-reference",
+                column = column,
+                value = value,
+                module = other
+            )
+        }
+        _ => e.message.clone(),
+    }
+}
+
+/// A column type as the reader names it.
+fn type_name(ty: ColumnType) -> String {
+    match ty {
+        ColumnType::Text => t!("type-text"),
+        ColumnType::Integer | ColumnType::Bigint => t!("type-integer"),
+        ColumnType::Numeric => t!("type-numeric"),
+        ColumnType::Boolean => t!("type-boolean"),
+        ColumnType::Date => t!("type-date"),
+        ColumnType::Timestamptz => t!("type-timestamp"),
+    }
+}
+
+/// A warning of the whole job.
+pub fn warning(w: &Warning) -> String {
+    if i18n::current() == Lang::En {
+        return w.message.clone();
+    }
+    let columns = w.columns.as_deref().unwrap_or_default().join(", ");
+    let module = w.module.as_deref().unwrap_or("");
+    let rows = w.rows.unwrap_or(0);
+    match w.code {
+        WarningCode::UnknownColumns => t!("warning-unknown-columns", columns = columns),
+        WarningCode::References => t!(
+            "warning-references",
+            rows = rows,
+            columns = columns,
+            module = module
+        ),
+        WarningCode::Orphans => t!("warning-orphans", rows = rows, module = module),
+    }
+}
+
+/// A job's problem: its title and what it means in the reader's words,
+/// followed by the detail exactly as the service wrote it (it names
+/// columns, bytes and limits a person may have to look for in the file).
+pub fn problem(p: &JobProblem) -> (String, String) {
+    if i18n::current() == Lang::En {
+        return (p.title.clone(), p.detail.clone());
+    }
+    use crate::ledger::job::ProblemCode as P;
+    let (title, summary) = match p.code {
+        P::Unreadable => (
+            t!("job-problem-unreadable"),
+            t!("job-problem-unreadable-detail"),
+        ),
+        P::Encoding => (
+            t!("job-problem-encoding"),
+            t!("job-problem-encoding-detail"),
+        ),
+        P::NoRows => (t!("job-problem-no_rows"), t!("job-problem-no_rows-detail")),
+        P::MissingColumns => (
+            t!("job-problem-missing_columns"),
+            t!("job-problem-missing_columns-detail"),
+        ),
+        P::DuplicateColumns => (
+            t!("job-problem-duplicate_columns"),
+            t!("job-problem-duplicate_columns-detail"),
+        ),
+        P::UnknownColumns => (
+            t!("job-problem-unknown_columns"),
+            t!("job-problem-unknown_columns-detail"),
+        ),
+        P::UnknownSheet => (
+            t!("job-problem-unknown_sheet"),
+            t!("job-problem-unknown_sheet-detail"),
+        ),
+        P::TooManyRows => (
+            t!("job-problem-too_many_rows"),
+            t!("job-problem-too_many_rows-detail"),
+        ),
+        P::TooManyColumns => (
+            t!("job-problem-too_many_columns"),
+            t!("job-problem-too_many_columns-detail"),
+        ),
+        P::RowErrors => (
+            t!("job-problem-row_errors"),
+            t!("job-problem-row_errors-detail"),
+        ),
+        P::StalePreview => (
+            t!("job-problem-stale_preview"),
+            t!("job-problem-stale_preview-detail"),
+        ),
+        P::DatabaseError => (
+            t!("job-problem-database_error"),
+            t!("job-problem-database_error-detail"),
+        ),
+        P::RollbackConflict => (
+            t!("job-problem-rollback_conflict"),
+            t!("job-problem-rollback_conflict-detail"),
+        ),
+        P::WorkFailed => (
+            t!("job-problem-work_failed"),
+            t!("job-problem-work_failed-detail"),
+        ),
+    };
+    let detail = t!(
+        "problem-detail-with-exact",
+        summary = summary,
+        exact = &p.detail
+    );
+    (title, detail)
+}
+
+/// A value of the preview the reader's way: numbers (amounts, quantities:
+/// the catalog has no numeric codes) with the language's grouping and
+/// decimal mark, every digit kept; dates, moments and yes/no in words.
+/// A moment keeps its exact instant on hover. Text as it is.
+pub fn value(ty: Option<ColumnType>, v: &JsonValue, zone: Tz) -> Markup {
+    let lang = i18n::current();
+    match (ty, v) {
+        (_, JsonValue::Null) => html! {},
+        (Some(ColumnType::Numeric), JsonValue::String(s)) => {
+            html! { (i18n::decimal_in(lang, s).unwrap_or_else(|| s.clone())) }
+        }
+        (Some(ColumnType::Integer | ColumnType::Bigint), JsonValue::Number(n)) => {
+            match n.as_i64() {
+                Some(n) => html! { (i18n::count_in(lang, n)) },
+                None => html! { (n) },
+            }
+        }
+        (Some(ColumnType::Date), JsonValue::String(s)) => {
+            match chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+                Ok(d) => html! { (i18n::date_in(lang, &d)) },
+                Err(_) => html! { (s) },
+            }
+        }
+        (Some(ColumnType::Timestamptz), JsonValue::String(s)) => {
+            match chrono::DateTime::parse_from_rfc3339(s) {
+                Ok(t) => {
+                    html! { time datetime=(s) title=(s) { (i18n::moment_exact_in(lang, &t, zone)) } }
+                }
+                Err(_) => html! { (s) },
+            }
+        }
+        (Some(ColumnType::Boolean), JsonValue::Bool(b)) => {
+            html! { @if *b { (t!("value-true")) } @else { (t!("value-false")) } }
+        }
+        (_, JsonValue::String(s)) => html! { (s) },
+        (_, other) => html! { (other.to_string()) },
+    }
+}
