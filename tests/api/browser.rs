@@ -51,6 +51,11 @@ pub fn output_dir() -> PathBuf {
 impl Browser {
     /// Starts chromedriver and a headless Chromium window of this size.
     pub async fn start(base: &str, width: u32, height: u32) -> Browser {
+        Browser::start_in(base, width, height, "en-US,en").await
+    }
+
+    /// The same, with the browser's languages (`Accept-Language`).
+    pub async fn start_in(base: &str, width: u32, height: u32, languages: &str) -> Browser {
         use std::os::unix::process::CommandExt;
         let driver_bin = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"]
             .into_iter()
@@ -75,7 +80,8 @@ impl Browser {
                     "--disable-dev-shm-usage",
                     format!("--window-size={width},{height}"),
                     format!("--user-data-dir={}", profile.path().display()),
-                ]
+                ],
+                "prefs": { "intl.accept_languages": languages }
             }
         });
         let caps = caps.as_object().expect("object").clone();
@@ -621,5 +627,94 @@ SO-1,C-1,P-404,2,170000,2024-05-01\n";
     b.wait_text("td.cell-warn", "sku P-404 is not in products")
         .await;
     b.shot("references-warned-row").await;
+    b.close().await;
+}
+
+/// Many customers, so that counts show their grouping.
+fn many_customers(n: usize) -> String {
+    let mut csv = String::from("customer_name,wa_number,city,grade,consumable_cycle_days\n");
+    for i in 0..n {
+        csv.push_str(&format!("Pelanggan {i},0812{i:07},Jakarta,A,30\n"));
+    }
+    csv
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_an_indonesian_team_uploads_and_approves_in_their_language() {
+    let app = spawn_app().await;
+    let sub = app.key("Budi Santoso", "submitter", &["*"]).await.0;
+    let apr = app.key("Siti Rahayu", "approver", &["*"]).await.0;
+    let files = tempfile::tempdir().unwrap();
+    // A browser set to Indonesian: every page answers in it at once.
+    let b = Browser::start_in(&app.base, 1280, 900, "id-ID,id,en-US;q=0.5").await;
+    b.goto("/signin").await;
+    let lang = b
+        .client
+        .execute("return document.documentElement.lang;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(lang, "id");
+    b.sign_in(&sub).await;
+    assert!(b.text("nav[aria-label]").await.contains("Unggah"));
+
+    // A file with wrong cells: the errors in words, from their codes.
+    b.goto("/upload").await;
+    b.find("#module")
+        .await
+        .select_by_value("customers")
+        .await
+        .unwrap();
+    let bad = file(files.path(), "pelanggan.csv", BAD_CUSTOMERS);
+    b.find("#file").await.send_keys(&bad).await.unwrap();
+    b.click("#upload-button").await;
+    b.wait_text("h1 .badge", "Gagal").await;
+    let cells = b.text("table.preview").await;
+    assert!(cells.contains("wa_number wajib diisi"), "{cells}");
+    assert!(cells.contains("tiga puluh bukan bilangan bulat"), "{cells}");
+    assert!(
+        b.text("#problem-title")
+            .await
+            .contains("Ada baris dengan kesalahan")
+    );
+    b.shot("id-job-failed-1280").await;
+
+    // 1,200 good rows: counts grouped the Indonesian way.
+    b.goto("/upload").await;
+    let good = file(files.path(), "pelanggan-1200.csv", &many_customers(1200));
+    b.find("#file").await.send_keys(&good).await.unwrap();
+    b.click("#upload-button").await;
+    b.wait_text("h1 .badge", "Menunggu persetujuan").await;
+    let job = b.path().await;
+    assert!(b.text("dl.stats").await.contains("1.200"));
+    b.sign_out().await;
+
+    // The approver reads the confirmation in Indonesian and approves.
+    b.sign_in(&apr).await;
+    b.goto(&job).await;
+    b.click("details.action-approve > summary").await;
+    let confirm = b.text("details.action-approve form p").await;
+    assert!(
+        confirm.contains("Setujui penulisan berkas ini ke uc_scrm_customers: 1.200 baris baru"),
+        "{confirm}"
+    );
+    b.shot("id-job-approve-confirm-1280").await;
+    b.type_into("#comment-approve", "Cocok dengan data CRM.")
+        .await;
+    b.click("details.action-approve button[data-confirm-button]")
+        .await;
+    b.wait_text("h1 .badge", "Tertulis").await;
+    assert!(b.text("#timeline").await.contains("Disetujui"));
+    assert_eq!(app.count(TABLE).await, 1200);
+    b.shot("id-job-committed-1280").await;
+
+    // The switch in the top bar: English on the same page, and remembered.
+    b.click("button.lang-option[data-lang='en']").await;
+    b.wait_text("h1 .badge", "Committed").await;
+    assert_eq!(b.path().await, job);
+    assert!(b.text("dl.stats").await.contains("1,200"));
+    b.goto("/jobs").await;
+    assert!(b.text("form.filters").await.contains("All modules"));
+    b.click("button.lang-option[data-lang='id']").await;
+    b.wait_text("form.filters", "Semua modul").await;
     b.close().await;
 }
