@@ -1,9 +1,11 @@
 //! An upload: a file becomes a validation job, never a write to the
 //! module's table.
 //!
-//! The body is streamed into the store in chunks while it is hashed, and
-//! checked against the size limit as it comes; the format comes from what
-//! the client declared, refined or decided by the first bytes. The same
+//! The body is received in full first (in memory, then a temporary file),
+//! hashed and checked against the size limit as it comes, and only then
+//! stored in chunks: no database connection waits on a client. The format
+//! comes from what the client declared, refined or decided by the first
+//! bytes. The same
 //! operation serves the API, the console and the demo.
 
 use futures::{Stream, StreamExt};
@@ -338,53 +340,106 @@ struct StoredBody {
 /// How much of the body is kept for format detection.
 const PREFIX: usize = 64 * 1024;
 
-/// Streams a body into stored chunks; gives its SHA-256, size, upload id
-/// and first bytes. Over `limit` it stops with [`Error::TooLarge`], and
-/// what was stored is discarded.
+/// How much of a body is kept in memory while it arrives; past it, the
+/// body goes to a temporary file.
+const SPOOL_MEMORY: usize = 4 * blobs::CHUNK;
+
+/// A body received in full before any database work (API.md section 10):
+/// a slow or stalled client costs a socket and a file, never one of the
+/// pool's connections. In memory up to [`SPOOL_MEMORY`], then in an
+/// unnamed temporary file the system removes when it is closed.
+#[derive(Default)]
+struct Spool {
+    memory: Vec<u8>,
+    file: Option<tokio::fs::File>,
+}
+
+impl Spool {
+    async fn push(&mut self, piece: &[u8]) -> Result<()> {
+        use tokio::io::AsyncWriteExt;
+        if self.file.is_none() && self.memory.len() + piece.len() <= SPOOL_MEMORY {
+            self.memory.extend_from_slice(piece);
+            return Ok(());
+        }
+        if self.file.is_none() {
+            let std_file = tempfile::tempfile().map_err(Error::internal)?;
+            let mut file = tokio::fs::File::from_std(std_file);
+            file.write_all(&self.memory)
+                .await
+                .map_err(Error::internal)?;
+            self.memory = Vec::new();
+            self.file = Some(file);
+        }
+        if let Some(file) = &mut self.file {
+            file.write_all(piece).await.map_err(Error::internal)?;
+        }
+        Ok(())
+    }
+
+    /// The body again, one stored chunk at a time, into the store.
+    async fn store(self, conn: &mut store::Conn<'_>, upload_id: &str) -> Result<()> {
+        use tokio::io::{AsyncReadExt, AsyncSeekExt};
+        let Some(mut file) = self.file else {
+            for (seq, chunk) in self.memory.chunks(blobs::CHUNK).enumerate() {
+                blobs::put_chunk(conn, upload_id, seq as i64, chunk).await?;
+            }
+            return Ok(());
+        };
+        file.seek(std::io::SeekFrom::Start(0))
+            .await
+            .map_err(Error::internal)?;
+        let mut chunk = Vec::with_capacity(blobs::CHUNK);
+        let mut seq = 0i64;
+        loop {
+            chunk.clear();
+            let read = (&mut file)
+                .take(blobs::CHUNK as u64)
+                .read_to_end(&mut chunk)
+                .await
+                .map_err(Error::internal)?;
+            if read == 0 {
+                return Ok(());
+            }
+            blobs::put_chunk(conn, upload_id, seq, &chunk).await?;
+            seq += 1;
+        }
+    }
+}
+
+/// Receives a body in full ([`Spool`]), hashing it and checking it against
+/// `limit` as it comes ([`Error::TooLarge`] at once, nothing kept), then
+/// stores it in chunks; gives its SHA-256, size, upload id and first bytes.
 async fn store_body<S, E>(app: &App, stream: S, limit: u64) -> Result<StoredBody>
 where
     S: Stream<Item = std::result::Result<bytes::Bytes, E>>,
     E: std::fmt::Display,
 {
-    let upload_id = ulid::Ulid::generate().to_string();
     let mut hasher = Sha256::new();
-    let mut buf: Vec<u8> = Vec::with_capacity(blobs::CHUNK);
     let mut prefix: Vec<u8> = Vec::new();
     let mut total = 0u64;
-    let mut seq = 0i64;
+    let mut spool = Spool::default();
     let mut stream = std::pin::pin!(stream);
-    let mut conn = app.db.acquire().await?;
-    let result: Result<()> = async {
-        while let Some(piece) = stream.next().await {
-            let piece =
-                piece.map_err(|e| Error::BadRequest(format!("the body could not be read: {e}")))?;
-            total += piece.len() as u64;
-            if total > limit {
-                return Err(Error::TooLarge { limit });
-            }
-            hasher.update(&piece);
-            if prefix.len() < PREFIX {
-                let take = piece.len().min(PREFIX - prefix.len());
-                prefix.extend_from_slice(&piece[..take]);
-            }
-            buf.extend_from_slice(&piece);
-            while buf.len() >= blobs::CHUNK {
-                let rest = buf.split_off(blobs::CHUNK);
-                blobs::put_chunk(&mut conn.conn(), &upload_id, seq, &buf).await?;
-                seq += 1;
-                buf = rest;
-            }
+    while let Some(piece) = stream.next().await {
+        let piece =
+            piece.map_err(|e| Error::BadRequest(format!("the body could not be read: {e}")))?;
+        total += piece.len() as u64;
+        if total > limit {
+            return Err(Error::TooLarge { limit });
         }
-        if total == 0 {
-            return Err(Error::EmptyBody);
+        hasher.update(&piece);
+        if prefix.len() < PREFIX {
+            let take = piece.len().min(PREFIX - prefix.len());
+            prefix.extend_from_slice(&piece[..take]);
         }
-        if !buf.is_empty() {
-            blobs::put_chunk(&mut conn.conn(), &upload_id, seq, &buf).await?;
-        }
-        Ok(())
+        spool.push(&piece).await?;
     }
-    .await;
-    if let Err(e) = result {
+    if total == 0 {
+        return Err(Error::EmptyBody);
+    }
+    // Only now, with every byte here, a connection.
+    let upload_id = ulid::Ulid::generate().to_string();
+    let mut conn = app.db.acquire().await?;
+    if let Err(e) = spool.store(&mut conn.conn(), &upload_id).await {
         blobs::discard(&mut conn.conn(), &upload_id).await?;
         return Err(e);
     }

@@ -488,3 +488,50 @@ async fn an_excel_4_worksheet_says_what_it_is() {
         assert!(!detail.contains("encoding"), "{detail}");
     }
 }
+
+/// Item 2: uploads that send a few bytes and stop no longer hold the
+/// database's connections: the body is received before any database work,
+/// so everyone else is served at once (before: every request waited for a
+/// pool connection and got a 500 after 30 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_uploads_hold_no_database_connection() {
+    use tokio::io::AsyncWriteExt;
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let addr = app.base.trim_start_matches("http://").to_string();
+    // More stalled uploads than either backend's pool has connections.
+    let mut stalled = Vec::new();
+    for _ in 0..24 {
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let head = format!(
+            "POST /api/import/customers HTTP/1.1\r\nHost: {addr}\r\nX-API-Key: {sub}\r\n\
+             Content-Type: text/csv\r\nContent-Length: 1000000\r\n\r\n\
+             customer_name,wa_number\nBudi,0812"
+        );
+        s.write_all(head.as_bytes()).await.unwrap();
+        stalled.push(s);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let quick = std::time::Duration::from_secs(10);
+    let list = tokio::time::timeout(quick, app.get(&sub, "/api/jobs"))
+        .await
+        .expect("the job list answers while uploads stall");
+    assert_eq!(list.status(), StatusCode::OK);
+    let upload = tokio::time::timeout(
+        quick,
+        app.upload_raw(&sub, "customers", "", "text/csv", CUSTOMERS),
+    )
+    .await
+    .expect("another upload is taken while uploads stall");
+    assert_eq!(upload.status(), StatusCode::ACCEPTED);
+    let ready = tokio::time::timeout(quick, app.client.get(app.url("/readyz")).send())
+        .await
+        .expect("readyz answers")
+        .unwrap();
+    assert_eq!(ready.status(), StatusCode::OK);
+    // Nothing of the stalled uploads was stored when they give up.
+    drop(stalled);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let jobs = app.get_json(&sub, "/api/jobs").await;
+    assert_eq!(jobs["jobs"].as_array().map(Vec::len), Some(1), "{jobs}");
+}
