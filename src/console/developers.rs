@@ -25,6 +25,7 @@ use super::{Fail, PageResult, Shown};
 use crate::keys::RequestState;
 use crate::service::App;
 use crate::service::key_requests::{self, Ask};
+use crate::t;
 
 pub fn routes() -> Router<Arc<App>> {
     Router::new()
@@ -73,6 +74,18 @@ fn base_url(headers: &HeaderMap) -> String {
     format!("{scheme}://{host}")
 }
 
+/// Where a piece of markup goes in a message: the message is asked for
+/// with this as an argument (a private-use character no text has), and
+/// [`around`] puts the markup there.
+const SLOT: &str = "\u{E000}";
+
+/// A message with markup at its [`SLOT`], so each language keeps its own
+/// word order around it.
+fn around(text: &str, markup: Markup) -> Markup {
+    let (before, after) = text.split_once(SLOT).unwrap_or((text, ""));
+    html! { (before) (markup) (after) }
+}
+
 fn render(
     app: &App,
     ctx: &Ctx,
@@ -86,41 +99,41 @@ fn render(
         _ => "",
     };
     let content = html! {
-        h1 { "Developer center" }
-        p.lead { "importgate takes files for " (app.catalog.modules().len()) " business modules over HTTP. Every upload becomes a validation job; a second person approves its preview before anything is written." }
+        h1 { (t!("dev-title")) }
+        p.lead { (t!("dev-lead", n = app.catalog.modules().len())) }
         @match &notice {
             Some(Notice::Requested { id, token }) => {
                 section.alert.alert-ok aria-labelledby="requested-title" {
-                    h2 #requested-title { "Request sent" }
-                    p { strong { "Keep both values: the claim token is shown only this once." } " Once an admin approves, collect your key below with them." }
+                    h2 #requested-title { (t!("dev-requested-title")) }
+                    p { strong { (t!("dev-requested-keep")) } " " (t!("dev-requested-then")) }
                     div.copy-row {
-                        label for="req-id" { "Request id" }
+                        label for="req-id" { (t!("dev-request-id")) }
                         input #req-id .mono type="text" readonly value=(id);
-                        button.btn type="button" data-copy="#req-id" { "Copy" }
+                        button.btn type="button" data-copy="#req-id" { (t!("dev-copy")) }
                     }
                     div.copy-row {
-                        label for="req-token" { "Claim token" }
+                        label for="req-token" { (t!("dev-claim-token")) }
                         input #req-token .mono type="text" readonly value=(token);
-                        button.btn type="button" data-copy="#req-token" { "Copy" }
+                        button.btn type="button" data-copy="#req-token" { (t!("dev-copy")) }
                     }
                 }
             }
             Some(Notice::Collected { secret }) => {
                 section.alert.alert-ok.new-key aria-labelledby="collected-title" {
-                    h2 #collected-title { "Your key" }
-                    p { strong { "Copy it now: it is shown only this once." } " Send it as the X-API-Key header, or sign in with it." }
+                    h2 #collected-title { (t!("dev-your-key")) }
+                    p { strong { (t!("dev-collected-copy")) } " " (t!("dev-collected-use")) }
                     div.copy-row {
-                        label.sr-only for="new-key" { "Your key" }
+                        label.sr-only for="new-key" { (t!("dev-your-key")) }
                         input #new-key .mono type="text" readonly value=(secret);
-                        button.btn type="button" data-copy="#new-key" { "Copy" }
+                        button.btn type="button" data-copy="#new-key" { (t!("dev-copy")) }
                     }
                 }
             }
             Some(Notice::Waiting(state)) => {
                 div.alert.alert-info role="status" {
-                    @if *state == RequestState::Denied { "An admin denied this request. Ask them why, or send a new request." }
-                    @else if *state == RequestState::Expired { "Nobody decided on this request in time, so it expired. Send a new request." }
-                    @else { "Your request waits for an admin. Try again later." }
+                    @if *state == RequestState::Denied { (t!("dev-denied")) }
+                    @else if *state == RequestState::Expired { (t!("dev-expired")) }
+                    @else { (t!("dev-waiting")) }
                 }
             }
             Some(Notice::Refused(p)) => div.alert.alert-error role="alert" { strong { (p.title) } ": " (p.detail) },
@@ -128,31 +141,31 @@ fn render(
         }
         div.two-col {
             section.panel #request aria-labelledby="request-title" {
-                h2 #request-title { "Request a key" }
+                h2 #request-title { (t!("dev-request-title")) }
                 form method="post" action="/developers/request" {
                     input type="hidden" name="_csrf" value=(token);
-                    div.field { label for="r-name" { "Your name" } input #r-name type="text" name="name" required maxlength="200" autocomplete="name"; }
-                    div.field { label for="r-email" { "Work email" } input #r-email type="email" name="email" required maxlength="254" autocomplete="email"; }
+                    div.field { label for="r-name" { (t!("dev-your-name")) } input #r-name type="text" name="name" required maxlength="200" autocomplete="name"; }
+                    div.field { label for="r-email" { (t!("dev-work-email")) } input #r-email type="email" name="email" required maxlength="254" autocomplete="email"; }
                     (layout::role_and_modules("r"))
-                    div.field { label for="r-reason" { "What is the key for?" } textarea #r-reason name="reason" required maxlength="2000" rows="3" {} }
-                    p.help { "Your name and email are shown masked to admins (like Bu***o)." }
-                    button.btn.btn-primary type="submit" { "Send request" }
+                    div.field { label for="r-reason" { (t!("dev-reason")) } textarea #r-reason name="reason" required maxlength="2000" rows="3" {} }
+                    p.help { (t!("dev-masked-help")) }
+                    button.btn.btn-primary type="submit" { (t!("dev-send-request")) }
                 }
             }
             section.panel #claim aria-labelledby="claim-title" {
-                h2 #claim-title { "Collect your key" }
-                p { "After an admin approved your request, the key is handed out exactly once." }
+                h2 #claim-title { (t!("dev-claim-title")) }
+                p { (t!("dev-claim-lead")) }
                 form method="post" action="/developers/claim" autocomplete="off" {
                     input type="hidden" name="_csrf" value=(token);
-                    div.field { label for="c-id" { "Request id" } input #c-id .mono type="text" name="id" required placeholder="kr_…" value=(claim_id); }
-                    div.field { label for="c-token" { "Claim token" } input #c-token .mono type="password" name="claim_token" required; }
-                    button.btn.btn-primary type="submit" { "Collect key" }
+                    div.field { label for="c-id" { (t!("dev-request-id")) } input #c-id .mono type="text" name="id" required placeholder="kr_…" value=(claim_id); }
+                    div.field { label for="c-token" { (t!("dev-claim-token")) } input #c-token .mono type="password" name="claim_token" required; }
+                    button.btn.btn-primary type="submit" { (t!("dev-collect-key")) }
                 }
             }
         }
         section.panel aria-labelledby="api-title" {
-            h2 #api-title { "Calling the API" }
-            p { "Every request carries your key in the " code { "X-API-Key" } " header. Upload a file, then follow its job:" }
+            h2 #api-title { (t!("dev-api-title")) }
+            p { (around(&t!("dev-api-intro", header = SLOT), html! { code { "X-API-Key" } })) }
             pre.code { code {
                 "curl -X POST " (base) "/api/import/customers \\\n"
                 "     -H 'X-API-Key: igk_…' -H 'Content-Type: text/csv' \\\n"
@@ -163,15 +176,15 @@ fn render(
             } }
             div.table-wrap {
                 table.small.endpoints {
-                    (layout::table_head(&["Endpoint", "What it does"]))
+                    (layout::table_head(&[t!("dev-endpoint").as_str(), t!("dev-what-it-does").as_str()]))
                     tbody {
-                        @for (ep, what) in ENDPOINTS {
+                        @for (ep, what) in endpoints() {
                             tr { td { code { (ep) } } td { (what) } }
                         }
                     }
                 }
             }
-            p { "Errors are RFC 9457 problems with a " code { "code" } " to switch on. Modules: "
+            p { (around(&t!("dev-api-errors", code = SLOT), html! { code { "code" } })) " " (t!("field-modules")) ": "
                 @for (i, m) in app.catalog.keys().iter().enumerate() {
                     @if i > 0 { ", " } code { (m) }
                 }
@@ -179,46 +192,43 @@ fn render(
             }
         }
     };
-    layout::page(ctx, "Developer center", content)
+    layout::page(ctx, &t!("dev-title"), content)
 }
 
-const ENDPOINTS: [(&str, &str); 11] = [
-    (
-        "GET /api/modules",
-        "the modules, their columns and natural keys",
-    ),
-    (
-        "GET /api/modules/{module}/template?format=csv|json",
-        "an empty template with one example row",
-    ),
-    (
-        "POST /api/import/{module}?mode=&on_error=",
-        "upload a file: a validation job",
-    ),
-    (
-        "GET /api/jobs?module=&state=&submitted_by=me",
-        "jobs, newest first",
-    ),
-    ("GET /api/jobs/{id}", "one job, with its ETag"),
-    (
-        "GET /api/jobs/{id}/preview?action=&offset=&limit=",
-        "what would be inserted, updated, left alone, or is wrong",
-    ),
-    (
-        "GET /api/jobs/{id}/errors",
-        "row errors (JSON, or CSV with Accept: text/csv)",
-    ),
-    ("GET /api/jobs/{id}/events", "the job's ledger"),
-    (
-        "POST /api/jobs/{id}/approve|reject|cancel|rollback",
-        "the Human-Gate (If-Match honoured)",
-    ),
-    ("POST /api/key-requests", "ask for a key (no key needed)"),
-    (
-        "GET /api/key-requests/{id}?claim_token=",
-        "collect the key once it is approved",
-    ),
-];
+/// The API's endpoints and what each does, in the reader's language.
+fn endpoints() -> [(&'static str, String); 11] {
+    [
+        ("GET /api/modules", t!("dev-ep-modules")),
+        (
+            "GET /api/modules/{module}/template?format=csv|json",
+            t!("dev-ep-template"),
+        ),
+        (
+            "POST /api/import/{module}?mode=&on_error=",
+            t!("dev-ep-import"),
+        ),
+        (
+            "GET /api/jobs?module=&state=&submitted_by=me",
+            t!("dev-ep-jobs"),
+        ),
+        ("GET /api/jobs/{id}", t!("dev-ep-job")),
+        (
+            "GET /api/jobs/{id}/preview?action=&offset=&limit=",
+            t!("dev-ep-preview"),
+        ),
+        ("GET /api/jobs/{id}/errors", t!("dev-ep-errors")),
+        ("GET /api/jobs/{id}/events", t!("dev-ep-events")),
+        (
+            "POST /api/jobs/{id}/approve|reject|cancel|rollback",
+            t!("dev-ep-gate"),
+        ),
+        ("POST /api/key-requests", t!("dev-ep-key-request")),
+        (
+            "GET /api/key-requests/{id}?claim_token=",
+            t!("dev-ep-key-claim"),
+        ),
+    ]
+}
 
 #[derive(Deserialize)]
 struct RequestForm {

@@ -26,6 +26,7 @@ use crate::ledger::{Mode, OnError};
 use crate::service::modules::{self, TemplateFormat};
 use crate::service::uploads::{self, Declaration, Params};
 use crate::service::{self, App};
+use crate::t;
 
 pub fn routes() -> Router<Arc<App>> {
     Router::new()
@@ -56,28 +57,35 @@ async fn page(
         .cloned()
         .or_else(|| modules.first().map(|m| m.key.clone()))
         .unwrap_or_default();
+    let column_heads = [
+        t!("upload-column"),
+        t!("upload-type"),
+        t!("upload-required-head"),
+        t!("upload-aliases"),
+    ];
+    let column_heads = column_heads.each_ref().map(String::as_str);
     let content = html! {
-        h1 { "Upload a file" }
-        p.lead { "The file becomes a validation job: nothing is written until a second person approves its preview." }
+        h1 { (t!("upload-title")) }
+        p.lead { (t!("upload-lead")) }
         @if modules.is_empty() {
-            div.alert.alert-warn { "Your key covers no module, so there is nothing you can upload." }
+            div.alert.alert-warn { (t!("upload-no-modules")) }
         } @else {
             form #upload-form .card method="get" action="/upload" data-upload="/console/import/" {
                 div.field {
-                    label for="module" { "Module" }
+                    label for="module" { (t!("upload-module")) }
                     select #module name="module" required aria-describedby="module-help" {
                         @for m in &modules {
                             option value=(m.key) selected[m.key == selected] { (m.key) " — " (m.table) }
                         }
                     }
-                    noscript { button.btn type="submit" { "Show its columns" } }
-                    p #module-help .help { "Its columns, their types and a template are shown below." }
+                    noscript { button.btn type="submit" { (t!("upload-show-columns")) } }
+                    p #module-help .help { (t!("upload-module-help")) }
                 }
                 @for m in &modules {
-                    section.module-info data-module=(m.key) hidden[m.key != selected] aria-label=(format!("Columns of {}", m.key)) {
+                    section.module-info data-module=(m.key) hidden[m.key != selected] aria-label=(t!("upload-columns-of", module = &m.key)) {
                         p {
-                            "Natural key: " strong { (m.natural_key.join(", ")) }
-                            " · Template: "
+                            (t!("upload-natural-key")) ": " strong { (m.natural_key.join(", ")) }
+                            " · " (t!("upload-template")) ": "
                             a href=(format!("/console/modules/{}/template?format=csv", m.key)) download { "CSV" }
                             " · "
                             a href=(format!("/console/modules/{}/template?format=json", m.key)) download { "JSON" }
@@ -86,13 +94,13 @@ async fn page(
                         }
                         div.table-wrap {
                             table.small {
-                                (layout::table_head(&["Column", "Type", "Required", "Also accepted as"]))
+                                (layout::table_head(&column_heads))
                                 tbody {
                                     @for c in &m.columns {
                                         tr {
                                             td { code { (c.name) } }
                                             td { (c.ty.as_str()) }
-                                            td { @if c.required { strong { "required" } } @else { "optional" } }
+                                            td { @if c.required { strong { (t!("upload-required")) } } @else { (t!("upload-optional")) } }
                                             td { (c.aliases.join(", ")) }
                                         }
                                     }
@@ -102,32 +110,32 @@ async fn page(
                     }
                 }
                 div.field {
-                    label for="file" { "File" }
+                    label for="file" { (t!("upload-file")) }
                     div.dropzone #dropzone {
                         input #file type="file" name="file" required
                             accept=".csv,.txt,.xlsx,.xls,.ods,.json,.jsonl,.ndjson,text/csv" aria-describedby="file-help";
-                        p #file-help .help { "Choose a file or drop it here. CSV with a header row; the first data row is row 2." }
+                        p #file-help .help { (t!("upload-file-help")) }
                     }
                 }
                 fieldset {
-                    legend { "Mode" }
-                    div.radio { input #mode-insert type="radio" name="mode" value="insert" checked; label for="mode-insert" { strong { "insert" } " — every row must be new" } }
-                    div.radio { input #mode-update type="radio" name="mode" value="update"; label for="mode-update" { strong { "update" } " — every row must already exist" } }
-                    div.radio { input #mode-upsert type="radio" name="mode" value="upsert"; label for="mode-upsert" { strong { "upsert" } " — new or existing" } }
+                    legend { (t!("upload-mode")) }
+                    div.radio { input #mode-insert type="radio" name="mode" value="insert" checked; label for="mode-insert" { strong { "insert" } " — " (t!("upload-mode-insert")) } }
+                    div.radio { input #mode-update type="radio" name="mode" value="update"; label for="mode-update" { strong { "update" } " — " (t!("upload-mode-update")) } }
+                    div.radio { input #mode-upsert type="radio" name="mode" value="upsert"; label for="mode-upsert" { strong { "upsert" } " — " (t!("upload-mode-upsert")) } }
                 }
                 fieldset {
-                    legend { "Rows with errors" }
-                    div.radio { input #err-fail type="radio" name="on_error" value="fail" checked; label for="err-fail" { strong { "fail" } " — any error fails the whole job" } }
-                    div.radio { input #err-skip type="radio" name="on_error" value="skip"; label for="err-skip" { strong { "skip" } " — leave invalid rows out; the approver sees how many" } }
+                    legend { (t!("upload-on-error")) }
+                    div.radio { input #err-fail type="radio" name="on_error" value="fail" checked; label for="err-fail" { strong { "fail" } " — " (t!("upload-on-error-fail")) } }
+                    div.radio { input #err-skip type="radio" name="on_error" value="skip"; label for="err-skip" { strong { "skip" } " — " (t!("upload-on-error-skip")) } }
                 }
                 noscript {
-                    div.alert.alert-warn { "Uploading from the console needs JavaScript (for the progress bar). Without it, use the API: POST /api/import/{module}." }
+                    div.alert.alert-warn { (t!("upload-needs-script", endpoint = "POST /api/import/{module}")) }
                 }
-                button.btn.btn-primary #upload-button type="submit" { "Upload and validate" }
+                button.btn.btn-primary #upload-button type="submit" { (t!("upload-submit")) }
                 div #upload-status .progress-box hidden {
-                    label for="upload-progress" { "Upload" }
+                    label for="upload-progress" { (t!("upload-progress-upload")) }
                     progress #upload-progress max="100" value="0" {}
-                    label for="validate-progress" { "Validation" }
+                    label for="validate-progress" { (t!("upload-progress-validation")) }
                     progress #validate-progress {}
                     p #upload-message aria-live="polite" {}
                 }
@@ -135,7 +143,7 @@ async fn page(
             }
         }
     };
-    Ok(layout::page(&ctx, "Upload", content).into_response())
+    Ok(layout::page(&ctx, &t!("nav-upload"), content).into_response())
 }
 
 /// `POST /console/import/{module}`: the body is the file, as on the API;

@@ -662,3 +662,71 @@ async fn serve_simulate_shows_the_banner_on_every_page() {
         assert!(html.contains("Simulation — nothing is written"), "{path}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upload_and_developer_pages_speak_indonesian() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let mut c = Console::new(&app);
+    // The browser asks for Indonesian; the session's cookies go along.
+    let get_id = |c: &Console, path: &str| {
+        c.client
+            .get(c.app.url(path))
+            .header("Cookie", c.cookie_header())
+            .header("Accept-Language", "id-ID,id;q=0.9,en;q=0.8")
+            .send()
+    };
+
+    let resp = get_id(&c, "/developers").await.expect("request");
+    assert_eq!(resp.status(), StatusCode::OK);
+    let html = resp.text().await.unwrap();
+    for id in [
+        "Pusat pengembang",
+        "Minta kunci",
+        "Ambil kunci Anda",
+        "Memanggil API",
+        "di header <code>X-API-Key</code>. Unggah berkas",
+        "buku besar pekerjaan",
+    ] {
+        assert!(html.contains(id), "{id}");
+    }
+    for en in [
+        "Developer center",
+        "Request a key",
+        "Collect your key",
+        "Calling the API",
+        "the job's ledger",
+    ] {
+        assert!(!html.contains(en), "{en}");
+    }
+
+    c.sign_in(&sub).await;
+    let resp = get_id(&c, "/upload").await.expect("request");
+    assert_eq!(resp.status(), StatusCode::OK);
+    let html = resp.text().await.unwrap();
+    for id in [
+        "Unggah berkas",
+        "Kunci alami: ",
+        "Templat: ",
+        "Kolom customers",
+        "<strong>wajib</strong>",
+        "setiap baris harus baru",
+        "Jika ada kesalahan",
+        "Unggah dan periksa",
+    ] {
+        assert!(html.contains(id), "{id}");
+    }
+    for en in [
+        "Upload a file",
+        "Natural key",
+        "Columns of customers",
+        "every row must be new",
+        "Rows with errors",
+        "Upload and validate",
+    ] {
+        assert!(!html.contains(en), "{en}");
+    }
+    // Without the header the same page stays English.
+    let html = c.page("/upload").await;
+    assert!(html.contains("Upload a file") && html.contains("Natural key: "));
+}

@@ -1,0 +1,42 @@
+# The developer center (src/console/developers.rs).
+dev-title = Developer center
+dev-lead = importgate takes files for { $n_text } business modules over HTTP. Every upload becomes a validation job; a second person approves its preview before anything is written.
+dev-requested-title = Request sent
+dev-requested-keep = Keep both values: the claim token is shown only this once.
+dev-requested-then = Once an admin approves, collect your key below with them.
+dev-request-id = Request id
+dev-claim-token = Claim token
+dev-copy = Copy
+dev-your-key = Your key
+dev-collected-copy = Copy it now: it is shown only this once.
+dev-collected-use = Send it as the X-API-Key header, or sign in with it.
+dev-denied = An admin denied this request. Ask them why, or send a new request.
+dev-expired = Nobody decided on this request in time, so it expired. Send a new request.
+dev-waiting = Your request waits for an admin. Try again later.
+dev-request-title = Request a key
+dev-your-name = Your name
+dev-work-email = Work email
+dev-reason = What is the key for?
+dev-masked-help = Your name and email are shown masked to admins (like Bu***o).
+dev-send-request = Send request
+dev-claim-title = Collect your key
+dev-claim-lead = After an admin approved your request, the key is handed out exactly once.
+dev-collect-key = Collect key
+dev-api-title = Calling the API
+# { $header } is the header's name, shown as code.
+dev-api-intro = Every request carries your key in the { $header } header. Upload a file, then follow its job:
+dev-endpoint = Endpoint
+dev-what-it-does = What it does
+# { $code } is the word “code”, shown as code (the problem's field).
+dev-api-errors = Errors are RFC 9457 problems with a { $code } to switch on.
+dev-ep-modules = the modules, their columns and natural keys
+dev-ep-template = an empty template with one example row
+dev-ep-import = upload a file: a validation job
+dev-ep-jobs = jobs, newest first
+dev-ep-job = one job, with its ETag
+dev-ep-preview = what would be inserted, updated, left alone, or is wrong
+dev-ep-errors = row errors (JSON, or CSV with Accept: text/csv)
+dev-ep-events = the job's ledger
+dev-ep-gate = the Human-Gate (If-Match honoured)
+dev-ep-key-request = ask for a key (no key needed)
+dev-ep-key-claim = collect the key once it is approved

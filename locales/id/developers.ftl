@@ -1,0 +1,42 @@
+# Pusat pengembang (src/console/developers.rs).
+dev-title = Pusat pengembang
+dev-lead = importgate menerima berkas untuk { $n_text } modul bisnis melalui HTTP. Setiap unggahan menjadi pekerjaan validasi; orang kedua menyetujui pratinjaunya sebelum apa pun ditulis.
+dev-requested-title = Permintaan terkirim
+dev-requested-keep = Simpan kedua nilai ini: token pengambilan hanya ditampilkan sekali ini.
+dev-requested-then = Setelah admin menyetujui, ambil kunci Anda di bawah dengan kedua nilai tersebut.
+dev-request-id = ID permintaan
+dev-claim-token = Token pengambilan
+dev-copy = Salin
+dev-your-key = Kunci Anda
+dev-collected-copy = Salin sekarang: kunci ini hanya ditampilkan sekali ini.
+dev-collected-use = Kirim sebagai header X-API-Key, atau gunakan untuk masuk.
+dev-denied = Admin menolak permintaan ini. Tanyakan alasannya kepada admin, atau kirim permintaan baru.
+dev-expired = Tidak ada yang memutuskan permintaan ini tepat waktu, sehingga permintaan ini kedaluwarsa. Kirim permintaan baru.
+dev-waiting = Permintaan Anda sedang menunggu admin. Coba lagi nanti.
+dev-request-title = Minta kunci
+dev-your-name = Nama Anda
+dev-work-email = Email kantor
+dev-reason = Untuk apa kunci ini?
+dev-masked-help = Nama dan email Anda ditampilkan tersamar kepada admin (seperti Bu***o).
+dev-send-request = Kirim permintaan
+dev-claim-title = Ambil kunci Anda
+dev-claim-lead = Setelah admin menyetujui permintaan Anda, kunci diserahkan tepat satu kali.
+dev-collect-key = Ambil kunci
+dev-api-title = Memanggil API
+# { $header } adalah nama header, ditampilkan sebagai kode.
+dev-api-intro = Setiap permintaan membawa kunci Anda di header { $header }. Unggah berkas, lalu pantau pekerjaannya:
+dev-endpoint = Endpoint
+dev-what-it-does = Fungsi
+# { $code } adalah kata “code”, ditampilkan sebagai kode (kolom pada problem).
+dev-api-errors = Kesalahan dikirim sebagai problem RFC 9457 dengan kolom { $code } yang dapat dijadikan acuan oleh program Anda.
+dev-ep-modules = daftar modul, kolomnya, dan kunci alaminya
+dev-ep-template = templat kosong dengan satu baris contoh
+dev-ep-import = unggah berkas: menjadi pekerjaan validasi
+dev-ep-jobs = daftar pekerjaan, terbaru lebih dulu
+dev-ep-job = satu pekerjaan, beserta ETag-nya
+dev-ep-preview = apa yang akan disisipkan, diperbarui, dibiarkan, atau salah
+dev-ep-errors = kesalahan per baris (JSON, atau CSV dengan Accept: text/csv)
+dev-ep-events = buku besar pekerjaan
+dev-ep-gate = Human-Gate (If-Match dipatuhi)
+dev-ep-key-request = minta kunci (tidak perlu kunci)
+dev-ep-key-claim = ambil kunci setelah disetujui
