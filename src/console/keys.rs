@@ -20,6 +20,7 @@ use super::{Fail, PageResult, Shown};
 use crate::keys::{self, KeyRecord, KeyRequest, Person, RequestState};
 use crate::service::keys::NewKey;
 use crate::service::{self, App, key_requests};
+use crate::t;
 
 pub fn routes() -> Router<Arc<App>> {
     Router::new()
@@ -32,7 +33,7 @@ pub fn routes() -> Router<Arc<App>> {
 enum Notice {
     /// A key just made: shown this once.
     NewKey(KeyRecord, String),
-    Done(&'static str),
+    Done(String),
     Refused(Shown),
 }
 
@@ -66,6 +67,48 @@ fn key_status(k: &KeyRecord) -> &'static str {
     }
 }
 
+/// Words a person reads for a key's status.
+fn key_status_label(k: &KeyRecord) -> String {
+    match key_status(k) {
+        "revoked" => t!("keys-status-revoked"),
+        "expired" => t!("keys-status-expired"),
+        _ => t!("keys-status-live"),
+    }
+}
+
+/// Words a person reads for a key request's state.
+fn request_state_label(s: RequestState) -> String {
+    match s {
+        RequestState::Pending => t!("keys-request-pending"),
+        RequestState::Approved => t!("keys-request-approved"),
+        RequestState::Denied => t!("keys-request-denied"),
+        RequestState::Collected => t!("keys-request-collected"),
+        RequestState::Expired => t!("keys-request-expired"),
+        RequestState::Withdrawn => t!("keys-request-withdrawn"),
+    }
+}
+
+/// What stands in a message for its `i`th piece of markup (see [`fill`]).
+fn slot(i: usize) -> String {
+    format!("\u{E000}{i}\u{E000}")
+}
+
+/// A whole-sentence message whose arguments are markup (a link, a person):
+/// the message is asked for with a [`slot`] in each such argument's place;
+/// here the text around the slots is escaped as usual and each slot
+/// becomes its piece of markup. The sentence keeps its own word order.
+fn fill(text: &str, parts: &[Markup]) -> Markup {
+    html! {
+        @for (n, piece) in text.split('\u{E000}').enumerate() {
+            @if n % 2 == 0 {
+                (piece)
+            } @else if let Some(part) = piece.parse::<usize>().ok().and_then(|i| parts.get(i)) {
+                (part)
+            }
+        }
+    }
+}
+
 async fn render(
     app: &App,
     signed: &Signed,
@@ -80,17 +123,42 @@ async fn render(
         .iter()
         .filter(|r| r.state == RequestState::Pending)
         .count();
+    let request_columns = [
+        t!("keys-col-request"),
+        t!("keys-col-person"),
+        t!("keys-col-email"),
+        t!("field-role"),
+        t!("field-modules"),
+        t!("keys-col-reason"),
+        t!("keys-col-state"),
+        t!("keys-col-decide"),
+    ];
+    let key_columns = [
+        t!("keys-col-key"),
+        t!("keys-col-person"),
+        t!("field-role"),
+        t!("field-modules"),
+        t!("keys-col-created"),
+        t!("keys-col-expires"),
+        t!("keys-col-status"),
+        t!("keys-col-revoke"),
+    ];
     let content = html! {
-        h1 { "Keys" }
+        h1 { (t!("keys-title")) }
         @match &notice {
             Some(Notice::NewKey(record, secret)) => {
                 section.alert.alert-ok.new-key aria-labelledby="new-key-title" {
-                    h2 #new-key-title { "New key for " (person(&record.person())) " (" (record.role.as_str()) ")" }
-                    p { strong { "Copy it now: it is shown only this once." } " The service keeps only a hash." }
+                    h2 #new-key-title {
+                        (fill(
+                            &t!("keys-new-key-for", person = slot(0), role = layout::role_name(record.role)),
+                            &[person(&record.person())],
+                        ))
+                    }
+                    p { strong { (t!("keys-new-key-copy-now")) } " " (t!("keys-new-key-hash-only")) }
                     div.copy-row {
-                        label.sr-only for="new-key" { "The new key" }
+                        label.sr-only for="new-key" { (t!("keys-new-key-label")) }
                         input #new-key .mono type="text" readonly value=(secret);
-                        button.btn type="button" data-copy="#new-key" { "Copy" }
+                        button.btn type="button" data-copy="#new-key" { (t!("keys-copy")) }
                     }
                 }
             }
@@ -99,29 +167,34 @@ async fn render(
             None => {},
         }
         section.panel aria-labelledby="create-title" {
-            h2 #create-title { "Create a key" }
+            h2 #create-title { (t!("keys-create-title")) }
             form.grid-form method="post" action="/keys" {
                 input type="hidden" name="_csrf" value=(signed.csrf);
                 div.field {
-                    label for="k-name" { "Name (person or system)" }
+                    label for="k-name" { (t!("keys-field-name")) }
                     input #k-name type="text" name="name" required maxlength="200" autocomplete="off";
                 }
                 (layout::role_and_modules("k"))
                 div.field {
-                    label for="k-expires" { "Expires (optional)" }
+                    label for="k-expires" { (t!("keys-field-expires")) }
                     input #k-expires type="date" name="expires";
                 }
-                div.field.field-submit { button.btn.btn-primary type="submit" { "Create key" } }
+                div.field.field-submit { button.btn.btn-primary type="submit" { (t!("keys-create")) } }
             }
         }
         section.panel aria-labelledby="requests-title" {
-            h2 #requests-title { "Key requests " span.tab-count { (pending) " pending" } }
+            h2 #requests-title { (t!("keys-requests-title")) " " span.tab-count { (t!("keys-requests-pending", n = pending)) } }
             @if requests.is_empty() {
-                p.empty { "No requests yet. Staff ask for keys in the " a href="/developers" { "developer center" } "." }
+                p.empty {
+                    (fill(
+                        &t!("keys-no-requests", link = slot(0)),
+                        &[html! { a href="/developers" { (t!("keys-developer-center")) } }],
+                    ))
+                }
             } @else {
                 div.table-wrap {
                     table.small {
-                        (layout::table_head(&["Request", "Person", "Email", "Role", "Modules", "Reason", "State", "Decide"]))
+                        (layout::table_head(&request_columns.each_ref().map(String::as_str)))
                         tbody {
                             @for r in &requests { (request_row(&ctx, signed, r, &names)) }
                         }
@@ -130,33 +203,33 @@ async fn render(
             }
         }
         section.panel aria-labelledby="keys-title" {
-            h2 #keys-title { "All keys" }
+            h2 #keys-title { (t!("keys-all-title")) }
             div.table-wrap {
                 table.small {
-                    (layout::table_head(&["Key", "Person", "Role", "Modules", "Created", "Expires", "Status", "Revoke"]))
+                    (layout::table_head(&key_columns.each_ref().map(String::as_str)))
                     tbody {
                         @for k in &keys {
                             tr {
                                 td { code { (k.id) } }
                                 // Key management: the one place people are shown in full.
                                 td { (k.name) br; span.muted { (person(&k.person())) } }
-                                td { (k.role.as_str()) }
+                                td { (layout::role_name(k.role)) }
                                 td { (k.modules.join(", ")) }
                                 td { (ctx.when(&k.created_at)) }
-                                td { @if let Some(e) = &k.expires_at { (ctx.when(e)) } @else { "never" } }
-                                td { span class=(format!("key-status key-{}", key_status(k))) { (key_status(k)) } }
+                                td { @if let Some(e) = &k.expires_at { (ctx.when(e)) } @else { (t!("keys-never")) } }
+                                td { span class=(format!("key-status key-{}", key_status(k))) { (key_status_label(k)) } }
                                 td {
                                     @if k.revoked_at.is_none() && k.id != signed.key.id {
                                         details.action {
-                                            summary.btn.btn-small.btn-danger { "Revoke…" }
+                                            summary.btn.btn-small.btn-danger { (t!("keys-revoke-open")) }
                                             form method="post" action=(format!("/keys/{}/revoke", k.id)) {
                                                 input type="hidden" name="_csrf" value=(signed.csrf);
-                                                p { "Revoke " (k.person().display) "'s key? It stops working at once, in every session." }
-                                                button.btn.btn-danger type="submit" { "Revoke key" }
+                                                p { (t!("keys-revoke-confirm", person = k.person().display)) }
+                                                button.btn.btn-danger type="submit" { (t!("keys-revoke")) }
                                             }
                                         }
                                     } @else if k.id == signed.key.id {
-                                        span.muted { "your key" }
+                                        span.muted { (t!("keys-yours")) }
                                     }
                                 }
                             }
@@ -166,7 +239,7 @@ async fn render(
             }
         }
     };
-    Ok((status, layout::page(&ctx, "Keys", content)).into_response())
+    Ok((status, layout::page(&ctx, &t!("keys-title"), content)).into_response())
 }
 
 fn request_row(
@@ -184,38 +257,44 @@ fn request_row(
             td { code { (r.id) } br; span.muted { (ctx.when(&r.created_at)) } }
             td { (r.name) br; span.muted { (person(&who)) } }
             td { (r.email) }
-            td { (r.role.as_str()) }
+            td { (layout::role_name(r.role)) }
             td { (r.modules.join(", ")) }
             td.reason { (r.reason) }
             td {
-                (r.state.as_str())
+                (request_state_label(r.state))
                 @if let Some(by) = &r.decided_by {
-                    br; span.muted { "by " (person(&Person::new(by, names.get(by).map(String::as_str).unwrap_or("")))) }
+                    br;
+                    span.muted {
+                        (fill(
+                            &t!("keys-decided-by", person = slot(0)),
+                            &[person(&Person::new(by, names.get(by).map(String::as_str).unwrap_or("")))],
+                        ))
+                    }
                 }
             }
             td {
                 @if r.state == RequestState::Approved {
                     details.action {
-                        summary class="btn btn-small btn-danger" { "Withdraw…" }
+                        summary class="btn btn-small btn-danger" { (t!("keys-withdraw-open")) }
                         form method="post" action=(format!("/keys/requests/{}/withdraw", r.id)) {
                             input type="hidden" name="_csrf" value=(signed.csrf);
-                            p { "Withdraw this approval? The key has not been collected; it never will be." }
-                            button type="submit" class="btn btn-danger" { "Withdraw approval" }
+                            p { (t!("keys-withdraw-confirm")) }
+                            button type="submit" class="btn btn-danger" { (t!("keys-withdraw")) }
                         }
                     }
                 }
                 @if r.state == RequestState::Pending {
                     div.action-list {
-                        @for (decision, label, class) in [("approve", "Approve…", "btn-primary"), ("deny", "Deny…", "btn-danger")] {
+                        @for (decision, label, class) in [("approve", t!("keys-approve-open"), "btn-primary"), ("deny", t!("keys-deny-open"), "btn-danger")] {
                             details.action {
                                 summary class=(format!("btn btn-small {class}")) { (label) }
                                 form method="post" action=(format!("/keys/requests/{}/{decision}", r.id)) {
                                     input type="hidden" name="_csrf" value=(signed.csrf);
-                                    label for=(format!("c-{}-{decision}", r.id)) { "Comment (optional)" }
+                                    label for=(format!("c-{}-{decision}", r.id)) { (t!("keys-comment")) }
                                     textarea id=(format!("c-{}-{decision}", r.id)) name="comment" rows="2" maxlength="2000" {}
                                     button type="submit" class=(format!("btn {class}")) {
-                                        @if decision == "approve" { "Approve: let them collect a " (r.role.as_str()) " key" }
-                                        @else { "Deny request" }
+                                        @if decision == "approve" { (t!("keys-approve", role = layout::role_name(r.role))) }
+                                        @else { (t!("keys-deny")) }
                                     }
                                 }
                             }
@@ -299,7 +378,7 @@ async fn revoke(
             render(
                 &app,
                 &signed,
-                Some(Notice::Done("The key is revoked.")),
+                Some(Notice::Done(t!("keys-revoked"))),
                 StatusCode::OK,
             )
             .await
@@ -345,5 +424,30 @@ async fn decide(
             let status = shown.status;
             render(&app, &signed, Some(Notice::Refused(shown)), status).await
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::console::i18n::{Arg, Lang, text_in};
+
+    #[test]
+    fn markup_goes_where_each_language_puts_it() {
+        let link = || html! { a href="/developers" { "x" } };
+        let en = fill(&t!("keys-no-requests", link = slot(0)), &[link()]);
+        assert_eq!(
+            en.into_string(),
+            "No requests yet. Staff ask for keys in the <a href=\"/developers\">x</a>."
+        );
+        let id = text_in(
+            Lang::Id,
+            "keys-decided-by",
+            &[("person", Arg::from(slot(0)))],
+        );
+        let shown = fill(&id, &[html! { b { "<Bu***o>" } }]);
+        assert_eq!(shown.into_string(), "oleh <b>&lt;Bu***o&gt;</b>");
+        // Text around the markup is escaped as any text is.
+        assert_eq!(fill("a < b", &[]).into_string(), "a &lt; b");
     }
 }

@@ -31,6 +31,7 @@ use super::{Fail, PageResult, Shown};
 use crate::keys::{self, KeyRecord};
 use crate::service::limits::Class;
 use crate::service::{self, App, sessions};
+use crate::t;
 
 /// The session cookie.
 pub const SESSION_COOKIE: &str = "ig_session";
@@ -80,8 +81,8 @@ fn csrf_problem() -> Shown {
     Shown::new(
         StatusCode::FORBIDDEN,
         "csrf",
-        "The form expired",
-        "the form's security token does not match your session; reload the page and try again",
+        &t!("problem-csrf"),
+        t!("problem-csrf-detail"),
     )
 }
 
@@ -120,8 +121,8 @@ pub fn check_origin(headers: &HeaderMap) -> Result<(), Shown> {
         Shown::new(
             StatusCode::FORBIDDEN,
             "cross_site",
-            "Cross-site request refused",
-            "the console accepts changes only from its own pages",
+            &t!("problem-cross-site"),
+            t!("problem-cross-site-detail"),
         )
     };
     if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok())
@@ -191,8 +192,8 @@ impl FromRequestParts<Arc<App>> for Signed {
                 Err(super::ScriptFail(Shown::new(
                     StatusCode::UNAUTHORIZED,
                     "unauthorized",
-                    "Sign in again",
-                    "your console session ended; sign in again",
+                    &t!("problem-unauthorized"),
+                    t!("problem-session-ended"),
                 ))
                 .into_response())
             }
@@ -230,12 +231,12 @@ fn over_rate(app: &App, parts: &Parts, key: &KeyRecord) -> Option<Response> {
     let shown = Shown::new(
         StatusCode::TOO_MANY_REQUESTS,
         "rate_limited",
-        "Too many requests",
-        format!(
-            "this key may make {} {} a minute; try again in {} s",
-            decision.limit,
-            class.name(),
-            decision.reset
+        &t!("problem-too_many"),
+        t!(
+            "signin-too-many-detail",
+            limit = decision.limit,
+            class = class.name(),
+            seconds = decision.reset
         ),
     );
     let mut resp = if parts.uri.path().starts_with("/console/") {
@@ -329,24 +330,24 @@ async fn signin_page(
 fn signin_markup(ctx: &Ctx, token: &str, next: &str, error: Option<&str>) -> maud::Markup {
     layout::page(
         ctx,
-        "Sign in",
+        &t!("sign-in"),
         html! {
             div.narrow {
-                h1 { "Sign in" }
-                p.lead { "Sign in with your API key to review and decide imports at the Human-Gate." }
+                h1 { (t!("sign-in")) }
+                p.lead { (t!("signin-lead")) }
                 @if let Some(e) = error {
                     div.alert.alert-error role="alert" { (e) }
                 }
                 form.card method="post" action="/signin" {
                     input type="hidden" name="_csrf" value=(token);
                     input type="hidden" name="next" value=(next);
-                    label for="key" { "API key" }
+                    label for="key" { (t!("signin-key-label")) }
                     input #key type="password" name="key" required autocomplete="off"
                         spellcheck="false" placeholder="igk_…" aria-describedby="key-help";
-                    p #key-help .help { "The key is sent once to start a session; it is not stored in this browser." }
-                    button.btn.btn-primary type="submit" { "Sign in" }
+                    p #key-help .help { (t!("signin-key-help")) }
+                    button.btn.btn-primary type="submit" { (t!("sign-in")) }
                 }
-                p { "No key yet? " a href="/developers#request" { "Request one in the developer center" } "." }
+                p { (t!("signin-no-key")) " " a href="/developers#request" { (t!("signin-request-key")) } "." }
             }
         },
     )
@@ -372,12 +373,7 @@ async fn signin(
         Ok((id, _)) => id,
         Err(service::Error::Unauthorized) => {
             let ctx = Ctx::new(&app, Nav::SignIn, None);
-            let page = signin_markup(
-                &ctx,
-                &form.csrf,
-                &next,
-                Some("That key is unknown, revoked or expired."),
-            );
+            let page = signin_markup(&ctx, &form.csrf, &next, Some(&t!("signin-key-refused")));
             return Ok((StatusCode::UNAUTHORIZED, page).into_response());
         }
         Err(e) => return Err(e.into()),
@@ -407,4 +403,28 @@ async fn signout(
     sessions::close(&app, &signed.session).await?;
     let jar = jar.remove(Cookie::build(SESSION_COOKIE).path("/"));
     Ok((jar, Redirect::to("/signin")).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::console::i18n::{Arg, Lang, text_in};
+
+    #[test]
+    fn the_rate_limit_is_said_in_both_languages() {
+        let args = |class: &'static str| {
+            [
+                ("limit", Arg::from(1200_u64)),
+                ("class", Arg::from(class)),
+                ("seconds", Arg::from(42_u64)),
+            ]
+        };
+        assert_eq!(
+            text_in(Lang::En, "signin-too-many-detail", &args("uploads")),
+            "this key may make 1200 uploads a minute; try again in 42 s"
+        );
+        assert_eq!(
+            text_in(Lang::Id, "signin-too-many-detail", &args("requests")),
+            "kunci ini hanya boleh mengirim 1.200 permintaan per menit; coba lagi dalam 42 detik"
+        );
+    }
 }

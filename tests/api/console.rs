@@ -121,6 +121,12 @@ impl<'a> Console<'a> {
         resp
     }
 
+    /// Reads the console in `lang` from now on, as the top bar's language
+    /// switch makes a browser do (its cookie).
+    pub fn speak(&mut self, lang: &str) {
+        self.cookies.insert("ig_lang".to_string(), lang.to_string());
+    }
+
     pub async fn sign_in(&mut self, key: &str) -> Response {
         let html = self.page("/signin").await;
         let token = csrf_of(&html);
@@ -729,4 +735,38 @@ async fn the_upload_and_developer_pages_speak_indonesian() {
     // Without the header the same page stays English.
     let html = c.page("/upload").await;
     assert!(html.contains("Upload a file") && html.contains("Natural key: "));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_pages_speak_indonesian() {
+    let app = spawn_app().await;
+    let mut c = Console::new(&app);
+    c.speak("id");
+    let html = c.page("/signin").await;
+    assert!(html.contains("Masuk dengan Kunci API Anda"), "{html}");
+    assert!(html.contains("Minta kunci di pusat pengembang"));
+    assert!(!html.contains("Sign in with your API key"));
+    assert!(!html.contains("No key yet?"));
+
+    c.sign_in(&app.admin).await;
+    let html = c.page("/keys").await;
+    for id in [
+        "Buat kunci baru",
+        "Permintaan kunci",
+        "0 menunggu",
+        "Staf dapat meminta kunci di <a href=\"/developers\">pusat pengembang</a>.",
+        "Semua kunci",
+        "kunci Anda",
+    ] {
+        assert!(html.contains(id), "{id}");
+    }
+    for en in [
+        "Create a key",
+        "Key requests",
+        "All keys",
+        "your key",
+        "No requests yet",
+    ] {
+        assert!(!html.contains(en), "{en}");
+    }
 }
