@@ -21,19 +21,13 @@ impl App {
     pub async fn serve(self: Arc<Self>, listener: TcpListener) -> anyhow::Result<()> {
         let workers = crate::worker::spawn(self.clone());
         let router = router(self.clone());
-        let mut stop = self.shutdown.subscribe();
+        let stop = self.shutdown.subscribe();
         let app = self.clone();
         tokio::spawn(async move {
             wait_for_signal().await;
             let _ = app.shutdown.send(true);
         });
-        // The client's address: key requests are limited per address.
-        let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
-        axum::serve(listener, service)
-            .with_graceful_shutdown(async move {
-                let _ = stop.wait_for(|s| *s).await;
-            })
-            .await?;
+        crate::http::listener::serve(listener, router, self.settings.connections, stop).await;
         for w in workers {
             let _ = w.await;
         }

@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use chrono_tz::Tz;
 use serde::Deserialize;
@@ -20,6 +21,36 @@ pub struct Limits {
     pub uploads_per_minute: u64,
     /// Other API requests per key per minute (0: no limit).
     pub requests_per_minute: u64,
+    /// An upload's body must average this many bytes a second once
+    /// `body_grace` has passed …
+    pub body_min_rate: u64,
+    pub body_grace: Duration,
+    /// … and end within this (API.md section 10: `408`, nothing kept).
+    pub body_total: Duration,
+}
+
+/// How connections are served (API.md section 10).
+#[derive(Debug, Clone, Copy)]
+pub struct Connections {
+    /// A request head must arrive within this, or the connection closes.
+    pub header_read: Duration,
+    /// A kept-alive connection with nothing to do closes after this.
+    pub idle: Duration,
+    /// Connections open at once; further ones wait to be accepted.
+    pub max_open: usize,
+    /// Connections open at once from one address; further ones are refused.
+    pub max_per_address: usize,
+}
+
+impl Default for Connections {
+    fn default() -> Connections {
+        Connections {
+            header_read: Duration::from_secs(10),
+            idle: Duration::from_secs(60),
+            max_open: 4096,
+            max_per_address: 64,
+        }
+    }
 }
 
 impl Default for Limits {
@@ -32,6 +63,9 @@ impl Default for Limits {
             approval_secs: 7 * 24 * 3600,
             uploads_per_minute: 60,
             requests_per_minute: 1200,
+            body_min_rate: 16 * 1024,
+            body_grace: Duration::from_secs(30),
+            body_total: Duration::from_secs(15 * 60),
         }
     }
 }
@@ -67,6 +101,7 @@ pub struct Settings {
     /// expires.
     pub key_request_collect_secs: i64,
     pub limits: Limits,
+    pub connections: Connections,
 }
 
 impl Default for Settings {
@@ -87,6 +122,7 @@ impl Default for Settings {
             key_request_pending_secs: 7 * 24 * 3600,
             key_request_collect_secs: 72 * 3600,
             limits: Limits::default(),
+            connections: Connections::default(),
         }
     }
 }
@@ -115,6 +151,13 @@ pub struct FileSettings {
     pub approval_days: Option<f64>,
     pub uploads_per_minute: Option<u64>,
     pub requests_per_minute: Option<u64>,
+    pub body_min_bytes_per_second: Option<u64>,
+    pub body_grace_seconds: Option<f64>,
+    pub body_total_seconds: Option<f64>,
+    pub header_read_seconds: Option<f64>,
+    pub idle_seconds: Option<f64>,
+    pub max_connections: Option<usize>,
+    pub max_connections_per_address: Option<usize>,
 }
 
 impl FileSettings {
@@ -183,6 +226,27 @@ impl FileSettings {
         if let Some(v) = self.requests_per_minute {
             s.limits.requests_per_minute = v;
         }
+        if let Some(v) = self.body_min_bytes_per_second {
+            s.limits.body_min_rate = v.max(1);
+        }
+        if let Some(v) = self.body_grace_seconds {
+            s.limits.body_grace = seconds(v)?;
+        }
+        if let Some(v) = self.body_total_seconds {
+            s.limits.body_total = seconds(v)?;
+        }
+        if let Some(v) = self.header_read_seconds {
+            s.connections.header_read = seconds(v)?;
+        }
+        if let Some(v) = self.idle_seconds {
+            s.connections.idle = seconds(v)?;
+        }
+        if let Some(v) = self.max_connections {
+            s.connections.max_open = v.max(1);
+        }
+        if let Some(v) = self.max_connections_per_address {
+            s.connections.max_per_address = v.max(1);
+        }
         if let Some(v) = self.approval_days {
             s.limits.approval_secs = (v * 86400.0) as i64;
         }
@@ -195,4 +259,10 @@ pub fn parse_zone(name: &str) -> anyhow::Result<Tz> {
     name.parse::<Tz>().map_err(|_| {
         anyhow::anyhow!("unknown time zone {name:?} (use a tz database name such as Asia/Jakarta)")
     })
+}
+
+/// A setting in seconds (fractions allowed, so tests can use very short
+/// times); negative or not a number is refused.
+fn seconds(v: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(v).map_err(|_| anyhow::anyhow!("{v} is not a number of seconds"))
 }

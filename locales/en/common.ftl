@@ -100,3 +100,5 @@ js-upload-failed-status = The upload failed (HTTP { $status }).
 js-upload-unreachable = The upload failed: the service could not be reached.
 js-uploading = Uploading…
 js-uploading-percent = Uploading… { $percent }%
+problem-slow = The file arrived too slowly
+problem-slow-detail = The upload was too slow or stopped; nothing was kept. Try again on a steadier connection.

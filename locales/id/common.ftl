@@ -94,3 +94,5 @@ js-upload-failed-status = Unggahan gagal (HTTP { $status }).
 js-upload-unreachable = Unggahan gagal: layanan tidak dapat dihubungi.
 js-uploading = Mengunggah…
 js-uploading-percent = Mengunggah… { $percent }%
+problem-slow = Berkas tiba terlalu lambat
+problem-slow-detail = Unggahan terlalu lambat atau terhenti; tidak ada yang disimpan. Coba lagi dengan koneksi yang lebih stabil.

@@ -235,6 +235,11 @@ impl From<service::Error> for Shown {
                     limit = layout::bytes(*limit as i64)
                 ),
             ),
+            E::SlowBody { .. } => (
+                StatusCode::REQUEST_TIMEOUT,
+                t!("problem-slow"),
+                exact(t!("problem-slow-detail")),
+            ),
             E::AlreadyCollected { id } => (
                 StatusCode::GONE,
                 t!("problem-collected"),

@@ -12,6 +12,7 @@ pub mod jobs;
 pub mod key_requests;
 pub mod keys;
 pub mod limits;
+pub mod listener;
 pub mod metrics;
 pub mod modules;
 pub mod openapi;

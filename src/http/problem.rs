@@ -49,6 +49,8 @@ pub enum Code {
     Withdrawn,
     /// 412: `If-Match` names another version of the job (`etag`).
     PreconditionFailed,
+    /// 408: an upload's body arrived too slowly (section 10); nothing kept.
+    RequestTimeout,
     /// 413: the body is over the size limit (`limit`).
     TooLarge,
     /// 415: the upload's `Content-Type` is not a format the service reads.
@@ -81,6 +83,7 @@ impl Code {
             Code::Expired => "expired",
             Code::Withdrawn => "withdrawn",
             Code::PreconditionFailed => "precondition_failed",
+            Code::RequestTimeout => "request_timeout",
             Code::TooLarge => "too_large",
             Code::UnsupportedMediaType => "unsupported_media_type",
             Code::InvalidParameter => "invalid_parameter",
@@ -348,6 +351,13 @@ impl From<ServiceError> for Problem {
             .with("limit", json!(limit))
             // The rest of the body is not read, so the connection cannot
             // carry another request: say so, or a client may reuse it and fail.
+            .header(header::CONNECTION, "close".to_string()),
+            ServiceError::SlowBody { .. } => Problem::new(
+                StatusCode::REQUEST_TIMEOUT,
+                Code::RequestTimeout,
+                "The body arrived too slowly",
+                detail,
+            )
             .header(header::CONNECTION, "close".to_string()),
             ServiceError::AlreadyCollected { .. } => Problem::new(
                 StatusCode::GONE,

@@ -61,6 +61,18 @@ pub enum Error {
     /// A body over the size limit.
     #[error("the body is larger than the limit of {limit} bytes")]
     TooLarge { limit: u64 },
+    /// A body that arrived too slowly (API.md section 10); nothing is kept.
+    #[error(
+        "the body arrived too slowly: {bytes} bytes in {seconds} s; a body must average \
+         {min_rate} bytes a second after the first {grace} s and end within {total} s; nothing was kept"
+    )]
+    SlowBody {
+        bytes: u64,
+        seconds: u64,
+        min_rate: u64,
+        grace: u64,
+        total: u64,
+    },
     /// The key of a key request was handed out already.
     #[error(
         "the key of {id} was handed out once and is not kept; ask an admin to revoke it if it was not you"
@@ -143,6 +155,7 @@ impl Error {
             Error::EmptyBody => "empty_body",
             Error::IdempotencyReused => "idempotency_key_reused",
             Error::TooLarge { .. } => "too_large",
+            Error::SlowBody { .. } => "request_timeout",
             Error::AlreadyCollected { .. } => "already_collected",
             Error::TooMany { .. } => "rate_limited",
             Error::Closed { state, .. } => match state {

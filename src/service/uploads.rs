@@ -406,6 +406,18 @@ impl Spool {
     }
 }
 
+/// How long after its start a body may take to bring its next byte, when
+/// `received` have come: it must average `body_min_rate` once
+/// `body_grace` has passed, and end within `body_total` (API.md section
+/// 10). A client that stops sending is cut off when its average falls
+/// below the rate, not after a fixed silence.
+fn body_time(received: u64, limits: &crate::config::Limits) -> std::time::Duration {
+    let at_rate = std::time::Duration::from_secs_f64(
+        (received + 1) as f64 / limits.body_min_rate.max(1) as f64,
+    );
+    at_rate.max(limits.body_grace).min(limits.body_total)
+}
+
 /// Receives a body in full ([`Spool`]), hashing it and checking it against
 /// `limit` as it comes ([`Error::TooLarge`] at once, nothing kept), then
 /// stores it in chunks; gives its SHA-256, size, upload id and first bytes.
@@ -419,7 +431,20 @@ where
     let mut total = 0u64;
     let mut spool = Spool::default();
     let mut stream = std::pin::pin!(stream);
-    while let Some(piece) = stream.next().await {
+    let started = tokio::time::Instant::now();
+    let limits = &app.settings.limits;
+    loop {
+        let deadline = started + body_time(total, limits);
+        let Ok(next) = tokio::time::timeout_at(deadline, stream.next()).await else {
+            return Err(Error::SlowBody {
+                bytes: total,
+                seconds: started.elapsed().as_secs(),
+                min_rate: limits.body_min_rate,
+                grace: limits.body_grace.as_secs(),
+                total: limits.body_total.as_secs(),
+            });
+        };
+        let Some(piece) = next else { break };
         let piece =
             piece.map_err(|e| Error::BadRequest(format!("the body could not be read: {e}")))?;
         total += piece.len() as u64;

@@ -489,27 +489,32 @@ async fn an_excel_4_worksheet_says_what_it_is() {
     }
 }
 
+/// An upload that announces a megabyte, sends a few bytes and stops.
+async fn stalled_upload(addr: &str, key: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /api/import/customers HTTP/1.1\r\nHost: {addr}\r\nX-API-Key: {key}\r\n\
+         Content-Type: text/csv\r\nContent-Length: 1000000\r\n\r\n\
+         customer_name,wa_number\nBudi,0812"
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    s
+}
+
 /// Item 2: uploads that send a few bytes and stop no longer hold the
 /// database's connections: the body is received before any database work,
 /// so everyone else is served at once (before: every request waited for a
 /// pool connection and got a 500 after 30 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_uploads_hold_no_database_connection() {
-    use tokio::io::AsyncWriteExt;
     let app = spawn_app().await;
     let sub = app.submitter().await;
     let addr = app.base.trim_start_matches("http://").to_string();
     // More stalled uploads than either backend's pool has connections.
     let mut stalled = Vec::new();
     for _ in 0..24 {
-        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
-        let head = format!(
-            "POST /api/import/customers HTTP/1.1\r\nHost: {addr}\r\nX-API-Key: {sub}\r\n\
-             Content-Type: text/csv\r\nContent-Length: 1000000\r\n\r\n\
-             customer_name,wa_number\nBudi,0812"
-        );
-        s.write_all(head.as_bytes()).await.unwrap();
-        stalled.push(s);
+        stalled.push(stalled_upload(&addr, &sub).await);
     }
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     let quick = std::time::Duration::from_secs(10);
@@ -534,4 +539,150 @@ async fn stalled_uploads_hold_no_database_connection() {
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let jobs = app.get_json(&sub, "/api/jobs").await;
     assert_eq!(jobs["jobs"].as_array().map(Vec::len), Some(1), "{jobs}");
+}
+
+/// Reads from `s` until the peer closes it; true if it did within `within`.
+async fn closed_within(s: &mut tokio::net::TcpStream, within: std::time::Duration) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 4096];
+    let until = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(until, s.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Item 3: a request head must arrive within the header time, an idle
+/// kept-alive connection closes after the idle time (and not before), and
+/// a connection that never sends anything is closed like a slow head.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_heads_and_idle_connections_are_closed() {
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = spawn_app_with(|s| {
+        s.connections.header_read = Duration::from_millis(800);
+        s.connections.idle = Duration::from_millis(2500);
+    })
+    .await;
+    let addr = app.base.trim_start_matches("http://").to_string();
+
+    // Half a head, then nothing: closed after the header time.
+    let mut half = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    half.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    // Nothing at all: closed the same way.
+    let mut silent = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    assert!(
+        closed_within(&mut half, Duration::from_secs(5)).await,
+        "a slow head is cut off"
+    );
+    assert!(
+        closed_within(&mut silent, Duration::from_secs(5)).await,
+        "a silent socket is cut off"
+    );
+
+    // A kept-alive connection: usable after more than the header time…
+    let mut kept = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    let mut buf = vec![0u8; 4096];
+    kept.write_all(request).await.unwrap();
+    let n = kept.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    kept.write_all(request).await.unwrap();
+    let n = kept.read(&mut buf).await.unwrap();
+    assert!(
+        String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"),
+        "idle for longer than the header time, shorter than the idle time: still open"
+    );
+    // … and closed once idle for longer than the idle time.
+    assert!(
+        closed_within(&mut kept, Duration::from_secs(6)).await,
+        "an idle connection closes"
+    );
+    // The service itself is fine.
+    let resp = app.client.get(app.url("/healthz")).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+}
+
+/// Item 3: one address may hold only so many connections; more are
+/// refused while those open keep working, and other clients are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_cannot_hold_every_connection() {
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = spawn_app_with(|s| s.connections.max_per_address = 4).await;
+    let addr = app.base.trim_start_matches("http://").to_string();
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut fifth = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    assert!(
+        closed_within(&mut fifth, Duration::from_secs(2)).await,
+        "the fifth connection from one address is refused"
+    );
+    // The four still answer.
+    for s in &mut held {
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = vec![0u8; 1024];
+        let n = s.read(&mut buf).await.unwrap();
+        assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    }
+    // One closes: a new one is taken.
+    held.pop();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut again = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    again
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = vec![0u8; 1024];
+    let n = again.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+}
+
+/// Item 3: an upload whose body falls below the rate after the grace time
+/// is answered `408` and nothing of it is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_stops_coming_is_a_408_and_nothing_is_kept() {
+    use std::time::Duration;
+    use tokio::io::AsyncReadExt;
+    let app = spawn_app_with(|s| {
+        s.limits.body_grace = Duration::from_millis(500);
+        s.limits.body_min_rate = 1000;
+    })
+    .await;
+    let sub = app.submitter().await;
+    let addr = app.base.trim_start_matches("http://").to_string();
+    let mut s = stalled_upload(&addr, &sub).await;
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(10), s.read(&mut buf)).await {
+        if n == 0 {
+            break;
+        }
+        answer.extend_from_slice(&buf[..n]);
+        if answer.windows(4).any(|w| w == b"\r\n\r\n") && answer.ends_with(b"}") {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("request_timeout"), "{text}");
+    assert!(started.elapsed() < Duration::from_secs(8));
+    let jobs = app.get_json(&sub, "/api/jobs").await;
+    assert_eq!(jobs["jobs"].as_array().map(Vec::len), Some(0), "{jobs}");
+    let blobs = app
+        .sql("SELECT CAST(COUNT(*) AS TEXT) FROM ig_blob_chunks")
+        .await;
+    assert_eq!(blobs[0][0].as_deref(), Some("0"));
 }
