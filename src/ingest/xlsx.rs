@@ -34,12 +34,20 @@ const MAX_DIRECTORY_BYTES: u64 = 16 << 20;
 /// refers to it by index), so its size is capped on its own: 256 MiB of
 /// XML is millions of distinct strings.
 pub const MAX_SHARED_STRINGS: u64 = 256 << 20;
+/// … and what it costs in memory is bounded too: calamine holds each
+/// shared string as its own `String` in one `Vec`, so a string costs its
+/// text and about [`STRING_OVERHEAD`] bytes more (the `String`, the
+/// allocation's rounding, the `Vec`'s growth). 253 MB of tiny strings took
+/// 894 MB before this was counted.
+pub const SHARED_STRINGS_MEMORY: u64 = 256 << 20;
+const STRING_OVERHEAD: u64 = 64;
 
 pub fn open_xlsx(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
     let (wanted, max_columns) = (options.sheet.clone(), options.max_columns);
     produce(move |emit| {
         let file = spool::to_file(reader)?;
         check_zip(&file, "XLSX", MAX_RATIO)?;
+        check_shared_strings(&file, SHARED_STRINGS_MEMORY)?;
         let mut book = Xlsx::new(BufReader::new(file)).map_err(|e| unreadable("XLSX", e))?;
         let sheet = pick_sheet(book.sheet_names(), wanted.as_deref())?;
         let mut cells = book
@@ -216,6 +224,56 @@ pub(super) fn check_zip(file: &File, kind: &str, max_ratio: u64) -> Result<(), F
         ));
     }
     Ok(())
+}
+
+/// Counts the shared strings and their text before calamine loads them,
+/// streaming the part (memory stays a buffer), and refuses the table once
+/// what calamine would hold passes `budget` bytes.
+fn check_shared_strings(file: &File, budget: u64) -> Result<(), FileError> {
+    use quick_xml::events::Event;
+    let mut zip = zip::ZipArchive::new(BufReader::new(spool::reopen(file)?))
+        .map_err(|e| unreadable("XLSX", e))?;
+    let mut found = None;
+    for i in 0..zip.len() {
+        let part = zip.by_index_raw(i).map_err(|e| unreadable("XLSX", e))?;
+        if part.name_raw().ends_with(b"sharedStrings.xml") {
+            found = Some(i);
+            break;
+        }
+    }
+    let Some(index) = found else {
+        return Ok(());
+    };
+    let part = zip.by_index(index).map_err(|e| unreadable("XLSX", e))?;
+    let mut xml = quick_xml::Reader::from_reader(BufReader::new(part));
+    let mut buf = Vec::new();
+    let (mut strings, mut text) = (0u64, 0u64);
+    loop {
+        match xml
+            .read_event_into(&mut buf)
+            .map_err(|e| unreadable("XLSX", e))?
+        {
+            Event::Start(e) | Event::Empty(e) if e.local_name().as_ref() == "si" => strings += 1,
+            Event::Text(t) => text += t.len() as u64,
+            Event::CData(t) => text += t.len() as u64,
+            Event::Eof => return Ok(()),
+            _ => {}
+        }
+        let cost = text.saturating_add(strings.saturating_mul(STRING_OVERHEAD));
+        if cost > budget {
+            return Err(FileError::new(
+                "unreadable",
+                format!(
+                    "the XLSX's shared string table holds more than {strings} strings and \
+                     {text} bytes of text, over {} MiB in memory; at most {} MiB are accepted \
+                     (split the workbook, or save it as CSV)",
+                    budget >> 20,
+                    budget >> 20
+                ),
+            ));
+        }
+        buf.clear();
+    }
 }
 
 /// Reads the zip's end-of-central-directory record by hand (the zip crate
@@ -444,6 +502,33 @@ mod tests {
         let bomb = zip_claiming("xl/worksheets/sheet1.xml", 300 << 20);
         let err = check_zip(&bomb, "XLSX", MAX_RATIO).unwrap_err();
         assert!(err.message.contains("would expand"), "{}", err.message);
+    }
+
+    /// A workbook part of `n` one-letter shared strings.
+    fn shared_strings(n: usize) -> File {
+        let mut out = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        out.start_file("xl/sharedStrings.xml", options).unwrap();
+        out.write_all(b"<?xml version=\"1.0\"?><sst xmlns=\"x\">").unwrap();
+        for _ in 0..n {
+            out.write_all(b"<si><t>a</t></si>").unwrap();
+        }
+        out.write_all(b"</sst>").unwrap();
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&out.finish().unwrap().into_inner()).unwrap();
+        file
+    }
+
+    #[test]
+    fn the_shared_strings_memory_is_counted_not_only_their_size() {
+        // 100,000 one-letter strings: 1.7 MB of XML (the size cap is
+        // 256 MiB), about 6.5 MB in memory: refused under a 4 MiB budget.
+        let many = shared_strings(100_000);
+        let err = check_shared_strings(&many, 4 << 20).unwrap_err();
+        assert!(err.message.contains("in memory"), "{}", err.message);
+        assert!(check_shared_strings(&many, 8 << 20).is_ok());
+        assert!(check_shared_strings(&shared_strings(10), 1 << 20).is_ok());
     }
 
     #[test]
