@@ -102,6 +102,9 @@ pub struct Settings {
     pub key_request_collect_secs: i64,
     pub limits: Limits,
     pub connections: Connections,
+    /// How long a SQLite writer waits for another's lock before the
+    /// request is answered `503`.
+    pub sqlite_busy: Duration,
 }
 
 impl Default for Settings {
@@ -123,6 +126,7 @@ impl Default for Settings {
             key_request_collect_secs: 72 * 3600,
             limits: Limits::default(),
             connections: Connections::default(),
+            sqlite_busy: Duration::from_secs(60),
         }
     }
 }
@@ -158,6 +162,7 @@ pub struct FileSettings {
     pub idle_seconds: Option<f64>,
     pub max_connections: Option<usize>,
     pub max_connections_per_address: Option<usize>,
+    pub sqlite_busy_seconds: Option<f64>,
 }
 
 impl FileSettings {
@@ -246,6 +251,9 @@ impl FileSettings {
         }
         if let Some(v) = self.max_connections_per_address {
             s.connections.max_per_address = v.max(1);
+        }
+        if let Some(v) = self.sqlite_busy_seconds {
+            s.sqlite_busy = seconds(v)?;
         }
         if let Some(v) = self.approval_days {
             s.limits.approval_secs = (v * 86400.0) as i64;

@@ -102,3 +102,5 @@ js-uploading = Uploading…
 js-uploading-percent = Uploading… { $percent }%
 problem-slow = The file arrived too slowly
 problem-slow-detail = The upload was too slow or stopped; nothing was kept. Try again on a steadier connection.
+problem-unavailable = The database cannot take this now
+problem-unavailable-detail = The database is busy, read-only or out of reach; nothing was changed. Try again in a moment.

@@ -96,3 +96,5 @@ js-uploading = Mengunggah…
 js-uploading-percent = Mengunggah… { $percent }%
 problem-slow = Berkas tiba terlalu lambat
 problem-slow-detail = Unggahan terlalu lambat atau terhenti; tidak ada yang disimpan. Coba lagi dengan koneksi yang lebih stabil.
+problem-unavailable = Basis data belum bisa melayani ini
+problem-unavailable-detail = Basis data sedang sibuk, hanya-baca, atau tidak terjangkau; tidak ada yang diubah. Coba lagi sebentar lagi.

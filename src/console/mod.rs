@@ -255,6 +255,14 @@ impl From<service::Error> for Shown {
                 t!("problem-closed"),
                 exact(t!("problem-closed-detail")),
             ),
+            E::Store(store) if store.is_unavailable() => {
+                tracing::warn!(error = %store, "the database cannot take requests now");
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    t!("problem-unavailable"),
+                    t!("problem-unavailable-detail"),
+                )
+            }
             E::Store(_) | E::Internal(_) => {
                 // The detail goes to the log, not to the person.
                 tracing::error!(error = %e, "internal error");

@@ -381,6 +381,16 @@ impl From<ServiceError> for Problem {
                 detail,
             )
             .header(header::RETRY_AFTER, retry_after.max(1).to_string()),
+            ServiceError::Store(e) if e.is_unavailable() => {
+                tracing::warn!(error = %e, "the database cannot take requests now");
+                Problem::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Code::NotReady,
+                    "The database cannot take this now",
+                    "the database is busy, read-only or out of reach; nothing was changed, try again",
+                )
+                .header(header::RETRY_AFTER, "5".to_string())
+            }
             ServiceError::Store(_) | ServiceError::Internal(_) => Problem::internal(detail),
         }
     }

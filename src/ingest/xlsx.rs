@@ -510,7 +510,8 @@ mod tests {
         let options = zip::write::SimpleFileOptions::default()
             .compression_method(zip::CompressionMethod::Deflated);
         out.start_file("xl/sharedStrings.xml", options).unwrap();
-        out.write_all(b"<?xml version=\"1.0\"?><sst xmlns=\"x\">").unwrap();
+        out.write_all(b"<?xml version=\"1.0\"?><sst xmlns=\"x\">")
+            .unwrap();
         for _ in 0..n {
             out.write_all(b"<si><t>a</t></si>").unwrap();
         }

@@ -64,7 +64,7 @@ impl App {
             Some(path) => Catalog::from_file(path)?,
             None => Catalog::builtin(),
         };
-        let db = Db::connect(&settings.database).await?;
+        let db = Db::connect_with(&settings.database, settings.sqlite_busy).await?;
         db.migrate(&catalog).await?;
         let (shutdown, _) = watch::channel(false);
         let limiter = Limiter::new(
@@ -97,7 +97,7 @@ impl App {
 
     /// Whether the database answers (for readiness).
     pub async fn ready(&self) -> bool {
-        self.db.ping().await
+        self.db.ping(std::time::Duration::from_secs(2)).await
     }
 
     /// Names behind key ids, for masking people when they are shown.

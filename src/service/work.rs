@@ -202,31 +202,16 @@ pub async fn attempt_failed(app: &App, owner: &str, id: &str, error: &anyhow::Er
 }
 
 /// Whether an error is one that passes by itself: the database was out of
-/// reach or busy, not wrong.
+/// reach, busy or read-only, not wrong.
 fn is_transient(error: &anyhow::Error) -> bool {
-    let Some(e) = error.chain().find_map(|e| e.downcast_ref::<sqlx::Error>()) else {
-        return false;
-    };
-    match e {
-        sqlx::Error::Io(_)
-        | sqlx::Error::Tls(_)
-        | sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => true,
-        sqlx::Error::Database(db) => {
-            let code = db.code().map(|c| c.to_string()).unwrap_or_default();
-            // PostgreSQL: connection exceptions, serialization failures and
-            // deadlocks, a lock not available, shutdowns, too many
-            // connections. SQLite: busy and locked (with extended codes).
-            code.starts_with("08")
-                || matches!(
-                    code.as_str(),
-                    "40001" | "40P01" | "55P03" | "57P01" | "57P02" | "57P03" | "53300"
-                )
-                || matches!(code.parse::<i64>().map(|c| c & 0xff), Ok(5 | 6))
-        }
-        _ => false,
-    }
+    error
+        .chain()
+        .any(|e| match e.downcast_ref::<sqlx::Error>() {
+            Some(e) => crate::store::unavailable(e),
+            None => e
+                .downcast_ref::<crate::store::StoreError>()
+                .is_some_and(|s| s.is_unavailable()),
+        })
 }
 
 /// Ends a job whose work kept failing with the same error.

@@ -43,7 +43,7 @@ pub enum Dialect {
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database: {0}")]
-    Sql(#[from] sqlx::Error),
+    Sql(sqlx::Error),
     #[error("database URL {0:?} is neither sqlite:// nor postgres://")]
     Url(String),
     #[error("stored data is corrupt: {0}")]
@@ -51,6 +51,98 @@ pub enum StoreError {
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> StoreError {
+        if read_only_or_broken(&e) {
+            // Connections opened while the file could not be written stay
+            // read-only: none of those open now is trusted again.
+            distrust_open_connections();
+        }
+        StoreError::Sql(e)
+    }
+}
+
+impl StoreError {
+    /// Whether the database could not take the request now — out of reach,
+    /// busy past its timeout, read-only, out of disk — rather than being
+    /// asked something wrong. It passes by itself (API: `503`).
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Sql(e) => unavailable(e),
+            _ => false,
+        }
+    }
+}
+
+/// See [`StoreError::is_unavailable`].
+pub fn unavailable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => {
+            let code = db.code().map(|c| c.to_string()).unwrap_or_default();
+            // PostgreSQL: connection exceptions, serialization failures and
+            // deadlocks, a lock not available, shutdowns, too many
+            // connections, a read-only transaction, a full disk.
+            code.starts_with("08")
+                || matches!(
+                    code.as_str(),
+                    "40001" | "40P01" | "55P03" | "57P01" | "57P02" | "57P03" | "53300" | "25006"
+                        | "53100"
+                )
+                || read_only_or_broken(e)
+                // SQLite (primary code in the low byte): busy, locked.
+                || matches!(sqlite_code(&code), Some(5 | 6))
+        }
+        _ => false,
+    }
+}
+
+/// SQLite's primary result code from sqlx's code text.
+fn sqlite_code(code: &str) -> Option<i64> {
+    code.parse::<i64>().ok().map(|c| c & 0xff)
+}
+
+/// SQLite: read-only, I/O error, disk full, cannot open.
+fn read_only_or_broken(e: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(db) = e else {
+        return false;
+    };
+    let code = db.code().map(|c| c.to_string()).unwrap_or_default();
+    db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some()
+        && matches!(sqlite_code(&code), Some(8 | 10 | 13 | 14))
+}
+
+/// When connections opened before it stopped being trusted (milliseconds
+/// since [`epoch`]; 0: never). A pool checks it as it hands a connection
+/// out ([`Db::connect_with`]'s `before_acquire`).
+static DISTRUST_BEFORE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn epoch() -> std::time::Instant {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(std::time::Instant::now)
+}
+
+fn distrust_open_connections() {
+    let now = epoch().elapsed().as_millis() as u64;
+    DISTRUST_BEFORE.store(now.max(1), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether a connection of this age was opened before the last failure
+/// that made open connections untrustworthy.
+fn opened_before_distrust(age: Duration) -> bool {
+    let mark = DISTRUST_BEFORE.load(std::sync::atomic::Ordering::Relaxed);
+    if mark == 0 {
+        return false;
+    }
+    let now = epoch().elapsed().as_millis() as u64;
+    let opened = now.saturating_sub(age.as_millis() as u64);
+    opened <= mark
+}
 
 /// A pool of connections to one of the two databases.
 #[derive(Clone, Debug)]
@@ -98,15 +190,27 @@ macro_rules! on_conn {
 impl Db {
     /// Connects to `sqlite://path` (created if absent) or `postgres://…`.
     pub async fn connect(url: &str) -> Result<Db> {
+        Db::connect_with(url, Duration::from_secs(60)).await
+    }
+
+    /// [`Db::connect`], with how long a SQLite writer waits for another's
+    /// lock before it fails (`busy`). A connection opened before a
+    /// read-only or I/O failure is not handed out again: SQLite opens a
+    /// file it cannot write read-only, and such a connection would stay so
+    /// after the file is writable again.
+    pub async fn connect_with(url: &str, busy: Duration) -> Result<Db> {
         if url.starts_with("sqlite:") {
             let options = SqliteConnectOptions::from_str(url)?
                 .create_if_missing(true)
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
-                .busy_timeout(Duration::from_secs(60))
+                .busy_timeout(busy)
                 .foreign_keys(true);
             let pool = SqlitePoolOptions::new()
                 .max_connections(8)
+                .before_acquire(|_, meta| {
+                    Box::pin(async move { Ok(!opened_before_distrust(meta.age)) })
+                })
                 .connect_with(options)
                 .await?;
             Ok(Db::Sqlite(pool))
@@ -172,12 +276,38 @@ impl Db {
         }
     }
 
-    /// Whether the database answers (for `/readyz`).
-    pub async fn ping(&self) -> bool {
-        let Ok(mut c) = self.acquire().await else {
-            return false;
+    /// Whether the database answers and takes a write (for `/readyz`): a
+    /// read-only file or a lock held elsewhere says not ready, within
+    /// `within`. A connection found read-only is not used again, so the
+    /// probe asks twice: a file writable again is ready at once.
+    pub async fn ping(&self, within: Duration) -> bool {
+        let probe = async {
+            match self.write_probe().await {
+                Err(StoreError::Sql(e)) if read_only_or_broken(&e) => self.write_probe().await,
+                other => other,
+            }
         };
-        on_conn!(&mut c.conn(), c => sqlx::query("SELECT 1").execute(c).await.is_ok())
+        match tokio::time::timeout(within, probe).await {
+            Ok(Ok(())) => true,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "not ready: the database takes no write");
+                false
+            }
+            Err(_) => {
+                tracing::warn!("not ready: the database took no write in time");
+                false
+            }
+        }
+    }
+
+    /// One small write that changes nothing.
+    async fn write_probe(&self) -> Result<()> {
+        let mut tx = self.begin().await?;
+        on_conn!(&mut tx.conn(), c => sqlx::query(
+            "UPDATE ig_schema SET version = version \
+             WHERE version = (SELECT MAX(version) FROM ig_schema)"
+        ).execute(c).await.map(|r| r.rows_affected()))?;
+        tx.commit().await
     }
 
     /// Closes every connection (at shutdown).
