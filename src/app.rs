@@ -19,7 +19,15 @@ impl App {
     /// Serves HTTP on `listener` and runs the workers until shutdown is
     /// signalled (SIGTERM / Ctrl-C, or [`App::shutdown`]).
     pub async fn serve(self: Arc<Self>, listener: TcpListener) -> anyhow::Result<()> {
-        let workers = crate::worker::spawn(self.clone());
+        let owner = crate::worker::owner_prefix(self.settings.instance.as_deref());
+        if let Some(instance) = &self.settings.instance {
+            // Work an earlier process of this replica was doing when it
+            // stopped need not wait for its leases to lapse.
+            if let Err(e) = crate::service::work::take_back(&self, instance, &owner).await {
+                tracing::warn!(error = %e, "could not take back the work of an earlier process");
+            }
+        }
+        let workers = crate::worker::spawn(self.clone(), &owner);
         let router = router(self.clone());
         let stop = self.shutdown.subscribe();
         let app = self.clone();

@@ -105,6 +105,10 @@ pub struct Settings {
     /// How long a SQLite writer waits for another's lock before the
     /// request is answered `503`.
     pub sqlite_busy: Duration,
+    /// This replica's name among the processes sharing the database (by
+    /// default, for `serve`, `{hostname}:{port}`): a restarted process of
+    /// the same instance takes its predecessor's work back at once.
+    pub instance: Option<String>,
 }
 
 impl Default for Settings {
@@ -127,6 +131,7 @@ impl Default for Settings {
             limits: Limits::default(),
             connections: Connections::default(),
             sqlite_busy: Duration::from_secs(60),
+            instance: None,
         }
     }
 }
@@ -163,6 +168,7 @@ pub struct FileSettings {
     pub max_connections: Option<usize>,
     pub max_connections_per_address: Option<usize>,
     pub sqlite_busy_seconds: Option<f64>,
+    pub instance: Option<String>,
 }
 
 impl FileSettings {
@@ -254,6 +260,9 @@ impl FileSettings {
         }
         if let Some(v) = self.sqlite_busy_seconds {
             s.sqlite_busy = seconds(v)?;
+        }
+        if let Some(v) = self.instance {
+            s.instance = Some(v);
         }
         if let Some(v) = self.approval_days {
             s.limits.approval_secs = (v * 86400.0) as i64;

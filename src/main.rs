@@ -122,6 +122,11 @@ struct ServeArgs {
     /// Log lines as JSON (for log collectors) instead of text.
     #[arg(long, env = "IMPORTGATE_LOG_JSON")]
     log_json: bool,
+    /// This replica's name among the processes sharing the database; a
+    /// restart with the same name takes back at once the work its
+    /// predecessor was doing when it stopped [default: hostname:port]
+    #[arg(long, env = "IMPORTGATE_INSTANCE")]
+    instance: Option<String>,
 }
 
 #[derive(Args)]
@@ -269,15 +274,30 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(l) = args.lease_seconds {
         s.lease_ms = l.max(1) * 1000;
     }
-    let listen = s.listen;
+    if let Some(i) = args.instance {
+        s.instance = Some(i);
+    }
+    let listener = tokio::net::TcpListener::bind(s.listen).await?;
+    if s.instance.is_none() {
+        s.instance = Some(format!("{}:{}", hostname(), listener.local_addr()?.port()));
+    }
     let app = App::open(s).await?;
     if let Some(secret) = app.first_admin_key().await? {
         println!("No keys existed, so an admin key was created. It is shown only this once:");
         println!("{secret}");
     }
-    let listener = tokio::net::TcpListener::bind(listen).await?;
     tracing::info!(address = %listener.local_addr()?, simulate = app.settings.simulate, "importgate listening");
     app.serve(listener).await
+}
+
+/// The machine's name (a replica's default instance is `hostname:port`).
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
 }
 
 async fn demo(listen: Option<std::net::SocketAddr>) -> anyhow::Result<()> {

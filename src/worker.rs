@@ -16,11 +16,21 @@ use tracing::{error, warn};
 use crate::ledger::JobState;
 use crate::service::{App, work};
 
-/// Starts the process's workers and its expiry sweep.
-pub fn spawn(app: Arc<App>) -> Vec<tokio::task::JoinHandle<()>> {
-    // The process id in the owner tells an operator (and the replica test)
-    // which process holds a job.
-    let owner = format!("w-{}-{}", std::process::id(), ulid::Ulid::generate());
+/// The owner prefix of this process's workers: `{instance}/w-{pid}-{ulid}`
+/// (or without the instance when there is none). The process id tells an
+/// operator (and the replica test) which process holds a job; the
+/// instance lets a restart of this replica take its work back at once.
+pub fn owner_prefix(instance: Option<&str>) -> String {
+    let process = format!("w-{}-{}", std::process::id(), ulid::Ulid::generate());
+    match instance {
+        Some(i) => format!("{i}/{process}"),
+        None => process,
+    }
+}
+
+/// Starts the process's workers (their owners start with `owner`) and its
+/// expiry sweep.
+pub fn spawn(app: Arc<App>, owner: &str) -> Vec<tokio::task::JoinHandle<()>> {
     let mut handles: Vec<_> = (0..app.settings.workers)
         .map(|i| {
             let app = app.clone();

@@ -123,6 +123,7 @@ event-rollback = Rollback requested
 event-undone = Undone
 event-rollback_conflict = Rollback refused: rows changed
 event-gave_up = Stopped: the work kept failing
+event-interrupted = Interrupted: taken back after a restart
 event-other = Event
 timeline-title = Timeline
 timeline-the-service = the service

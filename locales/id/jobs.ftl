@@ -131,6 +131,7 @@ event-rollback = Pembatalan impor diminta
 event-undone = Dibatalkan kembali
 event-rollback_conflict = Pembatalan ditolak: baris sudah berubah
 event-gave_up = Dihentikan: pekerjaan terus gagal
+event-interrupted = Terputus: diambil kembali setelah layanan dimulai ulang
 event-other = Peristiwa
 timeline-title = Linimasa
 timeline-the-service = layanan

@@ -751,6 +751,7 @@ fn event_label(e: &str) -> String {
         "undone" => t!("event-undone"),
         "rollback_conflict" => t!("event-rollback_conflict"),
         "gave_up" => t!("event-gave_up"),
+        "interrupted" => t!("event-interrupted"),
         _ => t!("event-other"),
     }
 }

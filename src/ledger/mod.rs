@@ -129,9 +129,13 @@ pub enum Move {
     /// trying (validation and commit end `failed`, a rollback leaves the
     /// job `committed`), with the error as the job's problem.
     GaveUp,
+    /// The process doing the work stopped (killed, crashed) and its
+    /// restart took the job back: a note in the ledger, the job stays in
+    /// its work state and the work starts again.
+    Interrupted,
 }
 
-pub const ALL_MOVES: [Move; 14] = [
+pub const ALL_MOVES: [Move; 15] = [
     Move::Upload,
     Move::FileFailure,
     Move::RowErrors,
@@ -146,6 +150,7 @@ pub const ALL_MOVES: [Move; 14] = [
     Move::Undone,
     Move::RollbackConflict,
     Move::GaveUp,
+    Move::Interrupted,
 ];
 
 impl Move {
@@ -165,6 +170,7 @@ impl Move {
             Move::Undone => "undone",
             Move::RollbackConflict => "rollback_conflict",
             Move::GaveUp => "gave_up",
+            Move::Interrupted => "interrupted",
         }
     }
 
@@ -225,6 +231,21 @@ pub const MOVES: &[(JobState, Move, JobState)] = &[
     (JobState::Validating, Move::GaveUp, JobState::Failed),
     (JobState::Committing, Move::GaveUp, JobState::Failed),
     (JobState::RollingBack, Move::GaveUp, JobState::Committed),
+    (
+        JobState::Validating,
+        Move::Interrupted,
+        JobState::Validating,
+    ),
+    (
+        JobState::Committing,
+        Move::Interrupted,
+        JobState::Committing,
+    ),
+    (
+        JobState::RollingBack,
+        Move::Interrupted,
+        JobState::RollingBack,
+    ),
 ];
 
 /// The state every job starts in, by [`Move::Upload`].
@@ -285,9 +306,22 @@ mod tests {
     fn the_gate_is_the_only_way_to_committing() {
         let into_work: Vec<_> = MOVES
             .iter()
-            .filter(|(_, _, to)| matches!(to, JobState::Committing | JobState::RollingBack))
+            .filter(|(from, _, to)| {
+                from != to && matches!(to, JobState::Committing | JobState::RollingBack)
+            })
             .collect();
         assert!(into_work.iter().all(|(_, e, _)| *e == Move::Approve));
+    }
+
+    #[test]
+    fn an_interruption_is_noted_in_every_work_state_and_moves_nothing() {
+        assert_eq!(
+            JobState::sources_of(Move::Interrupted),
+            JobState::work_states()
+        );
+        for s in JobState::work_states() {
+            assert_eq!(next(s, Move::Interrupted), Some(s));
+        }
     }
 
     #[test]

@@ -175,6 +175,12 @@ pub fn gave_up(job: &Job, error: &str, attempts: i64, now: DateTime<Utc>) -> Opt
     Some(after)
 }
 
+/// The note that the process working on a job stopped and its restart took
+/// the job back; the job stays where it was, its work starts again.
+pub fn interrupted(job: &Job, now: DateTime<Utc>) -> Option<Job> {
+    moved(job, Move::Interrupted, now)
+}
+
 /// The job after its approval time limit passed without a decision, if it
 /// is still waiting at the gate.
 pub fn expired(job: &Job, now: DateTime<Utc>) -> Option<Job> {

@@ -271,6 +271,46 @@ fn stage_done(stage: &'static str, started: Instant, rows: i64) {
     );
 }
 
+/// Takes back, at a process's start, the work an earlier process of the
+/// same `instance` was doing when it stopped (killed, crashed): each job
+/// gets an `interrupted` note in the ledger and is free for the next
+/// worker at once, instead of after its lease lapses. `this_process` is
+/// the new process's owner prefix. How many jobs were taken back.
+pub async fn take_back(app: &App, instance: &str, this_process: &str) -> Result<usize> {
+    let held = {
+        let mut c = app.db.acquire().await?;
+        store::jobs::held_by_earlier_process(&mut c.conn(), instance, this_process).await?
+    };
+    let mut taken = 0;
+    for (id, owner) in held {
+        let mut tx = app.db.begin().await?;
+        let Some(job) = store::jobs::get(&mut tx.conn(), &id).await? else {
+            tx.rollback().await?;
+            continue;
+        };
+        let Some(after) = outcome::interrupted(&job, now()) else {
+            tx.rollback().await?;
+            continue;
+        };
+        let note = format!(
+            "the process {owner} stopped during the {}; its restart took the job back",
+            job.state.as_str()
+        );
+        if store::jobs::interrupted(&mut tx.conn(), &job, &after, &owner, &note).await? {
+            tx.commit().await?;
+            info!(job = %id, owner = %owner, "took back the work of a stopped process");
+            taken += 1;
+        } else {
+            tx.rollback().await?;
+        }
+    }
+    if taken > 0 {
+        app.work.notify_waiters();
+        app.job_moved.notify_waiters();
+    }
+    Ok(taken)
+}
+
 /// Moves every job whose approval time limit has passed to `expired`.
 pub async fn expire_due(app: &App) -> Result<()> {
     let cutoff = now() - chrono::Duration::seconds(app.settings.limits.approval_secs);

@@ -248,6 +248,64 @@ pub async fn transition(
     Ok(true)
 }
 
+/// Jobs in a work state whose lease an earlier process of `instance`
+/// holds (owners are `{instance}/…`; `this_process` is the owner prefix of
+/// the process asking, whose leases are left alone): `(id, owner)`.
+pub async fn held_by_earlier_process(
+    conn: &mut Conn<'_>,
+    instance: &str,
+    this_process: &str,
+) -> Result<Vec<(String, String)>> {
+    let mine = format!("{instance}/");
+    let sql = format!(
+        "SELECT id, lease_owner FROM ig_jobs \
+         WHERE state IN ({}) AND lease_owner IS NOT NULL \
+           AND substr(lease_owner, 1, CAST($2 AS INTEGER)) = $1 \
+           AND substr(lease_owner, 1, CAST($4 AS INTEGER)) <> $3 \
+         ORDER BY id",
+        state_list(&JobState::work_states())
+    );
+    Ok(on_conn!(conn, c => sqlx::query_as(&sql)
+        .bind(&mine).bind(mine.chars().count() as i64)
+        .bind(this_process).bind(this_process.chars().count() as i64)
+        .fetch_all(c).await)?)
+}
+
+/// Notes in the ledger that the process holding `before`'s lease (`owner`)
+/// stopped, and frees the job for the next worker at once. The attempt
+/// counts (`attempts`, `last_error`). False if the job moved meanwhile.
+pub async fn interrupted(
+    conn: &mut Conn<'_>,
+    before: &Job,
+    after: &Job,
+    owner: &str,
+    note: &str,
+) -> Result<bool> {
+    let done = on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_jobs SET version = version + 1, updated_at = $1, lease_owner = NULL, \
+           lease_until = NULL, attempts = attempts + 1, last_error = $2 \
+         WHERE id = $3 AND state = $4 AND version = $5 AND lease_owner = $6")
+        .bind(after.updated_at).bind(note).bind(&before.id).bind(before.state.as_str())
+        .bind(before.version).bind(owner)
+        .execute(c).await.map(|r| r.rows_affected()))?;
+    if done == 0 {
+        return Ok(false);
+    }
+    add_event(
+        conn,
+        &before.id,
+        after.updated_at,
+        Move::Interrupted,
+        Some(before.state),
+        after.state,
+        None,
+        Some(note),
+        None,
+    )
+    .await?;
+    Ok(true)
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn add_event(
     conn: &mut Conn<'_>,

@@ -50,20 +50,36 @@ const STAGED_ROWS: &str =
 /// Starts a replica and waits until it answers; returns it and whatever it
 /// printed on stdout (the first admin key, on an empty database).
 async fn start(db: &str, log: &std::path::Path) -> (Replica, String) {
+    start_as(db, log, None, 2).await
+}
+
+/// [`start`], as the replica `instance` (else the default, host:port),
+/// with leases of `lease` seconds.
+async fn start_as(
+    db: &str,
+    log: &std::path::Path,
+    instance: Option<&str>,
+    lease: u32,
+) -> (Replica, String) {
     let port = free_port();
+    let lease = lease.to_string();
+    let mut args = vec![
+        "serve".to_string(),
+        "--listen".to_string(),
+        format!("127.0.0.1:{port}"),
+        "--database".to_string(),
+        db.to_string(),
+        "--lease-seconds".to_string(),
+        lease,
+        "--shutdown-grace-seconds".to_string(),
+        "0".to_string(),
+    ];
+    if let Some(i) = instance {
+        args.extend(["--instance".to_string(), i.to_string()]);
+    }
     let out = log.with_extension("out");
     let child = Command::new(BIN)
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--database",
-            db,
-            "--lease-seconds",
-            "2",
-            "--shutdown-grace-seconds",
-            "0",
-        ])
+        .args(&args)
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(log).unwrap())
         .stdin(Stdio::null())
@@ -136,9 +152,11 @@ async fn count(db: &Db, sql: &str, id: Option<&str>) -> i64 {
     })
 }
 
-/// The replica whose process holds the job's lease (owners are `w-<pid>-…`).
+/// The replica whose process holds the job's lease (owners are
+/// `<instance>/w-<pid>-…`).
 fn holder(replicas: &[Replica], owner: &str) -> Option<usize> {
-    let pid: u32 = owner.split('-').nth(1)?.parse().ok()?;
+    let process = owner.rsplit('/').next()?;
+    let pid: u32 = process.split('-').nth(1)?.parse().ok()?;
     replicas.iter().position(|r| r.pid() == pid)
 }
 
@@ -653,4 +671,77 @@ Dewi,0812000004,Bogor,5,true\n";
         2
     );
     db.close().await;
+}
+
+/// Issue 17 item 19: a replica killed mid-validation and started again as
+/// the same instance takes its job back at once — not after the lease
+/// lapses — and the ledger notes the interrupted attempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_replica_takes_its_own_work_back_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database(dir.path()).await;
+    // Leases far longer than the test may take: only taking back helps.
+    const LEASE: u32 = 120;
+    let (first, printed) = start_as(&url, &dir.path().join("a0.log"), Some("alpha"), LEASE).await;
+    let admin = first_admin_key(&printed);
+    let db = Db::connect(&url).await.unwrap();
+    let client = Client::new();
+    let sub = create_key(&client, &first.base, &admin, "Budi Santoso", "submitter").await;
+    const ROWS: usize = 30_000;
+    let (status, id) = upload(&client, &first.base, "orders", &sub, orders_csv(ROWS), None).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let replicas = vec![first];
+    wait_for_holder(&db, &replicas, &id, "validating").await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while count(&db, STAGED_ROWS, Some(&id)).await == 0 {
+        assert!(Instant::now() < deadline, "validation never started");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    drop(replicas); // SIGKILL mid-validation
+    let (state, owner) = lease(&db, &id).await;
+    assert_eq!(state, "validating");
+    assert!(owner.unwrap_or_default().starts_with("alpha/w-"));
+
+    let restarted_at = Instant::now();
+    let (again, _) = start_as(&url, &dir.path().join("a1.log"), Some("alpha"), LEASE).await;
+    let job = wait_state(&client, &again.base, &sub, &id, "awaiting_approval").await;
+    assert!(
+        restarted_at.elapsed() < Duration::from_secs(LEASE as u64 / 2),
+        "taken back at once, not after the {LEASE} s lease"
+    );
+    assert_eq!(job["counts"]["rows"], ROWS as i64);
+    assert_eq!(count(&db, STAGED_ROWS, Some(&id)).await, ROWS as i64);
+    let events: Value = client
+        .get(format!("{}/api/jobs/{id}/events", again.base))
+        .header("X-API-Key", &sub)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["upload", "interrupted", "checked"], "{events}");
+    let note = &events["events"][1];
+    assert_eq!(note["from"], "validating");
+    assert_eq!(note["to"], "validating");
+    assert!(
+        note["comment"].as_str().unwrap().contains("alpha/w-"),
+        "{note}"
+    );
+    // The chain still verifies with the note in it.
+    let out = Command::new(BIN)
+        .args(["ledger", "verify", "--database", &url])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
