@@ -198,19 +198,31 @@ impl Activity {
         }
     }
 
+    /// When the connection's wait would end it, and why; `None` while a
+    /// request is in flight (its time is not the connection's to judge).
+    fn deadline(&self, limits: Connections) -> Option<(Instant, &'static str)> {
+        let s = self.state();
+        match (s.in_flight, s.head_since) {
+            (1.., _) => None,
+            (0, Some(since)) => Some((since + limits.header_read, "header read timeout")),
+            (0, None) => Some((s.idle_since + limits.idle, "idle")),
+        }
+    }
+
     /// Resolves when the connection has waited too long: for a request
-    /// head, or idle. Never while a request is in flight.
+    /// head, or idle. It sleeps until the next moment that could end the
+    /// connection, so thousands of quiet connections cost no wake-ups.
     async fn expired(&self, limits: Connections) -> &'static str {
         loop {
-            tokio::time::sleep(Duration::from_millis(250)).await;
-            let s = self.state();
-            if s.in_flight > 0 {
-                continue;
-            }
-            match s.head_since {
-                Some(since) if since.elapsed() > limits.header_read => return "header read timeout",
-                None if s.idle_since.elapsed() > limits.idle => return "idle",
-                _ => {}
+            let wake = match self.deadline(limits) {
+                Some((at, _)) => at,
+                None => Instant::now() + limits.header_read,
+            };
+            tokio::time::sleep_until(wake.into()).await;
+            if let Some((at, why)) = self.deadline(limits)
+                && at <= Instant::now()
+            {
+                return why;
             }
         }
     }

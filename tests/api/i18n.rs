@@ -121,7 +121,7 @@ async fn the_browser_language_is_followed_and_the_api_stays_english() {
         .text()
         .await
         .unwrap();
-    assert!(html.contains("<html lang=\"id\">") && html.contains("Pengembang"));
+    assert!(html.contains("<html lang=\"id\">") && html.contains("Masuk dengan Kunci API Anda"));
     let resp = get("/nowhere", "id").await.unwrap();
     assert_eq!(resp.status(), StatusCode::NOT_FOUND);
     assert!(

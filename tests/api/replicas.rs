@@ -178,21 +178,38 @@ async fn wait_for_holder(db: &Db, replicas: &[Replica], id: &str, state: &str) -
 async fn wait_state(client: &Client, base: &str, key: &str, id: &str, want: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let job: Value = client
-            .get(format!("{base}/api/jobs/{id}"))
-            .header("X-API-Key", key)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let job = get_json(client, base, key, &format!("/api/jobs/{id}")).await;
         if job["state"] == want {
             return job;
         }
         assert!(Instant::now() < deadline, "job stuck: {job}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// `GET {base}{path}` with `key`, as JSON.
+async fn get_json(client: &Client, base: &str, key: &str, path: &str) -> Value {
+    client
+        .get(format!("{base}{path}"))
+        .header("X-API-Key", key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// A job's ledger as the API shows it, and its events' names in order.
+async fn events(client: &Client, base: &str, key: &str, id: &str) -> (Value, Vec<String>) {
+    let events = get_json(client, base, key, &format!("/api/jobs/{id}/events")).await;
+    let names = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event"].as_str().unwrap().to_string())
+        .collect();
+    (events, names)
 }
 
 /// Posts a CSV to `{base}/api/import/{target}` (`target` the module and
@@ -370,21 +387,7 @@ async fn replicas_finish_the_jobs_of_a_replica_killed_mid_validation_and_mid_com
         want,
         "every update applied"
     );
-    let events: Value = client
-        .get(format!("{last}/api/jobs/{id}/events"))
-        .header("X-API-Key", &sub)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let names: Vec<&str> = events["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["event"].as_str().unwrap())
-        .collect();
+    let (_, names) = events(&client, &last, &sub, &id).await;
     assert_eq!(
         names,
         ["upload", "checked", "approve", "written"],
@@ -542,15 +545,7 @@ async fn upload_technicians(client: &Client, base: &str, key: &str, csv: &str) -
 
 /// The whole preview of a job, as the API shows it.
 async fn preview(client: &Client, base: &str, key: &str, id: &str) -> Value {
-    client
-        .get(format!("{base}/api/jobs/{id}/preview"))
-        .header("X-API-Key", key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    get_json(client, base, key, &format!("/api/jobs/{id}/preview")).await
 }
 
 /// A service upgraded from the release that staged rows as JSON in
@@ -711,21 +706,7 @@ async fn a_restarted_replica_takes_its_own_work_back_at_once() {
     );
     assert_eq!(job["counts"]["rows"], ROWS as i64);
     assert_eq!(count(&db, STAGED_ROWS, Some(&id)).await, ROWS as i64);
-    let events: Value = client
-        .get(format!("{}/api/jobs/{id}/events", again.base))
-        .header("X-API-Key", &sub)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let names: Vec<&str> = events["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["event"].as_str().unwrap())
-        .collect();
+    let (events, names) = events(&client, &again.base, &sub, &id).await;
     assert_eq!(names, ["upload", "interrupted", "checked"], "{events}");
     let note = &events["events"][1];
     assert_eq!(note["from"], "validating");
