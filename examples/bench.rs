@@ -359,6 +359,8 @@ struct Server {
     base: String,
     db: String,
     bin: PathBuf,
+    /// The settings file, which `keys create` reads too (the ledger's key).
+    config: PathBuf,
 }
 
 impl Drop for Server {
@@ -384,6 +386,12 @@ impl Server {
         // The harness polls its jobs every 20 ms: no per-key rate limit.
         let config = dir.join("bench.toml");
         let mut settings = "uploads_per_minute = 0\nrequests_per_minute = 0\n".to_string();
+        // The ledger's key beside the harness's files, not in the working directory.
+        settings.push_str(&format!(
+            "ledger_key_file = {:?}\nledger_checkpoint_file = {:?}\n",
+            dir.join("ledger-key").display().to_string(),
+            dir.join("ledger-checkpoint").display().to_string()
+        ));
         if let Some(c) = catalog {
             settings.push_str(&format!("catalog = {:?}\n", c.display().to_string()));
         }
@@ -408,6 +416,7 @@ impl Server {
             base: format!("http://127.0.0.1:{port}"),
             db: db.to_string(),
             bin: bin.to_path_buf(),
+            config: config.clone(),
         };
         for _ in 0..400 {
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
@@ -436,6 +445,8 @@ impl Server {
                 "--database",
                 &self.db,
             ])
+            .arg("--config")
+            .arg(&self.config)
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout)

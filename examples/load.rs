@@ -3,7 +3,12 @@
 //! looked up and counted, so a lost or duplicated job fails the run.
 //! Prints p50/p99 latencies per operation. See BENCHMARKS.md.
 //!
-//! `bash bench/load.sh [--clients 50] [--seconds 60] [--backend sqlite|postgres]`
+//! `bash bench/load.sh [--clients 50] [--seconds 60] [--backend sqlite|postgres] [--webhook MS]`
+//!
+//! With `--webhook MS`, a webhook on every event goes to a receiver in this
+//! process that answers after MS milliseconds; after the load, every event
+//! the ledger holds since the webhook was made must arrive (counted by
+//! event id), or the run fails.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -21,6 +26,8 @@ struct Options {
     pg: String,
     bin: PathBuf,
     dir: PathBuf,
+    /// A slow receiver's answer time, for a webhook on every event.
+    webhook_ms: Option<u64>,
 }
 
 fn options() -> Options {
@@ -37,6 +44,7 @@ fn options() -> Options {
         pg: "postgres://postgres@127.0.0.1:5432".into(),
         bin,
         dir: std::env::temp_dir().join("importgate-load"),
+        webhook_ms: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
@@ -47,6 +55,7 @@ fn options() -> Options {
             "--backend" => o.backend = value,
             "--pg" => o.pg = value,
             "--bin" => o.bin = PathBuf::from(value),
+            "--webhook" => o.webhook_ms = Some(value.parse().expect("--webhook MS")),
             other => panic!("unknown option {other}"),
         }
     }
@@ -63,6 +72,9 @@ impl Drop for Server {
 }
 
 fn database(o: &Options) -> String {
+    // A fresh database starts a fresh chain: an earlier run's checkpoint
+    // would say its newest events were deleted.
+    let _ = std::fs::remove_file(o.dir.join("ledger-checkpoint"));
     if o.backend == "postgres" {
         let admin = format!("{}/postgres", o.pg.trim_end_matches('/'));
         for sql in ["DROP DATABASE IF EXISTS igload", "CREATE DATABASE igload"] {
@@ -197,9 +209,16 @@ async fn main() {
     // Rate limits off, and every client comes from 127.0.0.1: this
     // measures the service, not the limiter or the per-address cap.
     let config = o.dir.join("load.toml");
+    let ledger = |f: &str| o.dir.join(f).display().to_string();
     std::fs::write(
         &config,
-        "uploads_per_minute = 0\nrequests_per_minute = 0\nmax_connections_per_address = 4096\n",
+        format!(
+            "uploads_per_minute = 0\nrequests_per_minute = 0\nmax_connections_per_address = 4096\n\
+             webhook_allow_private = true\n\
+             ledger_key_file = {:?}\nledger_checkpoint_file = {:?}\n",
+            ledger("ledger-key"),
+            ledger("ledger-checkpoint")
+        ),
     )
     .unwrap();
     let server = Server(
@@ -234,6 +253,8 @@ async fn main() {
                 "--database",
                 &db,
             ])
+            .arg("--config")
+            .arg(&config)
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout)
@@ -241,6 +262,10 @@ async fn main() {
             .last()
             .unwrap_or("")
             .to_string()
+    };
+    let webhook = match o.webhook_ms {
+        Some(ms) => Some(Webhook::start(&o, &db, &base, Duration::from_millis(ms)).await),
+        None => None,
     };
     let keys: Vec<String> = (0..o.clients).map(key).collect();
     let stats = Arc::new(Mutex::new(Stats::default()));
@@ -295,6 +320,10 @@ async fn main() {
     let lost = uploaded.difference(&unique).count();
     let extra = unique.difference(&uploaded).count();
     let duplicated = listed.len() - unique.len();
+    let undelivered = match &webhook {
+        Some(w) => w.finish(&o, &db).await,
+        None => 0,
+    };
     drop(server);
 
     println!(
@@ -324,7 +353,130 @@ async fn main() {
     for e in s.errors.iter().take(10) {
         eprintln!("error: {e}");
     }
-    if !s.errors.is_empty() || lost > 0 || duplicated > 0 || extra > 0 || s.uploaded.is_empty() {
+    if !s.errors.is_empty()
+        || lost > 0
+        || duplicated > 0
+        || extra > 0
+        || undelivered > 0
+        || s.uploaded.is_empty()
+    {
         std::process::exit(1);
     }
+}
+
+/// A webhook on every event to a slow receiver in this process.
+struct Webhook {
+    /// Event ids received, and deliveries in all (retries included).
+    got: Arc<std::sync::Mutex<(HashSet<String>, usize)>>,
+    /// Ledger links before the webhook was made.
+    before: i64,
+}
+
+impl Webhook {
+    async fn start(o: &Options, db: &str, base: &str, delay: Duration) -> Webhook {
+        let got = Arc::new(std::sync::Mutex::new((HashSet::new(), 0)));
+        let seen = got.clone();
+        let receive = move |body: String| {
+            let seen = seen.clone();
+            async move {
+                tokio::time::sleep(delay).await;
+                let id = serde_json::from_str::<Value>(&body)
+                    .ok()
+                    .and_then(|v| v["id"].as_str().map(str::to_string))
+                    .unwrap_or_default();
+                let mut g = seen.lock().unwrap();
+                g.0.insert(id);
+                g.1 += 1;
+                axum::http::StatusCode::NO_CONTENT
+            }
+        };
+        let app = axum::Router::new().route("/hook", axum::routing::post(receive));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let admin = Command::new(&o.bin)
+            .args([
+                "keys",
+                "create",
+                "--name",
+                "Load Admin",
+                "--role",
+                "admin",
+                "--database",
+                db,
+            ])
+            .args([
+                "--ledger-key-file",
+                &o.dir.join("ledger-key").display().to_string(),
+            ])
+            .output()
+            .unwrap();
+        let admin = String::from_utf8_lossy(&admin.stdout)
+            .lines()
+            .last()
+            .unwrap_or("")
+            .to_string();
+        let before = links(o, db);
+        let resp = reqwest::Client::new()
+            .post(format!("{base}/api/webhooks"))
+            .header("X-API-Key", admin)
+            .json(&serde_json::json!({"url": url, "events": ["*"]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            resp.status(),
+            reqwest::StatusCode::CREATED,
+            "webhook: {}",
+            resp.text().await.unwrap()
+        );
+        Webhook { got, before }
+    }
+
+    /// Waits until every event since the webhook was made arrived (at most
+    /// two minutes); how many did not.
+    async fn finish(&self, o: &Options, db: &str) -> usize {
+        let expected = (links(o, db) - self.before).max(0) as usize;
+        let started = Instant::now();
+        let (mut distinct, mut all) = (0, 0);
+        while started.elapsed() < Duration::from_secs(120) {
+            (distinct, all) = {
+                let g = self.got.lock().unwrap();
+                (g.0.len(), g.1)
+            };
+            if distinct >= expected {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        println!(
+            "webhook: {distinct} of {expected} events delivered ({} deliveries, {} repeated), the last {:.1} s after the load",
+            all,
+            all - distinct,
+            started.elapsed().as_secs_f64()
+        );
+        expected.saturating_sub(distinct)
+    }
+}
+
+/// The ledger's length, as `ledger verify` counts it.
+fn links(o: &Options, db: &str) -> i64 {
+    let out = Command::new(&o.bin)
+        .args(["ledger", "verify", "--database", db])
+        .args([
+            "--ledger-key-file",
+            &o.dir.join("ledger-key").display().to_string(),
+        ])
+        .args([
+            "--ledger-checkpoint-file",
+            &o.dir.join("ledger-checkpoint").display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split("ledger holds: ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("ledger verify: {text}"))
 }

@@ -3,7 +3,10 @@
 //! file with a progress bar, waits for validation (`--wait`), and prints the
 //! job and its first errors. Exit status: 0 when the job waits at the gate
 //! (or is further along), 1 when it is invalid or failed, 2 on a refused
-//! request.
+//! request. [`events`]: `importgate events tail`, following the event
+//! stream.
+
+pub mod events;
 
 use std::path::Path;
 use std::time::Duration;

@@ -17,6 +17,12 @@ pub struct Limits {
     pub columns: usize,
     pub cell_bytes: usize,
     pub approval_secs: i64,
+    /// How long after its commit a job may be rolled back; after it the
+    /// job's staged rows and stored file are purged (`rollback_days`).
+    pub rollback_secs: i64,
+    /// How long the stored file and staged rows of a job that ended
+    /// without a commit are kept after its last move (`retention_days`).
+    pub retention_secs: i64,
     /// Uploads per key per minute (0: no limit).
     pub uploads_per_minute: u64,
     /// Other API requests per key per minute (0: no limit).
@@ -61,6 +67,8 @@ impl Default for Limits {
             columns: 512,
             cell_bytes: 64 * 1024,
             approval_secs: 7 * 24 * 3600,
+            rollback_secs: 90 * 24 * 3600,
+            retention_secs: 30 * 24 * 3600,
             uploads_per_minute: 60,
             requests_per_minute: 1200,
             body_min_rate: 16 * 1024,
@@ -109,6 +117,68 @@ pub struct Settings {
     /// default, for `serve`, `{hostname}:{port}`): a restarted process of
     /// the same instance takes its predecessor's work back at once.
     pub instance: Option<String>,
+    /// The ledger's key, outside the database (API.md section 9); by
+    /// default beside the SQLite file, or in the working directory.
+    pub ledger_key_file: Option<PathBuf>,
+    /// Where the chain's head is appended (same default place).
+    pub ledger_checkpoint_file: Option<PathBuf>,
+    pub webhooks: Webhooks,
+    /// How often an event stream with nothing to send sends a comment, so
+    /// that proxies keep it open (API.md section 13: 15 s).
+    pub events_heartbeat_ms: u64,
+    /// How often an event stream reads the ledger again for events other
+    /// replicas appended (this process's own wake it at once).
+    pub events_poll_ms: u64,
+}
+
+/// How webhooks are delivered (API.md section 13).
+#[derive(Debug, Clone, Copy)]
+pub struct Webhooks {
+    /// Let endpoints resolve to loopback, private or link-local addresses
+    /// (internal receivers, tests).
+    pub allow_private: bool,
+    /// The wait after the first failed attempt; it doubles each time, at
+    /// most an hour.
+    pub retry_base: Duration,
+    /// How long a delivery is retried, and how long an endpoint may fail
+    /// before it is disabled.
+    pub retry_window: Duration,
+    /// How long a receiver has to answer.
+    pub timeout: Duration,
+}
+
+impl Default for Webhooks {
+    fn default() -> Webhooks {
+        Webhooks {
+            allow_private: false,
+            retry_base: Duration::from_secs(10),
+            retry_window: Duration::from_secs(24 * 3600),
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Settings {
+    /// The ledger key file and the checkpoint file, as set or by default
+    /// (`importgate.ledger-key`, `importgate.ledger-checkpoint` beside a
+    /// SQLite file, or in the working directory for PostgreSQL).
+    pub fn ledger_files(&self) -> (PathBuf, PathBuf) {
+        let dir = self
+            .database
+            .strip_prefix("sqlite://")
+            .map(|p| p.split('?').next().unwrap_or(p))
+            .and_then(|p| Path::new(p).parent())
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        (
+            self.ledger_key_file
+                .clone()
+                .unwrap_or_else(|| dir.join("importgate.ledger-key")),
+            self.ledger_checkpoint_file
+                .clone()
+                .unwrap_or_else(|| dir.join("importgate.ledger-checkpoint")),
+        )
+    }
 }
 
 impl Default for Settings {
@@ -132,6 +202,11 @@ impl Default for Settings {
             connections: Connections::default(),
             sqlite_busy: Duration::from_secs(60),
             instance: None,
+            ledger_key_file: None,
+            ledger_checkpoint_file: None,
+            webhooks: Webhooks::default(),
+            events_heartbeat_ms: 15_000,
+            events_poll_ms: 1_000,
         }
     }
 }
@@ -158,6 +233,8 @@ pub struct FileSettings {
     pub max_columns: Option<usize>,
     pub max_cell_bytes: Option<usize>,
     pub approval_days: Option<f64>,
+    pub rollback_days: Option<f64>,
+    pub retention_days: Option<f64>,
     pub uploads_per_minute: Option<u64>,
     pub requests_per_minute: Option<u64>,
     pub body_min_bytes_per_second: Option<u64>,
@@ -169,6 +246,12 @@ pub struct FileSettings {
     pub max_connections_per_address: Option<usize>,
     pub sqlite_busy_seconds: Option<f64>,
     pub instance: Option<String>,
+    pub ledger_key_file: Option<PathBuf>,
+    pub ledger_checkpoint_file: Option<PathBuf>,
+    pub webhook_allow_private: Option<bool>,
+    pub webhook_retry_base_seconds: Option<f64>,
+    pub webhook_retry_hours: Option<f64>,
+    pub webhook_timeout_seconds: Option<f64>,
 }
 
 impl FileSettings {
@@ -264,11 +347,41 @@ impl FileSettings {
         if let Some(v) = self.instance {
             s.instance = Some(v);
         }
+        if let Some(v) = self.ledger_key_file {
+            s.ledger_key_file = Some(v);
+        }
+        if let Some(v) = self.ledger_checkpoint_file {
+            s.ledger_checkpoint_file = Some(v);
+        }
+        if let Some(v) = self.webhook_allow_private {
+            s.webhooks.allow_private = v;
+        }
+        if let Some(v) = self.webhook_retry_base_seconds {
+            s.webhooks.retry_base = seconds(v)?;
+        }
+        if let Some(v) = self.webhook_retry_hours {
+            s.webhooks.retry_window = seconds(v * 3600.0)?;
+        }
+        if let Some(v) = self.webhook_timeout_seconds {
+            s.webhooks.timeout = seconds(v)?;
+        }
         if let Some(v) = self.approval_days {
             s.limits.approval_secs = (v * 86400.0) as i64;
         }
+        if let Some(v) = self.rollback_days {
+            s.limits.rollback_secs = day_secs(v)?;
+        }
+        if let Some(v) = self.retention_days {
+            s.limits.retention_secs = day_secs(v)?;
+        }
         Ok(())
     }
+}
+
+/// A setting in days (fractions allowed: tests use seconds' worth), as
+/// whole seconds, at least one; negative or not a number is refused.
+pub fn day_secs(v: f64) -> anyhow::Result<i64> {
+    Ok((seconds(v * 86_400.0)?.as_secs_f64().round() as i64).max(1))
 }
 
 /// A zone name of the tz database (`Asia/Jakarta`, `UTC`, …).

@@ -194,8 +194,10 @@ async fn key(app: &App, name: &str, role: Role) -> anyhow::Result<(KeyRecord, St
         role,
         modules: vec!["*".to_string()],
         expires_at: None,
+        email: None,
+        person_id: None,
     };
-    Ok(service::keys::issue(app, &new).await?)
+    Ok(service::keys::issue(app, &new, None).await?)
 }
 
 /// Puts rows straight into a module table: the business data that existed

@@ -63,6 +63,15 @@ pub struct KeyRecord {
     pub created_at: DateTime<Utc>,
     pub expires_at: Option<DateTime<Utc>>,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// The person the key belongs to (API.md section 1): four-eyes is
+    /// counted by person, not by key.
+    pub person_id: String,
+    pub email: Option<String>,
+    /// The key that issued this one; `None` for keys made at first start
+    /// or on the command line.
+    pub issued_by: Option<String>,
+    /// The person behind `issued_by`.
+    pub issuer_person: Option<String>,
 }
 
 impl KeyRecord {
@@ -201,6 +210,11 @@ fn base62(n: usize) -> String {
         .take(n)
         .map(char::from)
         .collect()
+}
+
+/// A new person's id (`per_…`).
+pub fn person_id() -> String {
+    format!("per_{}", base62(8))
 }
 
 /// Makes a fresh key.

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use importgate::app::App;
-use importgate::config::{FileSettings, Settings, parse_zone};
+use importgate::config::{FileSettings, Settings, day_secs, parse_zone};
 use importgate::ledger::chain::Verdict;
 use importgate::service::keys::NewKey;
 use importgate::store::Db;
@@ -18,7 +18,8 @@ use importgate::store::Db;
         importgate serve                                  # http://127.0.0.1:8080, SQLite file importgate.db\n  \
         importgate demo                                   # try it: demo jobs in every state, three keys printed\n  \
         importgate keys create --name \"Siti Rahayu\" --role approver\n  \
-        importgate import customers pelanggan.csv --key igk_… --wait"
+        importgate import customers pelanggan.csv --key igk_… --wait\n  \
+        importgate events tail --key igk_…                # follow jobs and keys as they move"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -70,10 +71,40 @@ enum Command {
         #[arg(long)]
         wait: bool,
     },
+    /// Follow what happens in a running service (a client of the API).
+    Events {
+        #[command(subcommand)]
+        command: EventsCommand,
+    },
     /// Check the ledger.
     Ledger {
         #[command(subcommand)]
         command: LedgerCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum EventsCommand {
+    /// Print one line per event as it happens (time, type, subject, state,
+    /// person), connecting again after a drop without losing any; the
+    /// events are those the key may see.
+    #[command(after_help = "Examples:\n  \
+        IMPORTGATE_KEY=igk_… importgate events tail\n  \
+        importgate events tail --url https://import.example.co.id --types job.awaiting_approval,job.failed\n  \
+        importgate events tail --after evt_1200   # replay from event 1201 on, then follow")]
+    Tail {
+        /// The service's base URL.
+        #[arg(long, env = "IMPORTGATE_URL", default_value = "http://127.0.0.1:8080")]
+        url: String,
+        /// The API key (better given as IMPORTGATE_KEY than on a command line).
+        #[arg(long, env = "IMPORTGATE_KEY", hide_env_values = true)]
+        key: String,
+        /// Start after this event (evt_…) [default: the events from now on]
+        #[arg(long)]
+        after: Option<String>,
+        /// Comma-separated event types to print (job.committed, key.created, …) [default: all]
+        #[arg(long, value_delimiter = ',')]
+        types: Vec<String>,
     },
 }
 
@@ -86,6 +117,11 @@ enum LedgerCommand {
     Verify {
         #[command(flatten)]
         common: Common,
+        /// The checkpoint file the service appends the chain's head to;
+        /// deleting the newest events is found against it [default: the
+        /// service's own, when it exists]
+        #[arg(long)]
+        checkpoint: Option<PathBuf>,
     },
 }
 
@@ -119,6 +155,14 @@ struct ServeArgs {
     /// to the other replicas [default: 10]
     #[arg(long, env = "IMPORTGATE_SHUTDOWN_GRACE_SECONDS")]
     shutdown_grace_seconds: Option<u64>,
+    /// Days after its commit a job may be rolled back; then its staged
+    /// rows and stored file are purged (fractions allowed) [default: 90]
+    #[arg(long, env = "IMPORTGATE_ROLLBACK_DAYS")]
+    rollback_days: Option<f64>,
+    /// Days the stored file and staged rows of a job that ended without a
+    /// commit are kept (fractions allowed) [default: 30]
+    #[arg(long, env = "IMPORTGATE_RETENTION_DAYS")]
+    retention_days: Option<f64>,
     /// Log lines as JSON (for log collectors) instead of text.
     #[arg(long, env = "IMPORTGATE_LOG_JSON")]
     log_json: bool,
@@ -127,6 +171,18 @@ struct ServeArgs {
     /// predecessor was doing when it stopped [default: hostname:port]
     #[arg(long, env = "IMPORTGATE_INSTANCE")]
     instance: Option<String>,
+    /// Let webhook endpoints resolve to loopback, private or link-local
+    /// addresses (internal receivers)
+    #[arg(long, env = "IMPORTGATE_WEBHOOK_ALLOW_PRIVATE")]
+    webhook_allow_private: bool,
+    /// Seconds before a failed webhook delivery's first retry; it doubles
+    /// each time, at most an hour apart [default: 10]
+    #[arg(long, env = "IMPORTGATE_WEBHOOK_RETRY_BASE_SECONDS")]
+    webhook_retry_base_seconds: Option<f64>,
+    /// Hours a webhook delivery is retried, and an endpoint may fail before
+    /// it is disabled [default: 24]
+    #[arg(long, env = "IMPORTGATE_WEBHOOK_RETRY_HOURS")]
+    webhook_retry_hours: Option<f64>,
 }
 
 #[derive(Args)]
@@ -137,6 +193,15 @@ struct Common {
     /// A TOML settings file (flags and IMPORTGATE_* variables win over it).
     #[arg(long, env = "IMPORTGATE_CONFIG")]
     config: Option<PathBuf>,
+    /// The ledger's secret key, kept outside the database; created on first
+    /// start [default: importgate.ledger-key beside the SQLite file, or in
+    /// the working directory]
+    #[arg(long, env = "IMPORTGATE_LEDGER_KEY_FILE")]
+    ledger_key_file: Option<PathBuf>,
+    /// Where the service appends the ledger's head [default:
+    /// importgate.ledger-checkpoint, beside the key file's default]
+    #[arg(long, env = "IMPORTGATE_LEDGER_CHECKPOINT_FILE")]
+    ledger_checkpoint_file: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -165,6 +230,12 @@ fn settings(common: &Common) -> anyhow::Result<Settings> {
     }
     if let Some(db) = &common.database {
         s.database = db.clone();
+    }
+    if let Some(f) = &common.ledger_key_file {
+        s.ledger_key_file = Some(f.clone());
+    }
+    if let Some(f) = &common.ledger_checkpoint_file {
+        s.ledger_checkpoint_file = Some(f.clone());
     }
     Ok(s)
 }
@@ -202,9 +273,27 @@ async fn main() -> anyhow::Result<()> {
                     common,
                 },
         } => create_key(&common, &name, &role, &modules).await,
+        Command::Events {
+            command:
+                EventsCommand::Tail {
+                    url,
+                    key,
+                    after,
+                    types,
+                },
+        } => {
+            let code = importgate::client::events::tail(importgate::client::events::Tail {
+                url: &url,
+                key: &key,
+                after: after.as_deref(),
+                types: types.into_iter().filter(|t| !t.trim().is_empty()).collect(),
+            })
+            .await?;
+            std::process::exit(code)
+        }
         Command::Ledger {
-            command: LedgerCommand::Verify { common },
-        } => verify_ledger(&common).await,
+            command: LedgerCommand::Verify { common, checkpoint },
+        } => verify_ledger(&common, checkpoint).await,
         Command::Import {
             module,
             file,
@@ -229,15 +318,36 @@ async fn main() -> anyhow::Result<()> {
     }
 }
 
-async fn verify_ledger(common: &Common) -> anyhow::Result<()> {
+async fn verify_ledger(common: &Common, checkpoint: Option<PathBuf>) -> anyhow::Result<()> {
     let s = settings(common)?;
+    let (key_file, default_checkpoint) = s.ledger_files();
+    let key = importgate::service::seal::read_key(&key_file)?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "the ledger key file {} does not exist (give --ledger-key-file)",
+            key_file.display()
+        )
+    })?;
+    let checkpoint =
+        checkpoint.or_else(|| default_checkpoint.exists().then_some(default_checkpoint));
     let db = Db::connect(&s.database).await?;
-    match importgate::service::audit::verify(&db).await? {
+    match importgate::service::audit::verify(&db, &key, checkpoint.as_deref()).await? {
         Verdict::Holds { links, jobs } => {
             println!(
                 "ledger holds: {links} events chained, {jobs} jobs where their events left them"
             );
+            if let Some(c) = &checkpoint {
+                println!(
+                    "the chain still holds the head last written to {}",
+                    c.display()
+                );
+            }
             Ok(())
+        }
+        Verdict::Broken {
+            seq, job_id, why, ..
+        } if job_id.is_empty() => {
+            println!("ledger BROKEN at event {seq}: {why}");
+            std::process::exit(1);
         }
         Verdict::Broken {
             seq,
@@ -276,6 +386,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     if let Some(i) = args.instance {
         s.instance = Some(i);
+    }
+    s.webhooks.allow_private |= args.webhook_allow_private;
+    if let Some(v) = args.webhook_retry_base_seconds {
+        s.webhooks.retry_base = std::time::Duration::try_from_secs_f64(v)?;
+    }
+    if let Some(v) = args.webhook_retry_hours {
+        s.webhooks.retry_window = std::time::Duration::try_from_secs_f64(v * 3600.0)?;
+    }
+    if let Some(d) = args.rollback_days {
+        s.limits.rollback_secs = day_secs(d)?;
+    }
+    if let Some(d) = args.retention_days {
+        s.limits.retention_secs = day_secs(d)?;
     }
     let listener = tokio::net::TcpListener::bind(s.listen).await?;
     if s.instance.is_none() {
@@ -336,7 +459,7 @@ async fn create_key(common: &Common, name: &str, role: &str, modules: &str) -> a
         .collect();
     let app = App::open(s).await?;
     let new = NewKey::parse(&app, name, role, modules, None)?;
-    let (record, secret) = importgate::service::keys::issue(&app, &new).await?;
+    let (record, secret) = importgate::service::keys::issue(&app, &new, None).await?;
     eprintln!(
         "created {} ({}, {}, modules {})",
         record.id,

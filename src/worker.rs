@@ -14,7 +14,7 @@ use std::time::Duration;
 use tracing::{error, warn};
 
 use crate::ledger::JobState;
-use crate::service::{App, work};
+use crate::service::{App, retention, work};
 
 /// The owner prefix of this process's workers: `{instance}/w-{pid}-{ulid}`
 /// (or without the instance when there is none). The process id tells an
@@ -38,8 +38,46 @@ pub fn spawn(app: Arc<App>, owner: &str) -> Vec<tokio::task::JoinHandle<()>> {
             tokio::spawn(async move { work_loop(app, owner).await })
         })
         .collect();
+    handles.push(tokio::spawn(webhook_loop(
+        app.clone(),
+        format!("{owner}-webhooks"),
+    )));
     handles.push(tokio::spawn(sweep_loop(app)));
     handles
+}
+
+/// Delivers webhooks: leases the due deliveries and sends them, looking
+/// again when this process moves a job (its outbox grew) and at least
+/// every second (other replicas' moves, retries coming due).
+async fn webhook_loop(app: Arc<App>, owner: String) {
+    let mut stop = app.shutdown.subscribe();
+    let deliverer = match crate::service::webhooks::Deliverer::start(app.clone(), owner.clone()) {
+        Ok(d) => d,
+        Err(e) => {
+            error!(error = %e, "webhooks cannot be delivered");
+            return;
+        }
+    };
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let sent = match deliverer.round(&app, &owner).await {
+            Ok(n) => n,
+            Err(e) => {
+                warn!(error = %e, "cannot deliver webhooks");
+                0
+            }
+        };
+        if sent > 0 {
+            continue;
+        }
+        tokio::select! {
+            _ = app.job_moved.notified() => {},
+            _ = tokio::time::sleep(Duration::from_millis(250)) => {},
+            _ = stop.changed() => {},
+        }
+    }
 }
 
 async fn work_loop(app: Arc<App>, owner: String) {
@@ -119,15 +157,24 @@ async fn heartbeat(app: Arc<App>, id: String, owner: String) {
 }
 
 /// Housekeeping: expires jobs that waited at the gate longer than the
-/// approval limit, and purges what uploads left behind.
+/// approval limit, purges what uploads left behind, purges the staged
+/// rows and stored files of jobs past retention or their rollback window,
+/// and appends the ledger's head to the checkpoint file (at least once a
+/// minute: the sweep runs every 30 s by default).
 async fn sweep_loop(app: Arc<App>) {
     let mut stop = app.shutdown.subscribe();
     loop {
+        if let Err(e) = app.seal.checkpoint(&app.db).await {
+            warn!(error = %e, "could not append the ledger's head to the checkpoint");
+        }
         if let Err(e) = work::expire_due(&app).await {
             warn!(error = %e, "expiry sweep failed");
         }
         if let Err(e) = work::purge(&app).await {
             warn!(error = %e, "purge of unfinished uploads failed");
+        }
+        if let Err(e) = retention::sweep(&app).await {
+            warn!(error = %e, "retention sweep failed");
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(app.settings.expiry_sweep_ms)) => {},

@@ -63,6 +63,8 @@ problem-too_large = File too large
 problem-collected = The key was already collected
 problem-too_many = Too many requests
 problem-closed = The request is closed
+problem-rollback_expired = The rollback window closed
+problem-purged = The rows and file were purged
 problem-internal = Internal error
 problem-internal-detail = the service failed; the error is logged
 problem-page-not-found = Page not found
@@ -89,10 +91,13 @@ problem-too_large-detail = The file is larger than the limit of { $limit }.
 problem-collected-detail = The key of { $id } was handed out once and is not kept; ask an admin to revoke it if it was not you.
 problem-too_many-detail = Wait { $seconds_text } seconds and try again.
 problem-closed-detail = This request can no longer be used.
+problem-rollback_expired-detail = The rollback window of this job closed at { $closed }; it can no longer be rolled back.
+problem-purged-detail = The staged rows and stored file of this job were purged at { $at }, so its preview is gone; the job, its timeline and its error list remain.
 
 # The console's script (src/console/assets/console.js).
 js-copied = Copied
 js-job-now = { $job } is now { $state }
+js-job-changed = This job changed meanwhile: it is now { $state }.
 js-checking = Checking the rows…
 js-checked = { $state }: { $rows } rows checked
 js-choose-file = Choose a file first.

@@ -9,6 +9,10 @@ keys-revoked = The key is revoked.
 
 keys-create-title = Create a key
 keys-field-name = Name (person or system)
+keys-field-email = Email (optional)
+keys-field-person = Person
+keys-person-new = A new person
+keys-person-same = Another key for { $name } ({ $id })
 keys-field-expires = Expires (optional)
 keys-create = Create key
 

@@ -57,6 +57,8 @@ problem-too_large = Berkas terlalu besar
 problem-collected = Kunci sudah diambil
 problem-too_many = Terlalu banyak permintaan
 problem-closed = Permintaan sudah ditutup
+problem-rollback_expired = Batas waktu pembatalan impor sudah lewat
+problem-purged = Baris dan berkas sudah dihapus
 problem-internal = Kesalahan internal
 problem-internal-detail = layanan gagal; kesalahannya dicatat di log
 problem-page-not-found = Halaman tidak ditemukan
@@ -83,10 +85,13 @@ problem-too_large-detail = Berkas lebih besar dari batas { $limit }.
 problem-collected-detail = Kunci { $id } sudah diserahkan sekali dan tidak disimpan; minta admin mencabutnya jika bukan Anda yang mengambil.
 problem-too_many-detail = Tunggu { $seconds_text } detik lalu coba lagi.
 problem-closed-detail = Permintaan ini tidak bisa dipakai lagi.
+problem-rollback_expired-detail = Batas waktu pembatalan impor pekerjaan ini berakhir pada { $closed }; impor ini tidak bisa dibatalkan lagi.
+problem-purged-detail = Baris yang disiapkan dan berkas yang disimpan untuk pekerjaan ini dihapus pada { $at }, jadi pratinjaunya sudah tidak ada; pekerjaan, linimasa, dan daftar kesalahannya tetap ada.
 
 # Skrip konsol.
 js-copied = Tersalin
 js-job-now = { $job } sekarang { $state }
+js-job-changed = Pekerjaan ini berubah sementara itu: sekarang { $state }.
 js-checking = Memeriksa baris…
 js-checked = { $state }: { $rows } baris diperiksa
 js-choose-file = Pilih berkas terlebih dahulu.

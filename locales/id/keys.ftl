@@ -9,6 +9,10 @@ keys-revoked = Kunci telah dicabut.
 
 keys-create-title = Buat kunci baru
 keys-field-name = Nama (orang atau sistem)
+keys-field-email = Email (opsional)
+keys-field-person = Orang
+keys-person-new = Orang baru
+keys-person-same = Kunci lain untuk { $name } ({ $id })
 keys-field-expires = Berlaku hingga (opsional)
 keys-create = Buat kunci
 

@@ -298,6 +298,7 @@ pub fn script_text() -> String {
     let messages = [
         ("copied", text("js-copied", &[])),
         ("now", text("js-job-now", &[slot("job"), slot("state")])),
+        ("changed", text("js-job-changed", &[slot("state")])),
         ("checking", text("js-checking", &[])),
         (
             "checked",

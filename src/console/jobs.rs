@@ -4,14 +4,18 @@
 //! the API applies, and carried out by [`service::gate::make_move`].
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono_tz::Tz;
+use futures::StreamExt;
 use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::{Value as JsonValue, json};
@@ -25,6 +29,7 @@ use crate::ledger::chain::Event;
 use crate::ledger::gate::{self, PERSONS_MOVES, Refusal};
 use crate::ledger::job::People;
 use crate::ledger::{ALL_STATES, GateAction, Job, JobState, Move};
+use crate::service::events;
 use crate::service::jobs::{self, ListQuery, PreviewFilter, PreviewRow};
 use crate::service::{self, App};
 use crate::t;
@@ -42,6 +47,7 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/jobs/{id}/{action}", post(act))
         .route("/console/jobs/states", get(states))
         .route("/console/jobs/{id}/status", get(status))
+        .route("/console/events/stream", get(event_stream))
 }
 
 /// A form value, with the empty string meaning "not given".
@@ -241,11 +247,18 @@ async fn render_detail(
     };
     let last_page = ((total - 1).max(0) / PAGE) * PAGE;
     let offset = q.offset.unwrap_or(0).clamp(0, last_page);
-    let page = jobs::preview(app, &job, filter, offset, PAGE).await?;
-    let (total, rows) = (page.total, page.rows);
+    // A purged job's page says so where the preview was (the API answers
+    // its preview `410`).
+    let (total, rows) = if job.purged_at.is_some() {
+        (0, vec![])
+    } else {
+        let page = jobs::preview(app, &job, filter, offset, PAGE).await?;
+        (page.total, page.rows)
+    };
     let names = app.names().await?;
     let people = People(&names);
     let events = jobs::events(app, &job).await?;
+    let rule = service::gate::four_eyes(app, &job).await?;
     let ctx = signed.ctx(app, Nav::Jobs);
     let title = t!("job-title", module = &job.module, id = short_id(&job.id));
     let content = html! {
@@ -253,7 +266,7 @@ async fn render_detail(
             a href="/jobs" { (t!("jobs-title")) } " › " span { code { (job.id) } }
         }
         div #job-live data-job-status=(format!("/console/jobs/{}/status", job.id))
-            data-version=(job.version) data-work=(job.state.is_work()) {
+            data-job-id=(job.id) data-version=(job.version) data-work=(job.state.is_work()) {
             div.page-head {
                 h1 { (t!("job-heading", module = &job.module)) " " (badge(job.state)) }
             }
@@ -269,6 +282,13 @@ async fn render_detail(
             }
             @if job.simulated {
                 p.note { (t!("job-simulated")) }
+            }
+            @if let Some(at) = &job.purged_at {
+                p.note { (t!("job-purged", when = moment(&ctx, at))) }
+            }
+            div.alert.alert-info #job-changed role="status" hidden {
+                span data-changed-text {} " "
+                a href=(format!("/jobs/{}", job.id)) { (t!("job-reload")) }
             }
             @match &notice {
                 Some(Notice::Done(text)) => div.alert.alert-ok role="status" { (text) },
@@ -287,12 +307,17 @@ async fn render_detail(
             (problem_panel(&job))
             (warnings_panel(&job))
             (gate_panel(&ctx, &job, &people, &events))
-            (actions_panel(app, signed, &job))
+            (actions_panel(app, signed, &job, &ctx, &rule))
         }
         (preview_section(ctx.zone, &job, &module, filter, offset, total, &rows))
         (timeline(&ctx, &events, &people))
     };
     Ok((status, layout::page(&ctx, &title, content)).into_response())
+}
+
+/// A time in a sentence, the reader's way.
+fn moment(ctx: &Ctx, t: &chrono::DateTime<chrono::Utc>) -> String {
+    super::i18n::moment_in(super::i18n::current(), t, ctx.zone)
 }
 
 fn working_text(s: JobState) -> String {
@@ -399,6 +424,9 @@ fn gate_panel(ctx: &Ctx, job: &Job, people: &People, events: &[Event]) -> Markup
                             li {
                                 strong { (decision_text(d.action, d.decision)) }
                                 @if let Some(by) = &d.by { " " (t!("gate-by")) " " (person(&people.person(by))) }
+                                @if let Some(issuer) = &d.issued_by {
+                                    " " span.issued-by { "(" (t!("gate-key-issued-by")) " " (person(&people.person(issuer))) ")" }
+                                }
                                 " · " (ctx.when(&d.at))
                                 @if let Some(c) = &d.comment { blockquote { (c) } }
                             }
@@ -483,13 +511,25 @@ fn needs_comment(m: Move) -> bool {
     service::gate::wants_reason(m)
 }
 
-fn actions_panel(app: &App, signed: &Signed, job: &Job) -> Markup {
+fn actions_panel(
+    app: &App,
+    signed: &Signed,
+    job: &Job,
+    ctx: &Ctx,
+    rule: &gate::FourEyes,
+) -> Markup {
     let caller = &signed.key;
     let mut offered = Vec::new();
     let mut four_eyes = false;
     let mut approver_needed = false;
+    // Past the rollback window the service refuses a rollback
+    // (`rollback_expired`): not offered, said instead.
+    let mut rollback_closed = None;
     for m in OFFERED {
-        match gate::authorize(job, m, caller, app.settings.allow_self_approval) {
+        match gate::authorize(job, m, caller, rule) {
+            Ok(_) if m == Move::Rollback && service::gate::rollback_closed(app, job).is_some() => {
+                rollback_closed = service::gate::rollback_closed(app, job);
+            }
             Ok(_) => offered.push(m),
             Err(Refusal::SelfApproval) => four_eyes = true,
             Err(Refusal::Forbidden(_)) if matches!(m, Move::Approve) => {
@@ -501,7 +541,7 @@ fn actions_panel(app: &App, signed: &Signed, job: &Job) -> Markup {
             Err(_) => {}
         }
     }
-    if offered.is_empty() && !four_eyes && !approver_needed {
+    if offered.is_empty() && !four_eyes && !approver_needed && rollback_closed.is_none() {
         return html! {};
     }
     html! {
@@ -512,6 +552,9 @@ fn actions_panel(app: &App, signed: &Signed, job: &Job) -> Markup {
             }
             @if approver_needed {
                 p.note { (t!("actions-approver-needed")) }
+            }
+            @if let Some(closed) = &rollback_closed {
+                p.note { (t!("actions-rollback-closed", when = moment(ctx, closed))) }
             }
             div.action-list {
                 @for m in &offered {
@@ -641,7 +684,8 @@ fn preview_section(
             }
             @if rows.is_empty() {
                 p.empty {
-                    @if job.state == JobState::Validating { (t!("preview-wait")) }
+                    @if job.purged_at.is_some() { (t!("preview-purged")) }
+                    @else if job.state == JobState::Validating { (t!("preview-wait")) }
                     @else if job.state == JobState::Invalid { (t!("preview-unreadable")) }
                     @else { (t!("preview-no-rows")) }
                 }
@@ -752,6 +796,7 @@ fn event_label(e: &str) -> String {
         "rollback_conflict" => t!("event-rollback_conflict"),
         "gave_up" => t!("event-gave_up"),
         "interrupted" => t!("event-interrupted"),
+        "purged" => t!("event-purged"),
         _ => t!("event-other"),
     }
 }
@@ -887,4 +932,30 @@ async fn states(
     let jobs = jobs::some(&app, &signed.key, &ids).await?;
     let list: Vec<JsonValue> = jobs.iter().map(status_view).collect();
     Ok(Json(json!({"jobs": list})).into_response())
+}
+
+#[derive(Deserialize)]
+struct StreamQuery {
+    after: Option<String>,
+}
+
+/// `GET /console/events/stream`: the events the signed-in key may see,
+/// live (the stream of `GET /api/events/stream`, with the session instead
+/// of `X-API-Key`), for the job list and the job page to follow.
+async fn event_stream(
+    State(app): State<Arc<App>>,
+    signed: Signed,
+    headers: HeaderMap,
+    Query(q): Query<StreamQuery>,
+) -> ScriptResult<Response> {
+    let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok());
+    let after = events::start(&app, resume, q.after.as_deref()).await?;
+    let heartbeat = Duration::from_millis(app.settings.events_heartbeat_ms.max(10));
+    let stream = events::follow(app, signed.key, after).map(|e| {
+        let event = SseEvent::default().id(e.id.clone()).event(e.ty.clone());
+        Ok::<_, Infallible>(event.json_data(&e).unwrap_or_default())
+    });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(heartbeat))
+        .into_response())
 }

@@ -174,6 +174,19 @@ async fn render(
                     label for="k-name" { (t!("keys-field-name")) }
                     input #k-name type="text" name="name" required maxlength="200" autocomplete="off";
                 }
+                div.field {
+                    label for="k-email" { (t!("keys-field-email")) }
+                    input #k-email type="email" name="email" maxlength="254" autocomplete="off";
+                }
+                div.field {
+                    label for="k-person" { (t!("keys-field-person")) }
+                    select #k-person name="person_id" {
+                        option value="" { (t!("keys-person-new")) }
+                        @for (id, name) in persons(&keys) {
+                            option value=(id) { (t!("keys-person-same", name = name, id = id)) }
+                        }
+                    }
+                }
                 (layout::role_and_modules("k"))
                 div.field {
                     label for="k-expires" { (t!("keys-field-expires")) }
@@ -212,7 +225,11 @@ async fn render(
                             tr {
                                 td { code { (k.id) } }
                                 // Key management: the one place people are shown in full.
-                                td { (k.name) br; span.muted { (person(&k.person())) } }
+                                td {
+                                    (k.name) br;
+                                    span.muted { (person(&k.person())) " · " code { (k.person_id) } }
+                                    @if let Some(e) = &k.email { br; span.muted { (e) } }
+                                }
                                 td { (layout::role_name(k.role)) }
                                 td { (k.modules.join(", ")) }
                                 td { (ctx.when(&k.created_at)) }
@@ -306,11 +323,25 @@ fn request_row(
     }
 }
 
+/// Each person holding a key, once, by the name on their first key: the
+/// choices for giving a person another key.
+fn persons(keys: &[KeyRecord]) -> Vec<(String, String)> {
+    let mut seen = std::collections::HashSet::new();
+    keys.iter()
+        .filter(|k| seen.insert(k.person_id.clone()))
+        .map(|k| (k.person_id.clone(), k.name.clone()))
+        .collect()
+}
+
 #[derive(Deserialize)]
 struct CreateForm {
     #[serde(rename = "_csrf")]
     csrf: String,
     name: String,
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    person_id: String,
     role: String,
     #[serde(default)]
     modules: String,
@@ -343,7 +374,8 @@ async fn create(
                     .map(|t| t.with_timezone(&chrono::Utc))
             }
         };
-        let new = NewKey::parse(&app, &form.name, &form.role, modules, expires)?;
+        let new = NewKey::parse(&app, &form.name, &form.role, modules, expires)?
+            .held_by(Some(&form.email), Some(&form.person_id))?;
         service::keys::create(&app, &signed.key, &new).await
     }
     .await;

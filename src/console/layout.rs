@@ -21,6 +21,7 @@ pub enum Nav {
     Jobs,
     Upload,
     Keys,
+    Webhooks,
     Developers,
     SignIn,
     None,
@@ -115,6 +116,7 @@ pub fn page(ctx: &Ctx, title: &str, content: Markup) -> Markup {
                             (nav_link(ctx, Nav::Upload, "/upload", &t!("nav-upload")))
                             @if ctx.is_admin() {
                                 (nav_link(ctx, Nav::Keys, "/keys", &t!("nav-keys")))
+                                (nav_link(ctx, Nav::Webhooks, "/webhooks", &t!("nav-webhooks")))
                             }
                         }
                         (nav_link(ctx, Nav::Developers, "/developers", &t!("nav-developers")))

@@ -27,6 +27,7 @@ pub mod layout;
 pub mod notes;
 pub mod session;
 pub mod upload;
+pub mod webhooks;
 
 use std::sync::Arc;
 
@@ -53,6 +54,7 @@ pub fn routes() -> Router<Arc<App>> {
         .merge(jobs::routes())
         .merge(upload::routes())
         .merge(keys::routes())
+        .merge(webhooks::routes())
         .merge(developers::routes())
         .merge(assets::routes())
         .route("/language", post(i18n::choose))
@@ -249,6 +251,16 @@ impl From<service::Error> for Shown {
                 StatusCode::TOO_MANY_REQUESTS,
                 t!("problem-too_many"),
                 exact(t!("problem-too_many-detail", seconds = *retry_after)),
+            ),
+            E::RollbackExpired { closed, .. } => (
+                StatusCode::CONFLICT,
+                t!("problem-rollback_expired"),
+                t!("problem-rollback_expired-detail", closed = closed),
+            ),
+            E::Purged { at, .. } => (
+                StatusCode::GONE,
+                t!("problem-purged"),
+                t!("problem-purged-detail", at = at),
             ),
             E::Closed { .. } => (
                 StatusCode::GONE,

@@ -183,6 +183,7 @@ enum WarningsFilter {
         (status = 200, description = "A page of rows, in file order", body = PreviewPage),
         (status = 403, description = "`forbidden`: outside the key's module scope"),
         (status = 404, description = "`not_found`: no such job"),
+        (status = 410, description = "`purged`: the job's staged rows and stored file were purged (API.md section 10); its errors and events remain"),
         (status = 422, description = "`invalid_parameter`"),
     ))]
 async fn preview(
@@ -523,7 +524,7 @@ macro_rules! gate_handler {
                 (status = 400, description = "`bad_request`: the body is not a JSON object"),
                 (status = 403, description = "`forbidden` (role, scope) or `self_approval` (four-eyes)"),
                 (status = 404, description = "`not_found`: no such job"),
-                (status = 409, description = "`invalid_state`: not possible from the job's state"),
+                (status = 409, description = "`invalid_state`: not possible from the job's state; `rollback_expired` (rollback only): the rollback window closed (API.md section 10)"),
                 (status = 412, description = "`precondition_failed`: `If-Match` names another version"),
                 (status = 422, description = "`invalid_parameter`: a comment that is not a string of at most 2000 characters"),
             ))]

@@ -31,6 +31,15 @@ pub struct NewKey {
     /// The person or system the key is for (1 to 200 characters).
     #[schema(min_length = 1, max_length = 200, example = "Budi Santoso")]
     name: String,
+    /// The holder's email (at most 254 characters).
+    #[serde(default)]
+    #[schema(nullable = false, max_length = 254, example = "budi@contoh.co.id")]
+    email: Option<String>,
+    /// Adds the key to this existing person (`per_…`, from another of
+    /// their keys); otherwise the key makes a new person.
+    #[serde(default)]
+    #[schema(nullable = false, example = "per_Xk29aQ7c")]
+    person_id: Option<String>,
     #[schema(value_type = Role)]
     role: String,
     /// Module keys, or `["*"]` (the default) for all.
@@ -50,7 +59,7 @@ pub struct NewKey {
         (status = 201, description = "The key, with its secret shown this once", body = NewKeyView),
         (status = 400, description = "`bad_request`: the body is not such an object"),
         (status = 403, description = "`forbidden`: not an admin key"),
-        (status = 422, description = "`invalid_parameter`: a name, role, module or expiry that cannot be"),
+        (status = 422, description = "`invalid_parameter`: a name, email, person, role, module or expiry that cannot be"),
     ))]
 async fn create(
     State(app): State<Arc<App>>,
@@ -61,11 +70,12 @@ async fn create(
     service::admin_only(&caller.0)?;
     let req: NewKey = serde_json::from_slice(&body).map_err(|e| {
         Problem::bad_request(format!(
-            "the body must be {{\"name\", \"role\", \"modules\"?, \"expires_at\"?}}: {e}"
+            "the body must be {{\"name\", \"email\"?, \"person_id\"?, \"role\", \"modules\"?, \"expires_at\"?}}: {e}"
         ))
     })?;
     let modules = req.modules.unwrap_or_else(|| vec!["*".to_string()]);
-    let new = keys::NewKey::parse(&app, &req.name, &req.role, modules, req.expires_at)?;
+    let new = keys::NewKey::parse(&app, &req.name, &req.role, modules, req.expires_at)?
+        .held_by(req.email.as_deref(), req.person_id.as_deref())?;
     let (record, secret) = keys::create(&app, &caller.0, &new).await?;
     let body = NewKeyView {
         key_view: KeyView::new(&record),

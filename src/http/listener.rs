@@ -119,12 +119,33 @@ fn per_connection(
             let busy = Busy::new(activity.clone());
             let router = router.clone();
             async move {
-                let resp = router.oneshot(req.map(axum::body::Body::new)).await;
-                drop(busy);
+                let mut resp = router.oneshot(req.map(axum::body::Body::new)).await;
+                match &mut resp {
+                    // A stream of events is in flight for as long as it is
+                    // open: between its messages the connection is not idle.
+                    Ok(r) if is_event_stream(r) => {
+                        let body = std::mem::take(r.body_mut()).into_data_stream();
+                        *r.body_mut() = axum::body::Body::from_stream(futures::StreamExt::map(
+                            body,
+                            move |chunk| {
+                                let _open = &busy;
+                                chunk
+                            },
+                        ));
+                    }
+                    _ => drop(busy),
+                }
                 resp
             }
         },
     )
+}
+
+/// Whether an answer is a stream of server-sent events.
+fn is_event_stream(r: &axum::response::Response) -> bool {
+    r.headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
 }
 
 /// Open connections per client address.

@@ -5,6 +5,7 @@
 //! query strings in [`extract`].
 
 pub mod auth;
+pub mod events;
 pub mod extract;
 pub mod health;
 pub mod imports;
@@ -19,6 +20,7 @@ pub mod openapi;
 pub mod problem;
 pub mod request_id;
 pub mod views;
+pub mod webhooks;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -71,6 +71,8 @@ const SCHEME: &str = "api_key";
         (name = "modules", description = "The catalog and its templates"),
         (name = "keys", description = "API keys (admins)"),
         (name = "key requests", description = "Asking for a key without one"),
+        (name = "webhooks", description = "Signed deliveries of events to other systems (admins)"),
+        (name = "events", description = "What happened, as a feed and a live stream"),
         (name = "meta", description = "This document"),
     ),
     modifiers(&KeyScheme),
@@ -101,6 +103,8 @@ pub fn api_routes() -> OpenApiRouter<Arc<App>> {
         .merge(super::jobs::routes())
         .merge(super::keys::routes())
         .merge(super::key_requests::routes())
+        .merge(super::webhooks::routes())
+        .merge(super::events::routes())
         .routes(routes!(openapi_json))
 }
 

@@ -41,12 +41,17 @@ pub enum Code {
     MethodNotAllowed,
     /// 409: the job or key request is not in a state for this move (`state`).
     InvalidState,
+    /// 409: the rollback window of the job closed (section 10).
+    RollbackExpired,
     /// 410: the key of a key request was handed out already.
     AlreadyCollected,
     /// 410: an approved key request was not collected in time.
     Expired,
     /// 410: an admin withdrew the approved key request.
     Withdrawn,
+    /// 410: the job's staged rows and stored file were purged (section
+    /// 10); its preview is gone.
+    Purged,
     /// 412: `If-Match` names another version of the job (`etag`).
     PreconditionFailed,
     /// 408: an upload's body arrived too slowly (section 10); nothing kept.
@@ -79,9 +84,11 @@ impl Code {
             Code::UnknownModule => "unknown_module",
             Code::MethodNotAllowed => "method_not_allowed",
             Code::InvalidState => "invalid_state",
+            Code::RollbackExpired => "rollback_expired",
             Code::AlreadyCollected => "already_collected",
             Code::Expired => "expired",
             Code::Withdrawn => "withdrawn",
+            Code::Purged => "purged",
             Code::PreconditionFailed => "precondition_failed",
             Code::RequestTimeout => "request_timeout",
             Code::TooLarge => "too_large",
@@ -374,6 +381,18 @@ impl From<ServiceError> for Problem {
                 };
                 Problem::new(StatusCode::GONE, code, title, detail)
             }
+            ServiceError::RollbackExpired { .. } => Problem::new(
+                StatusCode::CONFLICT,
+                Code::RollbackExpired,
+                "The rollback window closed",
+                detail,
+            ),
+            ServiceError::Purged { .. } => Problem::new(
+                StatusCode::GONE,
+                Code::Purged,
+                "The job's rows and file were purged",
+                detail,
+            ),
             ServiceError::TooMany { retry_after, .. } => Problem::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 Code::RateLimited,

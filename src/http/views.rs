@@ -9,143 +9,16 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use crate::catalog::{Module, OnMissing};
-use crate::ingest::Format;
 use crate::keys::{self, KeyRecord, KeyRequest, Person, RequestState, Role};
+use crate::ledger::JobState;
 use crate::ledger::chain::Event;
 use crate::ledger::job::{People, time};
-use crate::ledger::{
-    Counts, DecisionKind, GateAction, Job, JobProblem, JobState, Mode, OnError, Warning,
-};
 use crate::validate::{RowAction, RowError};
 
-/// A job (API.md section 4).
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(as = Job)]
-pub struct JobView {
-    #[schema(example = "job_01JD8Z3K6W0Q2T5N8XJ4R7M9C1")]
-    pub id: String,
-    /// The module's key.
-    pub module: String,
-    /// The module's table.
-    pub table: String,
-    pub state: JobState,
-    pub mode: Mode,
-    pub on_error: OnError,
-    /// Made in simulation: commit and rollback touch no module table.
-    pub simulated: bool,
-    pub file: FileView,
-    pub submitter: Person,
-    pub counts: Counts,
-    /// File-level remarks that do not stop the job (columns not in the
-    /// module, …).
-    pub warnings: Vec<Warning>,
-    /// Why the job is `invalid` or `failed`, or why a rollback was refused.
-    pub problem: Option<JobProblem>,
-    /// The latest request at the Human-Gate.
-    pub gate: Option<GateView>,
-    /// Decisions taken at the gate, oldest first.
-    pub decisions: Vec<DecisionView>,
-    #[schema(format = DateTime)]
-    pub created_at: String,
-    #[schema(format = DateTime)]
-    pub updated_at: String,
-    pub links: JobLinks,
-}
-
-impl JobView {
-    /// The job as the API shows it: people masked.
-    pub fn new(job: &Job, people: &People) -> JobView {
-        let base = format!("/api/jobs/{}", job.id);
-        JobView {
-            id: job.id.clone(),
-            module: job.module.clone(),
-            table: job.table.clone(),
-            state: job.state,
-            mode: job.mode,
-            on_error: job.on_error,
-            simulated: job.simulated,
-            file: FileView {
-                name: job.file.name.clone(),
-                format: job.file.format,
-                bytes: job.file.bytes,
-                sha256: job.file.sha256.clone(),
-            },
-            submitter: people.person(&job.submitter),
-            counts: job.counts.clone(),
-            warnings: job.warnings.clone(),
-            problem: job.problem.clone(),
-            gate: job.gate.as_ref().map(|g| GateView {
-                action: g.action,
-                requested_at: time(&g.requested_at),
-                requested_by: people.person(&g.requested_by),
-            }),
-            decisions: job
-                .decisions
-                .iter()
-                .map(|d| DecisionView {
-                    action: d.action,
-                    decision: d.decision,
-                    by: d.by.as_deref().map(|b| people.person(b)),
-                    at: time(&d.at),
-                    comment: d.comment.clone(),
-                })
-                .collect(),
-            created_at: time(&job.created_at),
-            updated_at: time(&job.updated_at),
-            links: JobLinks {
-                preview: format!("{base}/preview"),
-                errors: format!("{base}/errors"),
-                events: format!("{base}/events"),
-                this: base,
-            },
-        }
-    }
-}
-
-/// The uploaded file.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct FileView {
-    /// The client's file name (last path segment), if it sent one.
-    pub name: Option<String>,
-    /// The format that was read.
-    pub format: Format,
-    pub bytes: i64,
-    /// SHA-256 of the bytes, hex.
-    #[schema(pattern = "^[0-9a-f]{64}$")]
-    pub sha256: String,
-}
-
-/// A request at the Human-Gate.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct GateView {
-    pub action: GateAction,
-    #[schema(format = DateTime)]
-    pub requested_at: String,
-    pub requested_by: Person,
-}
-
-/// A decision taken at the gate.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct DecisionView {
-    pub action: GateAction,
-    pub decision: DecisionKind,
-    /// Null when the service decided (`expired`).
-    pub by: Option<Person>,
-    #[schema(format = DateTime)]
-    pub at: String,
-    pub comment: Option<String>,
-}
-
-/// Where the job's parts are.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct JobLinks {
-    #[serde(rename = "self")]
-    #[schema(rename = "self")]
-    pub this: String,
-    pub preview: String,
-    pub errors: String,
-    pub events: String,
-}
+// The job as clients see it is the service's (the event feed shows it too).
+pub use crate::service::views::{
+    DecisionView, FileView, GateView, JobLinks, JobView, RequestPerson,
+};
 
 /// A page of jobs, newest first.
 #[derive(Debug, Serialize, ToSchema)]
@@ -333,6 +206,16 @@ pub struct KeyView {
     pub expires_at: Option<String>,
     #[schema(format = DateTime)]
     pub revoked_at: Option<String>,
+    /// The person the key belongs to: four-eyes is counted by person, and
+    /// a person may hold several keys (API.md section 1).
+    #[schema(example = "per_Xk29aQ7c")]
+    pub person_id: String,
+    /// The holder's email, when it was given.
+    pub email: Option<String>,
+    /// The key that issued this one; `null` for keys made at first start
+    /// or on the command line.
+    #[schema(example = "key_7Qf2")]
+    pub issued_by: Option<String>,
 }
 
 impl KeyView {
@@ -346,6 +229,9 @@ impl KeyView {
             created_at: time(&k.created_at),
             expires_at: k.expires_at.as_ref().map(time),
             revoked_at: k.revoked_at.as_ref().map(time),
+            person_id: k.person_id.clone(),
+            email: k.email.clone(),
+            issued_by: k.issued_by.clone(),
         }
     }
 }
@@ -364,14 +250,6 @@ pub struct NewKeyView {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct KeyList {
     pub keys: Vec<KeyView>,
-}
-
-/// The person who asked for a key: masked, with the key made for them.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct RequestPerson {
-    /// The key made at collection; null before.
-    pub key_id: Option<String>,
-    pub display: String,
 }
 
 /// A key request as every answer shows it: people masked, never the token.

@@ -1,12 +1,65 @@
-//! The tamper-evident ledger: every job event is a link whose hash covers
-//! its content and the previous link's hash, in one chain across all jobs.
-//! Editing, inserting or deleting an event behind the service's back breaks
-//! the chain at that link; a [`Verifier`] fed the links in order finds the
-//! first broken one.
+//! The tamper-evident ledger: every event is a link whose hash covers its
+//! content and the previous link's hash, in one chain across all jobs and
+//! keys. Editing, inserting or deleting an event behind the service's back
+//! breaks the chain at that link; a [`Verifier`] fed the links in order
+//! finds the first broken one.
+//!
+//! The hash is keyed (HMAC-SHA256 under a [`ChainKey`] kept outside the
+//! database): with a plain hash, whoever can write the database could
+//! recompute every link after an edit in a few lines of script.
 
 use chrono::{DateTime, Utc};
+use hmac::{KeyInit, Mac};
 use serde_json::json;
 use sha2::{Digest, Sha256};
+
+type HmacSha256 = hmac::Hmac<Sha256>;
+
+/// The ledger's secret (API.md section 9): links are HMAC-SHA256 under it.
+#[derive(Clone)]
+pub struct ChainKey([u8; 32]);
+
+impl ChainKey {
+    pub fn new(bytes: [u8; 32]) -> ChainKey {
+        ChainKey(bytes)
+    }
+
+    pub fn bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// A name for the key that reveals nothing of it: stored in the
+    /// database, so that a service started with another key file refuses
+    /// to extend a chain it cannot continue.
+    pub fn fingerprint(&self) -> String {
+        hex::encode(&self.mac(&[b"importgate ledger key fingerprint"])[..16])
+    }
+
+    /// A secret derived from the ledger's key for another use (a
+    /// webhook's signing secret): whoever lacks the key file cannot make it.
+    pub fn derive(&self, label: &str, parts: &[&[u8]]) -> [u8; 32] {
+        let mut all: Vec<&[u8]> = vec![label.as_bytes(), b"\n"];
+        all.extend_from_slice(parts);
+        let mut out = [0u8; 32];
+        out.copy_from_slice(&self.mac(&all));
+        out
+    }
+
+    fn mac(&self, parts: &[&[u8]]) -> Vec<u8> {
+        let mut m = <HmacSha256 as KeyInit>::new_from_slice(&self.0)
+            .expect("HMAC takes a key of any length");
+        for p in parts {
+            m.update(p);
+        }
+        m.finalize().into_bytes().to_vec()
+    }
+}
+
+impl std::fmt::Debug for ChainKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ChainKey({})", self.fingerprint())
+    }
+}
 
 /// The previous hash of the first link.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -32,9 +85,25 @@ pub struct Event {
 }
 
 impl Event {
-    /// SHA-256 of the previous hash and this link's content (canonical JSON).
-    pub fn hash(&self, prev_hash: &str) -> String {
-        let content = json!([
+    /// HMAC-SHA256 under the ledger's key of the previous hash and this
+    /// link's content (canonical JSON).
+    pub fn hash(&self, key: &ChainKey, prev_hash: &str) -> String {
+        let content = self.content();
+        hex::encode(key.mac(&[prev_hash.as_bytes(), b"\n", content.as_bytes()]))
+    }
+
+    /// The unkeyed SHA-256 links of ledgers written before the chain was
+    /// keyed: checked once, when such a ledger is sealed with its key.
+    pub fn legacy_hash(&self, prev_hash: &str) -> String {
+        let mut h = Sha256::new();
+        h.update(prev_hash.as_bytes());
+        h.update(b"\n");
+        h.update(self.content().as_bytes());
+        hex::encode(h.finalize())
+    }
+
+    fn content(&self) -> String {
+        json!([
             self.seq,
             self.job_id,
             self.n,
@@ -45,12 +114,8 @@ impl Event {
             self.actor,
             self.comment,
             self.detail,
-        ]);
-        let mut h = Sha256::new();
-        h.update(prev_hash.as_bytes());
-        h.update(b"\n");
-        h.update(content.to_string().as_bytes());
-        hex::encode(h.finalize())
+        ])
+        .to_string()
     }
 
     /// The detail as JSON (stored as text).
@@ -78,20 +143,20 @@ pub enum Verdict {
 /// Checks links in chain order, one at a time, remembering only the last
 /// hash: a chain of any length is verified in constant memory.
 pub struct Verifier {
+    key: ChainKey,
     prev: String,
     expected_seq: i64,
 }
 
-impl Default for Verifier {
-    fn default() -> Self {
+impl Verifier {
+    pub fn new(key: ChainKey) -> Verifier {
         Verifier {
+            key,
             prev: GENESIS.to_string(),
             expected_seq: 1,
         }
     }
-}
 
-impl Verifier {
     /// Checks the next link with its stored previous hash and hash; the
     /// verdict on the first one that does not hold.
     pub fn check(&mut self, link: &Event, prev_hash: &str, hash: &str) -> Result<(), Verdict> {
@@ -109,9 +174,9 @@ impl Verifier {
                 "its previous hash is not the hash of the link before".into(),
             ));
         }
-        if link.hash(prev_hash) != hash {
+        if link.hash(&self.key, prev_hash) != hash {
             return Err(broken(
-                "its content does not match its hash (edited)".into(),
+                "its content does not match its hash (edited, or sealed with another key)".into(),
             ));
         }
         self.prev = hash.to_string();
@@ -123,19 +188,11 @@ impl Verifier {
     pub fn links(&self) -> i64 {
         self.expected_seq - 1
     }
-}
 
-/// A job whose state is not where its last event left it.
-pub fn state_mismatch(job_id: &str, state: &str, logged: Option<&str>) -> Option<Verdict> {
-    (logged != Some(state)).then(|| Verdict::Broken {
-        seq: 0,
-        job_id: job_id.to_string(),
-        n: 0,
-        why: format!(
-            "the job is {state} but its ledger ends in {}",
-            logged.unwrap_or("nothing")
-        ),
-    })
+    /// The hash of the last link checked.
+    pub fn head(&self) -> &str {
+        &self.prev
+    }
 }
 
 #[cfg(test)]
@@ -157,39 +214,47 @@ mod tests {
         }
     }
 
+    fn key() -> ChainKey {
+        ChainKey::new([7; 32])
+    }
+
     #[test]
     fn any_change_changes_the_hash() {
-        let base = link(1).hash(GENESIS);
-        assert_eq!(base, link(1).hash(GENESIS), "deterministic");
+        let base = link(1).hash(&key(), GENESIS);
+        assert_eq!(base, link(1).hash(&key(), GENESIS), "deterministic");
         let mut edited = link(1);
         edited.comment = Some("".into());
-        assert_ne!(edited.hash(GENESIS), base);
-        assert_ne!(link(1).hash(&"1".repeat(64)), base);
+        assert_ne!(edited.hash(&key(), GENESIS), base);
+        assert_ne!(link(1).hash(&key(), &"1".repeat(64)), base);
+        // Without the key, the right hash cannot be made.
+        assert_ne!(link(1).hash(&ChainKey::new([8; 32]), GENESIS), base);
+        assert_ne!(link(1).legacy_hash(GENESIS), base);
+        assert_ne!(key().fingerprint(), ChainKey::new([8; 32]).fingerprint());
     }
 
     #[test]
     fn the_verifier_finds_an_edit_and_a_gap() {
         let first = link(1);
-        let h1 = first.hash(GENESIS);
+        let h1 = first.hash(&key(), GENESIS);
         let second = link(2);
-        let h2 = second.hash(&h1);
-        let mut v = Verifier::default();
+        let h2 = second.hash(&key(), &h1);
+        let mut v = Verifier::new(key());
         assert!(v.check(&first, GENESIS, &h1).is_ok());
         assert!(v.check(&second, &h1, &h2).is_ok());
         assert_eq!(v.links(), 2);
 
         let mut edited = link(2);
         edited.comment = Some("approved".into());
-        let mut v = Verifier::default();
+        let mut v = Verifier::new(key());
         v.check(&first, GENESIS, &h1).unwrap();
         assert!(matches!(
             v.check(&edited, &h1, &h2),
             Err(Verdict::Broken { seq: 2, .. })
         ));
 
-        let mut v = Verifier::default();
+        let mut v = Verifier::new(key());
         let third = link(3);
-        let h3 = third.hash(&h2);
+        let h3 = third.hash(&key(), &h2);
         v.check(&first, GENESIS, &h1).unwrap();
         assert!(
             matches!(v.check(&third, &h2, &h3), Err(Verdict::Broken { why, .. }) if why == "link 2 is missing")

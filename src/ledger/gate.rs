@@ -1,9 +1,11 @@
 //! The Human-Gate: who may make which move on a job, and what the move
 //! records.
 //!
-//! Four-eyes: the key that asked for a gate action (the submitter for a
-//! commit, the requester for a rollback) may neither approve nor reject that
-//! same action. A server option relaxes this for single-person demos.
+//! Four-eyes, by person (API.md section 1): no key of the person who
+//! uploaded a job or asked for its rollback may approve or reject its gate
+//! request, nor a key such a person issued after the job was uploaded (a
+//! fresh key minted to approve one's own upload). A server option relaxes
+//! this for single-person demos.
 
 use chrono::{DateTime, Utc};
 
@@ -21,6 +23,41 @@ pub enum Refusal {
     SelfApproval,
 }
 
+/// Whom the four-eyes rule bars from deciding a job's gate request.
+#[derive(Debug, Clone, Default)]
+pub struct FourEyes {
+    /// The persons of the keys [`parties`] names.
+    pub barred: Vec<String>,
+    /// The server option for single-person demos.
+    pub relaxed: bool,
+}
+
+/// The keys whose persons may not decide a job's gate request: its
+/// submitter and the requester of its gate action.
+pub fn parties(job: &Job) -> Vec<&str> {
+    let mut keys = vec![job.submitter.as_str()];
+    if let Some(g) = &job.gate
+        && g.requested_by != job.submitter
+    {
+        keys.push(g.requested_by.as_str());
+    }
+    keys
+}
+
+/// Whether the four-eyes rule keeps `caller` from deciding `job`.
+fn barred(job: &Job, caller: &KeyRecord, rule: &FourEyes) -> bool {
+    if rule.relaxed {
+        return false;
+    }
+    let own = parties(job).contains(&caller.id.as_str()) || rule.barred.contains(&caller.person_id);
+    let minted_after = caller.created_at > job.created_at
+        && caller
+            .issuer_person
+            .as_ref()
+            .is_some_and(|p| rule.barred.contains(p));
+    own || minted_after
+}
+
 /// The moves a person makes on a job.
 pub const PERSONS_MOVES: [Move; 4] = [Move::Approve, Move::Reject, Move::Cancel, Move::Rollback];
 
@@ -29,7 +66,7 @@ pub fn authorize(
     job: &Job,
     event: Move,
     caller: &KeyRecord,
-    allow_self_approval: bool,
+    rule: &FourEyes,
 ) -> Result<JobState, Refusal> {
     let deciding = matches!(event, Move::Approve | Move::Reject);
     if deciding && !caller.role.can_decide() {
@@ -48,8 +85,7 @@ pub fn authorize(
     let to = next(job.state, event).ok_or(Refusal::InvalidState(job.state))?;
     match event {
         Move::Approve | Move::Reject => {
-            let requester = job.gate.as_ref().map(|g| g.requested_by.as_str());
-            if requester == Some(caller.id.as_str()) && !allow_self_approval {
+            if barred(job, caller, rule) {
                 return Err(Refusal::SelfApproval);
             }
         }
@@ -71,6 +107,23 @@ pub fn authorize(
     Ok(to)
 }
 
+/// When the rollback window of a committed job closed, if it has by `now`:
+/// `window` after the commit (API.md section 10, `rollback_days`). A
+/// rollback is refused from then on, and the job's staged rows — what a
+/// rollback restores from — are purged. A purged job's window is closed
+/// whatever the setting says now.
+pub fn rollback_closed(
+    job: &Job,
+    window: chrono::Duration,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    let closes = job.committed_at.map(|c| c + window);
+    match (closes, job.purged_at) {
+        (Some(c), _) if now >= c => Some(c),
+        (_, purged) => purged,
+    }
+}
+
 /// The gate action a job's request is about, by the state it waits in.
 pub fn action_of(state: JobState) -> GateAction {
     match state {
@@ -87,10 +140,10 @@ pub fn apply(
     event: Move,
     caller: &KeyRecord,
     comment: Option<&str>,
-    allow_self_approval: bool,
+    rule: &FourEyes,
     now: DateTime<Utc>,
 ) -> Result<Job, Refusal> {
-    let to = authorize(job, event, caller, allow_self_approval)?;
+    let to = authorize(job, event, caller, rule)?;
     let mut after = job.clone();
     after.state = to;
     after.updated_at = now;
@@ -114,6 +167,7 @@ pub fn apply(
         by: Some(caller.id.clone()),
         at: now,
         comment: comment.map(str::to_string),
+        issued_by: caller.issued_by.clone(),
     });
     Ok(after)
 }
@@ -133,6 +187,18 @@ mod tests {
             created_at: chrono::Utc::now(),
             expires_at: None,
             revoked_at: None,
+            person_id: format!("per_{id}"),
+            email: None,
+            issued_by: None,
+            issuer_person: None,
+        }
+    }
+
+    /// The rule as the service makes it: each test key its own person.
+    fn rule(job: &Job, relaxed: bool) -> FourEyes {
+        FourEyes {
+            barred: parties(job).iter().map(|k| format!("per_{k}")).collect(),
+            relaxed,
         }
     }
 
@@ -151,14 +217,44 @@ mod tests {
         let submitter = key("key_sub", Role::Admin);
         for m in [Move::Approve, Move::Reject] {
             assert_eq!(
-                authorize(&waiting(), m, &submitter, false),
+                authorize(&waiting(), m, &submitter, &rule(&waiting(), false)),
                 Err(Refusal::SelfApproval)
             );
         }
         assert_eq!(
-            authorize(&waiting(), Move::Approve, &submitter, true),
+            authorize(
+                &waiting(),
+                Move::Approve,
+                &submitter,
+                &rule(&waiting(), true)
+            ),
             Ok(JobState::Committing),
             "the demo option relaxes it"
+        );
+    }
+
+    #[test]
+    fn another_key_of_the_same_person_or_one_they_minted_after_the_upload_may_not_decide() {
+        let job = waiting();
+        let four_eyes = rule(&job, false);
+        let mut second = key("key_second", Role::Approver);
+        second.person_id = "per_key_sub".into();
+        assert_eq!(
+            authorize(&job, Move::Approve, &second, &four_eyes),
+            Err(Refusal::SelfApproval)
+        );
+        let mut minted = key("key_minted", Role::Approver);
+        minted.issuer_person = Some("per_key_sub".into());
+        minted.created_at = job.created_at + chrono::Duration::seconds(1);
+        assert_eq!(
+            authorize(&job, Move::Reject, &minted, &four_eyes),
+            Err(Refusal::SelfApproval)
+        );
+        minted.created_at = job.created_at - chrono::Duration::seconds(1);
+        assert_eq!(
+            authorize(&job, Move::Approve, &minted, &four_eyes),
+            Ok(JobState::Committing),
+            "a key issued before the upload is another person's"
         );
     }
 
@@ -166,7 +262,7 @@ mod tests {
     fn a_submitter_key_may_not_decide() {
         let other = key("key_other", Role::Submitter);
         assert!(matches!(
-            authorize(&waiting(), Move::Approve, &other, false),
+            authorize(&waiting(), Move::Approve, &other, &rule(&waiting(), false)),
             Err(Refusal::Forbidden(_))
         ));
     }
@@ -175,17 +271,27 @@ mod tests {
     fn only_the_submitter_or_an_admin_cancels() {
         let approver = key("key_apr", Role::Approver);
         assert!(matches!(
-            authorize(&waiting(), Move::Cancel, &approver, false),
+            authorize(
+                &waiting(),
+                Move::Cancel,
+                &approver,
+                &rule(&waiting(), false)
+            ),
             Err(Refusal::Forbidden(_))
         ));
         let admin = key("key_adm", Role::Admin);
         assert_eq!(
-            authorize(&waiting(), Move::Cancel, &admin, false),
+            authorize(&waiting(), Move::Cancel, &admin, &rule(&waiting(), false)),
             Ok(JobState::Cancelled)
         );
         let submitter = key("key_sub", Role::Submitter);
         assert_eq!(
-            authorize(&waiting(), Move::Cancel, &submitter, false),
+            authorize(
+                &waiting(),
+                Move::Cancel,
+                &submitter,
+                &rule(&waiting(), false)
+            ),
             Ok(JobState::Cancelled)
         );
     }
@@ -195,11 +301,21 @@ mod tests {
         let approver = key("key_apr", Role::Approver);
         let committed = job(JobState::Committed, OnError::Fail);
         assert_eq!(
-            authorize(&committed, Move::Approve, &approver, false),
+            authorize(
+                &committed,
+                Move::Approve,
+                &approver,
+                &rule(&committed, false)
+            ),
             Err(Refusal::InvalidState(JobState::Committed))
         );
         assert!(matches!(
-            authorize(&waiting(), Move::Written, &approver, false),
+            authorize(
+                &waiting(),
+                Move::Written,
+                &approver,
+                &rule(&waiting(), false)
+            ),
             Err(Refusal::Forbidden(_))
         ));
     }
@@ -219,7 +335,7 @@ mod tests {
             Move::Rollback,
             &approver,
             Some("wrong file"),
-            false,
+            &rule(&committed, false),
             now,
         )
         .unwrap();
@@ -231,16 +347,79 @@ mod tests {
             (GateAction::Rollback, "key_apr")
         );
         assert!(matches!(
-            apply(&pending, Move::Approve, &approver, None, false, now),
+            apply(
+                &pending,
+                Move::Approve,
+                &approver,
+                None,
+                &rule(&pending, false),
+                now
+            ),
             Err(Refusal::SelfApproval)
         ));
         let other = key("key_other", Role::Approver);
-        let rolling = apply(&pending, Move::Approve, &other, Some("ok"), false, now).unwrap();
+        let rolling = apply(
+            &pending,
+            Move::Approve,
+            &other,
+            Some("ok"),
+            &rule(&pending, false),
+            now,
+        )
+        .unwrap();
         let d = rolling.decisions.last().unwrap();
         assert_eq!(rolling.state, JobState::RollingBack);
         assert_eq!(
             (d.action, d.decision, d.comment.as_deref()),
             (GateAction::Rollback, DecisionKind::Approved, Some("ok"))
         );
+    }
+
+    #[test]
+    fn the_rollback_window_closes_after_the_commit_and_the_purge_follows() {
+        use crate::ledger::outcome::{PurgeReason, purge_due};
+        let day = chrono::Duration::days(1);
+        let mut j = job(JobState::Committed, OnError::Fail);
+        let at = j.updated_at;
+        assert_eq!(
+            rollback_closed(&j, day, at + day * 5),
+            None,
+            "never committed"
+        );
+        j.committed_at = Some(at);
+        // A later move (a rollback asked and refused) does not move the window.
+        j.updated_at = at + day * 2;
+        assert_eq!(rollback_closed(&j, day * 3, at + day * 2), None);
+        assert_eq!(
+            rollback_closed(&j, day * 3, at + day * 3),
+            Some(at + day * 3)
+        );
+        assert_eq!(purge_due(&j, day, day * 3, at + day * 2), None);
+        assert_eq!(
+            purge_due(&j, day, day * 3, at + day * 4),
+            Some(PurgeReason::RollbackWindow)
+        );
+        j.purged_at = Some(at + day * 4);
+        assert_eq!(purge_due(&j, day, day * 3, at + day * 9), None, "once");
+        assert_eq!(
+            rollback_closed(&j, day * 30, at + day * 5),
+            Some(at + day * 4),
+            "purged: closed whatever the setting says now"
+        );
+    }
+
+    #[test]
+    fn jobs_ended_without_a_commit_are_purged_after_the_retention_time() {
+        use crate::ledger::outcome::{PurgeReason, purge_due};
+        let day = chrono::Duration::days(1);
+        let j = job(JobState::Rejected, OnError::Fail);
+        let at = j.updated_at;
+        assert_eq!(purge_due(&j, day * 2, day, at + day), None);
+        assert_eq!(
+            purge_due(&j, day * 2, day, at + day * 3),
+            Some(PurgeReason::Retention)
+        );
+        let waiting = job(JobState::AwaitingApproval, OnError::Fail);
+        assert_eq!(purge_due(&waiting, day, day, at + day * 99), None);
     }
 }

@@ -166,6 +166,10 @@ pub struct Decision {
     pub at: DateTime<Utc>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    /// The key that issued the deciding key (API.md section 1), when one
+    /// did (not for keys made at first start or on the command line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_by: Option<String>,
 }
 
 /// The code of a job's problem: a client switches on it.
@@ -319,6 +323,10 @@ pub struct Job {
     pub decisions: Vec<Decision>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// When the commit was written (the ledger's `written` event), if it was.
+    pub committed_at: Option<DateTime<Utc>>,
+    /// When the job's staged rows and stored file were purged, if they were.
+    pub purged_at: Option<DateTime<Utc>>,
 }
 
 /// RFC 3339 in UTC, as every response shows time.

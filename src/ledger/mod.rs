@@ -7,9 +7,11 @@
 //! expiry) are worked out in [`outcome`], the moves people make in [`gate`].
 
 pub mod chain;
+pub mod events;
 pub mod gate;
 pub mod job;
 pub mod outcome;
+pub mod replay;
 
 use serde::{Deserialize, Serialize};
 
@@ -74,15 +76,18 @@ impl JobState {
     }
 
     /// States in which the service (not a person) has work to do: those
-    /// the table leaves only by a move the service makes.
+    /// the table leaves only by a move the service makes. Notes that leave
+    /// the job where it is (`interrupted`, `purged`) do not count: a
+    /// terminal state with a purge note is no work state.
     pub fn is_work(self) -> bool {
-        let mut out = MOVES.iter().filter(|(from, _, _)| *from == self).peekable();
+        let mut out = leaving(self).peekable();
         out.peek().is_some() && out.all(|(_, event, _)| event.by_service())
     }
 
-    /// No move leaves the state.
+    /// No move leads out of the state (a note that stays in it, such as
+    /// `purged`, does not).
     pub fn is_terminal(self) -> bool {
-        MOVES.iter().all(|(from, _, _)| *from != self)
+        leaving(self).next().is_none()
     }
 
     /// The states a worker picks jobs up in, from the table.
@@ -98,6 +103,13 @@ impl JobState {
             .map(|(from, _, _)| *from)
             .collect()
     }
+}
+
+/// The moves from `state` to another state (notes to itself left out).
+fn leaving(state: JobState) -> impl Iterator<Item = &'static (JobState, Move, JobState)> {
+    MOVES
+        .iter()
+        .filter(move |(from, _, to)| *from == state && *to != state)
 }
 
 /// An event that moves a job.
@@ -133,9 +145,14 @@ pub enum Move {
     /// restart took the job back: a note in the ledger, the job stays in
     /// its work state and the work starts again.
     Interrupted,
+    /// The job's staged rows and stored file were removed (API.md section
+    /// 10: retention after a job ended without a commit, or the rollback
+    /// window closed after one). A note: the job stays where it is; its
+    /// record, events and error list remain.
+    Purged,
 }
 
-pub const ALL_MOVES: [Move; 15] = [
+pub const ALL_MOVES: [Move; 16] = [
     Move::Upload,
     Move::FileFailure,
     Move::RowErrors,
@@ -151,6 +168,7 @@ pub const ALL_MOVES: [Move; 15] = [
     Move::RollbackConflict,
     Move::GaveUp,
     Move::Interrupted,
+    Move::Purged,
 ];
 
 impl Move {
@@ -171,6 +189,7 @@ impl Move {
             Move::RollbackConflict => "rollback_conflict",
             Move::GaveUp => "gave_up",
             Move::Interrupted => "interrupted",
+            Move::Purged => "purged",
         }
     }
 
@@ -246,6 +265,24 @@ pub const MOVES: &[(JobState, Move, JobState)] = &[
         Move::Interrupted,
         JobState::RollingBack,
     ),
+    (JobState::Invalid, Move::Purged, JobState::Invalid),
+    (JobState::Failed, Move::Purged, JobState::Failed),
+    (JobState::Rejected, Move::Purged, JobState::Rejected),
+    (JobState::Cancelled, Move::Purged, JobState::Cancelled),
+    (JobState::Expired, Move::Purged, JobState::Expired),
+    (JobState::RolledBack, Move::Purged, JobState::RolledBack),
+    (JobState::Committed, Move::Purged, JobState::Committed),
+];
+
+/// The states a job ends in without a commit: their staged rows and stored
+/// file are purged after the retention time (API.md section 10).
+pub const ENDED_WITHOUT_COMMIT: [JobState; 6] = [
+    JobState::Invalid,
+    JobState::Failed,
+    JobState::Rejected,
+    JobState::Cancelled,
+    JobState::Expired,
+    JobState::RolledBack,
 ];
 
 /// The state every job starts in, by [`Move::Upload`].
@@ -332,6 +369,22 @@ mod tests {
             Some(JobState::Committed),
             "a rollback given up leaves the import as it was"
         );
+    }
+
+    #[test]
+    fn a_purge_is_a_note_on_ended_and_committed_jobs_and_moves_nothing() {
+        let mut sources = ENDED_WITHOUT_COMMIT.to_vec();
+        sources.push(JobState::Committed);
+        assert_eq!(JobState::sources_of(Move::Purged), sources);
+        for s in sources {
+            assert_eq!(next(s, Move::Purged), Some(s));
+            assert!(!s.is_work(), "{s:?}: a purge is no work to claim");
+        }
+        for s in ENDED_WITHOUT_COMMIT {
+            assert!(s.is_terminal(), "{s:?} stays terminal");
+        }
+        assert!(!JobState::Committed.is_terminal(), "a rollback leaves it");
+        assert!(Move::Purged.by_service());
     }
 
     #[test]

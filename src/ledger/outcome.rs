@@ -127,6 +127,9 @@ pub fn committed(job: &Job, result: Commit, now: DateTime<Utc>) -> Option<(Move,
     };
     let mut after = moved(job, event, now)?;
     after.problem = problem;
+    if event == Move::Written {
+        after.committed_at = Some(now);
+    }
     Some((event, after))
 }
 
@@ -181,6 +184,52 @@ pub fn interrupted(job: &Job, now: DateTime<Utc>) -> Option<Job> {
     moved(job, Move::Interrupted, now)
 }
 
+/// Why a job's staged rows and stored file are purged (API.md section 10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PurgeReason {
+    /// It ended without a commit longer than the retention time ago.
+    Retention,
+    /// It was committed and its rollback window closed.
+    RollbackWindow,
+}
+
+impl PurgeReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PurgeReason::Retention => "retention",
+            PurgeReason::RollbackWindow => "rollback_window",
+        }
+    }
+}
+
+/// Whether `job` is due for a purge at `now`, and why: it ended without a
+/// commit and has not moved for longer than `retention`, or it is
+/// committed and its rollback window (`window` after the commit) closed.
+/// Never twice.
+pub fn purge_due(
+    job: &Job,
+    retention: chrono::Duration,
+    window: chrono::Duration,
+    now: DateTime<Utc>,
+) -> Option<PurgeReason> {
+    if job.purged_at.is_some() || next(job.state, Move::Purged).is_none() {
+        return None;
+    }
+    if super::ENDED_WITHOUT_COMMIT.contains(&job.state) {
+        (now - job.updated_at > retention).then_some(PurgeReason::Retention)
+    } else {
+        super::gate::rollback_closed(job, window, now).map(|_| PurgeReason::RollbackWindow)
+    }
+}
+
+/// The note that a job's staged rows and stored file were purged; the job
+/// stays where it was.
+pub fn purged(job: &Job, now: DateTime<Utc>) -> Option<Job> {
+    let mut after = moved(job, Move::Purged, now)?;
+    after.purged_at = Some(now);
+    Some(after)
+}
+
 /// The job after its approval time limit passed without a decision, if it
 /// is still waiting at the gate.
 pub fn expired(job: &Job, now: DateTime<Utc>) -> Option<Job> {
@@ -191,6 +240,7 @@ pub fn expired(job: &Job, now: DateTime<Utc>) -> Option<Job> {
         by: None,
         at: now,
         comment: None,
+        issued_by: None,
     });
     Some(after)
 }
@@ -227,6 +277,8 @@ pub(crate) mod tests {
             decisions: vec![],
             created_at: at,
             updated_at: at,
+            committed_at: None,
+            purged_at: None,
         }
     }
 

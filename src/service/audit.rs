@@ -1,20 +1,26 @@
 //! `importgate ledger verify`: reads the whole hash chain page by page and
-//! has the ledger's [`Verifier`] check each link, then checks that every
-//! job's state is where its last event left it.
+//! has the ledger's [`Verifier`] check each link under the ledger's key,
+//! compares the chain's head with the checkpoint kept outside the
+//! database, then checks every job row against the events it derives from.
 
-use crate::ledger::chain::{Verdict, Verifier, state_mismatch};
+use std::path::Path;
+
+use crate::ledger::chain::{ChainKey, Verdict, Verifier};
+use crate::ledger::replay;
 use crate::store::{self, Db};
 
 /// Links or jobs read at a time.
 const PAGE: i64 = 5000;
 
-/// Recomputes the whole chain and checks every job against its events.
-pub async fn verify(db: &Db) -> store::Result<Verdict> {
+/// Recomputes the whole chain, compares its head with the last one
+/// recorded in `checkpoint` (when given), and checks every job against
+/// its events.
+pub async fn verify(db: &Db, key: &ChainKey, checkpoint: Option<&Path>) -> anyhow::Result<Verdict> {
     let mut pooled = db.acquire().await?;
     let mut conn = pooled.conn();
-    let mut verifier = Verifier::default();
+    let mut verifier = Verifier::new(key.clone());
     loop {
-        let page = store::jobs::links(&mut conn, verifier.links(), PAGE).await?;
+        let page = store::ledger::links(&mut conn, verifier.links(), PAGE).await?;
         if page.is_empty() {
             break;
         }
@@ -24,17 +30,27 @@ pub async fn verify(db: &Db) -> store::Result<Verdict> {
             }
         }
     }
+    if let Some(path) = checkpoint
+        && let Some(broken) = against_checkpoint(&mut conn, &verifier, path).await?
+    {
+        return Ok(broken);
+    }
     let mut jobs = 0;
     let mut after = String::new();
     loop {
-        let page = store::jobs::states(&mut conn, &after, PAGE).await?;
+        let page = store::jobs::page(&mut conn, &after, PAGE).await?;
         let Some(last) = page.last() else { break };
-        after = last.0.clone();
-        for (id, state) in &page {
+        after = last.id.clone();
+        for job in &page {
             jobs += 1;
-            let logged = store::jobs::last_event_state(&mut conn, id).await?;
-            if let Some(broken) = state_mismatch(id, state, logged.as_deref()) {
-                return Ok(broken);
+            let events = store::jobs::events(&mut conn, &job.id).await?;
+            if let Some(why) = replay::mismatch(job, &events) {
+                return Ok(Verdict::Broken {
+                    seq: 0,
+                    job_id: job.id.clone(),
+                    n: 0,
+                    why,
+                });
             }
         }
     }
@@ -42,4 +58,41 @@ pub async fn verify(db: &Db) -> store::Result<Verdict> {
         links: verifier.links(),
         jobs,
     })
+}
+
+/// The chain must still hold the head the checkpoint last recorded: a
+/// shorter chain lost its newest events, another hash means the links up
+/// to it were replaced.
+async fn against_checkpoint(
+    conn: &mut store::Conn<'_>,
+    verified: &Verifier,
+    path: &Path,
+) -> anyhow::Result<Option<Verdict>> {
+    let Some((links, hash)) = super::seal::last_checkpoint(path)? else {
+        return Ok(None);
+    };
+    let broken = |why: String| {
+        Some(Verdict::Broken {
+            seq: links,
+            job_id: String::new(),
+            n: 0,
+            why,
+        })
+    };
+    if verified.links() < links {
+        return Ok(broken(format!(
+            "the checkpoint {} recorded {links} events, but the ledger holds only {}: \
+             the newest events were deleted",
+            path.display(),
+            verified.links()
+        )));
+    }
+    let page = store::ledger::links(conn, links - 1, 1).await?;
+    match page.first() {
+        Some((_, _, h)) if *h == hash => Ok(None),
+        _ => Ok(broken(format!(
+            "event {links} is not the one the checkpoint {} recorded: the ledger was rewritten",
+            path.display()
+        ))),
+    }
 }

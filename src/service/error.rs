@@ -3,7 +3,10 @@
 //! problem in one place (`http::problem`), the console into a page of its
 //! own (`console::Fail`), and the CLI and the demo print it.
 
+use chrono::{DateTime, Utc};
+
 use crate::ledger::gate::Refusal;
+use crate::ledger::job::time;
 use crate::ledger::{Job, Move};
 use crate::store::StoreError;
 
@@ -84,6 +87,23 @@ pub enum Error {
         state: crate::keys::RequestState,
         detail: String,
     },
+    /// A rollback asked for after the rollback window closed (API.md
+    /// section 10).
+    #[error(
+        "the rollback window of {id} closed at {closed} ({window} after its commit); \
+         it can no longer be rolled back, and its staged rows and stored file are purged"
+    )]
+    RollbackExpired {
+        id: String,
+        closed: String,
+        window: String,
+    },
+    /// What a job's purge removed (its preview) was asked for.
+    #[error(
+        "the preview of {id} is gone: its staged rows and stored file were purged at {at}, \
+         {why}; the job, its events and its error list remain"
+    )]
+    Purged { id: String, at: String, why: String },
     /// Too many requests of a kind, from a client or in all.
     #[error("{message}")]
     TooMany { message: String, retry_after: u64 },
@@ -130,6 +150,29 @@ impl Error {
         }
     }
 
+    /// A rollback refused because the window closed at `closed`.
+    pub fn rollback_expired(job: &Job, closed: DateTime<Utc>, window_secs: i64) -> Error {
+        Error::RollbackExpired {
+            id: job.id.clone(),
+            closed: time(&closed),
+            window: span(window_secs),
+        }
+    }
+
+    /// The preview of a purged job.
+    pub fn purged(job: &Job, at: DateTime<Utc>, retention_secs: i64) -> Error {
+        let why = if job.committed_at.is_some() {
+            "when its rollback window closed".to_string()
+        } else {
+            format!("{} after it ended without a commit", span(retention_secs))
+        };
+        Error::Purged {
+            id: job.id.clone(),
+            at: time(&at),
+            why,
+        }
+    }
+
     /// The gate's refusal of a person's move.
     pub fn refused(job: &Job, event: Move, refusal: Refusal) -> Error {
         match refusal {
@@ -158,6 +201,8 @@ impl Error {
             Error::SlowBody { .. } => "request_timeout",
             Error::AlreadyCollected { .. } => "already_collected",
             Error::TooMany { .. } => "rate_limited",
+            Error::RollbackExpired { .. } => "rollback_expired",
+            Error::Purged { .. } => "purged",
             Error::Closed { state, .. } => match state {
                 crate::keys::RequestState::Withdrawn => "withdrawn",
                 _ => "expired",
@@ -165,6 +210,17 @@ impl Error {
             Error::Store(_) | Error::Internal(_) => "internal",
         }
     }
+}
+
+/// A length of time as a setting reads: whole days, whole hours, or seconds.
+pub fn span(secs: i64) -> String {
+    let (n, unit) = match secs {
+        s if s % 86_400 == 0 => (s / 86_400, "day"),
+        s if s % 3600 == 0 => (s / 3600, "hour"),
+        s => (s, "second"),
+    };
+    let plural = if n == 1 { "" } else { "s" };
+    format!("{n} {unit}{plural}")
 }
 
 impl From<anyhow::Error> for Error {

@@ -50,15 +50,25 @@ pub async fn make_move(app: &App, actor: &KeyRecord, req: MoveRequest<'_>) -> Re
         return Err(Error::job_state(&now, req.event));
     }
     check_etag(&job, req.if_match)?;
+    let rule = four_eyes(app, &job).await?;
     let after = gate::apply(
         &job,
         req.event,
         actor,
         comment.as_deref(),
-        app.settings.allow_self_approval,
+        &rule,
         store::now(),
     )
     .map_err(|r| Error::refused(&job, req.event, r))?;
+    if req.event == Move::Rollback
+        && let Some(closed) = rollback_closed(app, &job)
+    {
+        return Err(Error::rollback_expired(
+            &job,
+            closed,
+            app.settings.limits.rollback_secs,
+        ));
+    }
     let mut after = after;
     if req.event == Move::Rollback {
         // The approver of the rollback sees what it would leave naming
@@ -67,14 +77,20 @@ pub async fn make_move(app: &App, actor: &KeyRecord, req: MoveRequest<'_>) -> Re
         after.warnings.extend(orphan_warnings(app, &job).await?);
     }
     let mut tx = app.db.begin().await?;
+    // A decision's issuer is in its event too, so `ledger verify` can
+    // check the job's decisions against the chain.
+    let detail = (req.event != Move::Rollback)
+        .then_some(actor.issued_by.as_ref())
+        .flatten()
+        .map(|by| serde_json::json!({ "issued_by": by }));
     let by = MoveBy {
         event: req.event,
         actor: Some(&actor.id),
         comment: comment.as_deref(),
-        detail: None,
+        detail,
         lease_owner: None,
     };
-    if !store::jobs::transition(&mut tx.conn(), &job, &after, by).await? {
+    if !store::jobs::transition(&mut tx.conn(), &app.seal.key, &job, &after, by).await? {
         tx.rollback().await?;
         // Somebody moved the job first: answer from its state now.
         let now = jobs::get(app, actor, req.job_id).await?;
@@ -83,11 +99,25 @@ pub async fn make_move(app: &App, actor: &KeyRecord, req: MoveRequest<'_>) -> Re
     tx.commit().await?;
     app.job_moved.notify_waiters();
     tracing::info!(job = %job.id, event = req.event.as_str(), to = after.state.as_str(), "gate move");
+    if let Err(e) = app.seal.checkpoint(&app.db).await {
+        tracing::warn!(error = %e, "could not append the ledger's head to the checkpoint");
+    }
     if after.state.is_work() {
         app.work.notify_one();
     }
     after.version += 1;
     Ok(after)
+}
+
+/// The four-eyes rule for `job` (API.md section 1): the persons behind
+/// its submitter and its gate request's requester.
+pub async fn four_eyes(app: &App, job: &Job) -> Result<gate::FourEyes> {
+    let mut c = app.db.acquire().await?;
+    let barred = store::keys::persons_of(&mut c.conn(), &gate::parties(job)).await?;
+    Ok(gate::FourEyes {
+        barred,
+        relaxed: app.settings.allow_self_approval,
+    })
 }
 
 /// What rolling back `job` would orphan in the modules that refer to its
@@ -107,6 +137,13 @@ async fn orphan_warnings(app: &App, job: &Job) -> Result<Vec<Warning>> {
     };
     let found = references::orphans(&mut c.conn(), &stage, &referrers, false, 0).await?;
     Ok(found.iter().map(references::Orphans::warning).collect())
+}
+
+/// When the rollback window of a committed job closed, if it has (the
+/// console leaves the rollback out then).
+pub fn rollback_closed(app: &App, job: &Job) -> Option<chrono::DateTime<chrono::Utc>> {
+    let window = chrono::Duration::seconds(app.settings.limits.rollback_secs);
+    gate::rollback_closed(job, window, store::now())
 }
 
 /// Whether a job waiting at the gate has waited past the approval time

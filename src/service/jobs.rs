@@ -117,6 +117,10 @@ pub async fn preview(
     offset: i64,
     limit: i64,
 ) -> Result<PreviewPage> {
+    if let Some(at) = job.purged_at {
+        // What the preview showed is gone; the job and its errors are not.
+        return Err(Error::purged(job, at, app.settings.limits.retention_secs));
+    }
     let mut c = app.db.acquire().await?;
     // A job never validated, or of a module the catalog no longer has,
     // has no rows to show.

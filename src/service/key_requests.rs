@@ -6,9 +6,10 @@
 //! database; the claim token is kept only as a hash. The requester's name
 //! and email are masked wherever a request is shown and never logged.
 
+use serde_json::json;
 use subtle::ConstantTimeEq;
 
-use super::keys::NewKey;
+use super::keys::{NewKey, log};
 use super::{App, Error, Result, admin_only};
 use crate::keys::{self, KeyRecord, KeyRequest, RequestState};
 use crate::store;
@@ -24,7 +25,7 @@ pub struct Ask {
     pub reason: String,
 }
 
-fn check_email(email: &str) -> Result<()> {
+pub(super) fn check_email(email: &str) -> Result<()> {
     let ok = email.len() <= 254
         && !email.chars().any(|c| c.is_whitespace() || c.is_control())
         && email
@@ -120,8 +121,22 @@ pub async fn submit(app: &App, client: &str, ask: Ask) -> Result<(KeyRequest, St
         key_id: None,
         collected_at: None,
     };
-    let mut c = app.db.acquire().await?;
-    store::key_requests::insert(&mut c.conn(), &r).await?;
+    let mut tx = app.db.begin().await?;
+    store::key_requests::insert(&mut tx.conn(), &r).await?;
+    let detail = json!({"role": r.role.as_str(), "modules": r.modules});
+    let states = (None, r.state.as_str());
+    log(
+        app,
+        &mut tx.conn(),
+        &r.id,
+        "key_request_created",
+        states,
+        None,
+        detail,
+    )
+    .await?;
+    tx.commit().await?;
+    app.job_moved.notify_waiters();
     tracing::info!(request = %r.id, role = r.role.as_str(), "key requested");
     Ok((r, token))
 }
@@ -141,25 +156,38 @@ pub async fn expire_due(app: &App) -> Result<u64> {
 pub async fn withdraw(app: &App, actor: &KeyRecord, id: &str) -> Result<KeyRequest> {
     admin_only(actor)?;
     expire_due(app).await?;
-    let mut c = app.db.acquire().await?;
-    let r = store::key_requests::get(&mut c.conn(), id)
+    let mut tx = app.db.begin().await?;
+    let mut c = tx.conn();
+    let r = store::key_requests::get(&mut c, id)
         .await?
         .ok_or_else(|| Error::not_found("key request", id))?;
     super::keys::within_scope(actor, &r.modules)?;
-    if !store::key_requests::withdraw(&mut c.conn(), id).await? {
-        let now = store::key_requests::get(&mut c.conn(), id)
-            .await?
-            .unwrap_or(r);
+    if !store::key_requests::withdraw(&mut c, id).await? {
+        let now = store::key_requests::get(&mut c, id).await?.unwrap_or(r);
         return Err(Error::InvalidState {
             title: "Only an approved request not yet collected can be withdrawn",
             detail: format!("{} is {}", now.id, now.state.as_str()),
             state: now.state.as_str().to_string(),
         });
     }
-    tracing::info!(request = %id, by = %actor.id, "key request withdrawn");
-    store::key_requests::get(&mut c.conn(), id)
+    let states = (Some("approved"), "withdrawn");
+    log(
+        app,
+        &mut c,
+        id,
+        "key_request_withdrawn",
+        states,
+        Some(actor),
+        json!({}),
+    )
+    .await?;
+    let r = store::key_requests::get(&mut c, id)
         .await?
-        .ok_or_else(|| Error::not_found("key request", id))
+        .ok_or_else(|| Error::not_found("key request", id))?;
+    tx.commit().await?;
+    app.job_moved.notify_waiters();
+    tracing::info!(request = %id, by = %actor.id, "key request withdrawn");
+    Ok(r)
 }
 
 /// Key requests (admins), newest first, a page of at most `limit` older
@@ -201,8 +229,9 @@ pub async fn decide(
     admin_only(actor)?;
     let comment = super::comment(comment)?;
     expire_due(app).await?;
-    let mut c = app.db.acquire().await?;
-    let r = store::key_requests::get(&mut c.conn(), id)
+    let mut tx = app.db.begin().await?;
+    let mut c = tx.conn();
+    let r = store::key_requests::get(&mut c, id)
         .await?
         .ok_or_else(|| Error::not_found("key request", id))?;
     if approve {
@@ -214,19 +243,31 @@ pub async fn decide(
         RequestState::Denied
     };
     if r.state != RequestState::Pending
-        || !store::key_requests::decide(&mut c.conn(), id, to, &actor.id, comment.as_deref())
-            .await?
+        || !store::key_requests::decide(&mut c, id, to, &actor.id, comment.as_deref()).await?
     {
         // Somebody decided first: answer from the state now.
-        let now = store::key_requests::get(&mut c.conn(), id)
-            .await?
-            .unwrap_or(r);
+        let now = store::key_requests::get(&mut c, id).await?.unwrap_or(r);
         return Err(not_pending(&now));
     }
-    tracing::info!(request = %id, by = %actor.id, decision = to.as_str(), "key request decided");
-    store::key_requests::get(&mut c.conn(), id)
+    let detail = json!({"decision": to.as_str(), "comment": comment});
+    let states = (Some("pending"), to.as_str());
+    log(
+        app,
+        &mut c,
+        id,
+        "key_request_decided",
+        states,
+        Some(actor),
+        detail,
+    )
+    .await?;
+    let r = store::key_requests::get(&mut c, id)
         .await?
-        .ok_or_else(|| Error::not_found("key request", id))
+        .ok_or_else(|| Error::not_found("key request", id))?;
+    tx.commit().await?;
+    app.job_moved.notify_waiters();
+    tracing::info!(request = %id, by = %actor.id, decision = to.as_str(), "key request decided");
+    Ok(r)
 }
 
 /// The requester's look at their request with the claim token: once it is
@@ -276,10 +317,21 @@ pub async fn claim(app: &App, id: &str, token: &str) -> Result<(KeyRequest, Opti
             Err(Error::AlreadyCollected { id: id.to_string() })
         }
         RequestState::Approved => {
-            let key = keys::generate();
-            let record =
-                store::keys::insert(&mut tx.conn(), &key, &r.name, r.role, &r.modules, None)
-                    .await?;
+            // The admin who approved the request issues its key.
+            let issuer = match &r.decided_by {
+                Some(by) => store::keys::get(&mut tx.conn(), by).await?,
+                None => None,
+            };
+            let new = NewKey {
+                name: r.name.clone(),
+                role: r.role,
+                modules: r.modules.clone(),
+                expires_at: None,
+                email: Some(r.email.clone()),
+                person_id: None,
+            };
+            let (record, secret) =
+                super::keys::issue_in(app, &mut tx.conn(), &new, issuer.as_ref(), Some(id)).await?;
             if !store::key_requests::collect(&mut tx.conn(), id, &record.id).await? {
                 tx.rollback().await?;
                 return Err(unknown());
@@ -288,8 +340,9 @@ pub async fn claim(app: &App, id: &str, token: &str) -> Result<(KeyRequest, Opti
                 .await?
                 .ok_or_else(unknown)?;
             tx.commit().await?;
+            app.job_moved.notify_waiters();
             tracing::info!(request = %id, key_id = %record.id, "key collected");
-            Ok((r, Some(key.secret)))
+            Ok((r, Some(secret)))
         }
     }
 }

@@ -2,10 +2,11 @@
 //! every request's key is verified here, for the API and the console alike.
 
 use chrono::{DateTime, Datelike, Utc};
+use serde_json::json;
 
 use super::{App, Error, Result, admin_only};
 use crate::keys::{self, KeyRecord, Role};
-use crate::store;
+use crate::store::{self, ledger::Entry};
 
 /// What a new key is for: checked, so it cannot be wrong.
 #[derive(Debug, Clone)]
@@ -14,6 +15,9 @@ pub struct NewKey {
     pub role: Role,
     pub modules: Vec<String>,
     pub expires_at: Option<DateTime<Utc>>,
+    pub email: Option<String>,
+    /// The person the key is added to; `None` makes a new person.
+    pub person_id: Option<String>,
 }
 
 impl NewKey {
@@ -81,7 +85,32 @@ impl NewKey {
             role,
             modules,
             expires_at,
+            email: None,
+            person_id: None,
         })
+    }
+
+    /// The key with the holder's email and the person it is added to, as
+    /// a person gave them (checked; an unknown person is refused when the
+    /// key is issued).
+    pub fn held_by(mut self, email: Option<&str>, person_id: Option<&str>) -> Result<NewKey> {
+        if let Some(email) = email.map(str::trim).filter(|e| !e.is_empty()) {
+            super::key_requests::check_email(email)?;
+            self.email = Some(email.to_string());
+        }
+        if let Some(p) = person_id.map(str::trim).filter(|p| !p.is_empty()) {
+            let shaped = p.len() <= 64
+                && p.starts_with("per_")
+                && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if !shaped {
+                return Err(Error::invalid(
+                    "person_id",
+                    format!("{p:?} is not a person id (per_…)"),
+                ));
+            }
+            self.person_id = Some(p.to_string());
+        }
+        Ok(self)
     }
 }
 
@@ -105,21 +134,96 @@ pub async fn find(app: &App, id: &str) -> Result<Option<KeyRecord>> {
     Ok(store::keys::get(&mut c.conn(), id).await?)
 }
 
-/// Makes and stores a new key (an admin's act, or the first start's);
-/// gives its record and the secret to show once.
-pub async fn issue(app: &App, new: &NewKey) -> Result<(KeyRecord, String)> {
+/// Makes and stores a new key (an admin's act, the command line's, or a
+/// collected key request's), with its ledger event; gives its record and
+/// the secret to show once. `issuer` is the key that issues it.
+pub async fn issue(
+    app: &App,
+    new: &NewKey,
+    issuer: Option<&KeyRecord>,
+) -> Result<(KeyRecord, String)> {
+    let mut tx = app.db.begin().await?;
+    let (record, secret) = issue_in(app, &mut tx.conn(), new, issuer, None).await?;
+    tx.commit().await?;
+    app.job_moved.notify_waiters();
+    Ok((record, secret))
+}
+
+/// [`issue`] in the caller's transaction; `request` names the key request
+/// the key answers, for the ledger.
+pub(super) async fn issue_in(
+    app: &App,
+    conn: &mut store::Conn<'_>,
+    new: &NewKey,
+    issuer: Option<&KeyRecord>,
+    request: Option<&str>,
+) -> Result<(KeyRecord, String)> {
+    let person = match &new.person_id {
+        Some(p) if store::keys::person_exists(conn, p).await? => p.clone(),
+        Some(p) => {
+            return Err(Error::invalid(
+                "person_id",
+                format!(
+                    "no key belongs to the person {p}; leave person_id out to make a new person"
+                ),
+            ));
+        }
+        None => keys::person_id(),
+    };
     let key = keys::generate();
-    let mut c = app.db.acquire().await?;
-    let record = store::keys::insert(
-        &mut c.conn(),
-        &key,
-        &new.name,
-        new.role,
-        &new.modules,
-        new.expires_at,
+    let holder = store::keys::Holder {
+        name: &new.name,
+        email: new.email.as_deref(),
+        person_id: &person,
+        role: new.role,
+        modules: &new.modules,
+        expires_at: new.expires_at,
+        issued_by: issuer,
+    };
+    let record = store::keys::insert(conn, &key, &holder).await?;
+    let detail = json!({
+        "role": record.role.as_str(),
+        "modules": record.modules,
+        "person_id": record.person_id,
+        "issued_by": record.issued_by,
+        "request": request,
+    });
+    log(
+        app,
+        conn,
+        &record.id,
+        "key_created",
+        (None, "active"),
+        issuer,
+        detail,
     )
     .await?;
     Ok((record, key.secret))
+}
+
+/// Appends a key's or a key request's event to the ledger (API.md
+/// section 7), in the caller's transaction. `states` is (from, to).
+pub(super) async fn log(
+    app: &App,
+    conn: &mut store::Conn<'_>,
+    subject: &str,
+    event: &str,
+    states: (Option<&str>, &str),
+    actor: Option<&KeyRecord>,
+    detail: serde_json::Value,
+) -> Result<()> {
+    let entry = Entry {
+        subject,
+        at: store::now(),
+        event,
+        from: states.0,
+        to: states.1,
+        actor: actor.map(|k| k.id.as_str()),
+        comment: None,
+        detail: Some(detail),
+        module: None,
+    };
+    Ok(store::ledger::append(conn, &app.seal.key, entry).await?)
 }
 
 /// An admin with a module scope manages keys only within it (API.md
@@ -149,7 +253,7 @@ pub fn within_scope(actor: &KeyRecord, modules: &[String]) -> Result<()> {
 pub async fn create(app: &App, actor: &KeyRecord, new: &NewKey) -> Result<(KeyRecord, String)> {
     admin_only(actor)?;
     within_scope(actor, &new.modules)?;
-    let (record, secret) = issue(app, new).await?;
+    let (record, secret) = issue(app, new, Some(actor)).await?;
     tracing::info!(key_id = %record.id, by = %actor.id, role = new.role.as_str(), "key created");
     Ok((record, secret))
 }
@@ -169,17 +273,33 @@ pub async fn list(app: &App, actor: &KeyRecord) -> Result<Vec<KeyRecord>> {
 /// Revokes a key (admins); it stops working at once.
 pub async fn revoke(app: &App, actor: &KeyRecord, id: &str) -> Result<KeyRecord> {
     admin_only(actor)?;
-    let mut c = app.db.acquire().await?;
-    let target = store::keys::get(&mut c.conn(), id)
+    let mut tx = app.db.begin().await?;
+    let target = store::keys::get(&mut tx.conn(), id)
         .await?
         .ok_or_else(|| Error::not_found("key", id))?;
     within_scope(actor, &target.modules)?;
-    if !store::keys::revoke(&mut c.conn(), id).await? {
+    if !store::keys::revoke(&mut tx.conn(), id).await? {
         return Err(Error::not_found("key", id));
     }
-    let record = store::keys::get(&mut c.conn(), id)
+    if target.revoked_at.is_none() {
+        let detail = json!({"person_id": target.person_id});
+        let states = (Some("active"), "revoked");
+        log(
+            app,
+            &mut tx.conn(),
+            id,
+            "key_revoked",
+            states,
+            Some(actor),
+            detail,
+        )
+        .await?;
+    }
+    let record = store::keys::get(&mut tx.conn(), id)
         .await?
         .ok_or_else(|| Error::not_found("key", id))?;
+    tx.commit().await?;
+    app.job_moved.notify_waiters();
     tracing::info!(key_id = %id, by = %actor.id, "key revoked");
     Ok(record)
 }
@@ -193,16 +313,16 @@ pub async fn first_admin_key(app: &App) -> Result<Option<String>> {
         tx.rollback().await?;
         return Ok(None);
     }
-    let key = keys::generate();
-    store::keys::insert(
-        &mut tx.conn(),
-        &key,
-        "admin",
-        Role::Admin,
-        &["*".to_string()],
-        None,
-    )
-    .await?;
+    let new = NewKey {
+        name: "admin".into(),
+        role: Role::Admin,
+        modules: vec!["*".into()],
+        expires_at: None,
+        email: None,
+        person_id: None,
+    };
+    let (_, secret) = issue_in(app, &mut tx.conn(), &new, None, None).await?;
     tx.commit().await?;
-    Ok(Some(key.secret))
+    app.job_moved.notify_waiters();
+    Ok(Some(secret))
 }

@@ -11,22 +11,31 @@
 //! - [`jobs`]: reading jobs, their preview, errors and events;
 //! - [`gate`]: a person's move at the Human-Gate;
 //! - [`work`]: the service's own moves (validation, commit, rollback, expiry);
+//! - [`retention`]: purging what jobs past retention or their rollback window left;
 //! - [`keys`] and [`key_requests`]: credentials;
 //! - [`modules`]: the catalog and its templates;
 //! - [`sessions`]: the console's sign-in;
-//! - [`audit`]: checking the ledger's hash chain;
-//! - [`limits`]: the per-key rate limits both front doors count against.
+//! - [`audit`]: checking the ledger's hash chain and the jobs against it;
+//! - [`seal`]: the ledger's key and checkpoint, kept outside the database;
+//! - [`limits`]: the per-key rate limits both front doors count against;
+//! - [`events`]: the ledger as events for clients (the feed and the stream);
+//! - [`views`]: the job as clients see it, in answers and in events.
 
 pub mod audit;
 pub mod error;
+pub mod events;
 pub mod gate;
 pub mod jobs;
 pub mod key_requests;
 pub mod keys;
 pub mod limits;
 pub mod modules;
+pub mod retention;
+pub mod seal;
 pub mod sessions;
 pub mod uploads;
+pub mod views;
+pub mod webhooks;
 pub mod work;
 
 use std::collections::HashMap;
@@ -49,12 +58,18 @@ pub struct App {
     pub settings: Settings,
     /// Woken when a job needs a worker (an upload, an approval).
     pub work: Notify,
-    /// Woken (all waiters) whenever this process moves a job.
+    /// Woken (all waiters) whenever a transaction of this process that
+    /// appended to the ledger commits: a job's move, a key's or a key
+    /// request's event. [`jobs::wait`] and the event streams
+    /// ([`events::follow`]) listen; another replica's events are found by
+    /// reading the database again.
     pub job_moved: Notify,
     /// Flips to true when the process is shutting down.
     pub shutdown: watch::Sender<bool>,
     /// Requests per key counted by this process.
     pub limiter: Limiter,
+    /// The ledger's key and checkpoint.
+    pub seal: seal::Seal,
 }
 
 impl App {
@@ -66,6 +81,7 @@ impl App {
         };
         let db = Db::connect_with(&settings.database, settings.sqlite_busy).await?;
         db.migrate(&catalog).await?;
+        let seal = seal::Seal::open(&db, &settings).await?;
         let (shutdown, _) = watch::channel(false);
         let limiter = Limiter::new(
             settings.limits.uploads_per_minute,
@@ -79,6 +95,7 @@ impl App {
             work: Notify::new(),
             job_moved: Notify::new(),
             shutdown,
+            seal,
         }))
     }
 

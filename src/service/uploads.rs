@@ -260,6 +260,8 @@ where
         decisions: vec![],
         created_at: now,
         updated_at: now,
+        committed_at: None,
+        purged_at: None,
     };
     let mut tx = app.db.begin().await?;
     if let Some(idem) = &up.idempotency_key {
@@ -288,8 +290,9 @@ where
         stored.bytes as i64,
     )
     .await?;
-    store::jobs::insert(&mut tx.conn(), &job).await?;
+    store::jobs::insert(&mut tx.conn(), &app.seal.key, &job).await?;
     tx.commit().await?;
+    app.job_moved.notify_waiters();
     tracing::info!(job = %job.id, module = %module.key, bytes = stored.bytes, format = format.as_str(), "upload accepted");
     app.work.notify_one();
     Ok(Accepted {

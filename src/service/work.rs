@@ -247,7 +247,7 @@ async fn finish(
         detail: None,
         lease_owner: Some(owner),
     };
-    if store::jobs::transition(&mut tx.conn(), job, after, by).await? {
+    if store::jobs::transition(&mut tx.conn(), &app.seal.key, job, after, by).await? {
         tx.commit().await?;
         app.job_moved.notify_waiters();
         info!(job = %job.id, event = event.as_str(), state = after.state.as_str(), "job moved");
@@ -296,7 +296,9 @@ pub async fn take_back(app: &App, instance: &str, this_process: &str) -> Result<
             "the process {owner} stopped during the {}; its restart took the job back",
             job.state.as_str()
         );
-        if store::jobs::interrupted(&mut tx.conn(), &job, &after, &owner, &note).await? {
+        if store::jobs::interrupted(&mut tx.conn(), &app.seal.key, &job, &after, &owner, &note)
+            .await?
+        {
             tx.commit().await?;
             info!(job = %id, owner = %owner, "took back the work of a stopped process");
             taken += 1;
@@ -343,7 +345,7 @@ pub async fn expire(app: &App, id: &str) -> Result<bool> {
         detail: None,
         lease_owner: None,
     };
-    if store::jobs::transition(&mut tx.conn(), &job, &after, by).await? {
+    if store::jobs::transition(&mut tx.conn(), &app.seal.key, &job, &after, by).await? {
         tx.commit().await?;
         app.job_moved.notify_waiters();
         Ok(true)

@@ -22,7 +22,11 @@ pub async fn put_chunk(conn: &mut Conn<'_>, upload_id: &str, seq: i64, data: &[u
 
 /// Files the chunks of an upload under their hash. When the same bytes were
 /// stored before, the new chunks are dropped and the old ones serve both.
+/// The job that needs the file must be recorded in the same transaction:
+/// until it ends, the retention sweep cannot drop the file (see
+/// [`drop_unused`]).
 pub async fn finish(conn: &mut Conn<'_>, upload_id: &str, sha256: &str, bytes: i64) -> Result<()> {
+    super::lock(conn, super::Lock::Blobs).await?;
     let done = on_conn!(conn, c => sqlx::query(
         "INSERT INTO ig_blobs (sha256, upload_id, bytes, created_at) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (sha256) DO NOTHING")
@@ -52,6 +56,39 @@ pub async fn purge_orphans(
          AND NOT EXISTS (SELECT 1 FROM ig_blob_chunks k \
                          WHERE k.upload_id = ig_blob_chunks.upload_id AND k.created_at >= $1)")
         .bind(before).execute(c).await.map(|r| r.rows_affected()))?)
+}
+
+/// What became of a stored file when a job that used it was purged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dropped {
+    /// Dropped: no job that still needs it refers to it.
+    Yes { bytes: i64 },
+    /// Kept: this many other jobs not purged refer to it.
+    Shared { jobs: i64 },
+    /// There was none (dropped before).
+    Absent,
+}
+
+/// Drops the stored file `sha256` unless a job other than `job_id` that
+/// is not purged refers to it. Takes [`super::Lock::Blobs`] first, so an
+/// upload of the same bytes either is recorded before (and keeps the
+/// file) or files its own chunks after.
+pub async fn drop_unused(conn: &mut Conn<'_>, sha256: &str, job_id: &str) -> Result<Dropped> {
+    super::lock(conn, super::Lock::Blobs).await?;
+    let users: i64 = on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT COUNT(*) FROM ig_jobs WHERE file_sha256 = $1 AND id <> $2 AND purged_at IS NULL")
+        .bind(sha256).bind(job_id).fetch_one(c).await)?;
+    if users > 0 {
+        return Ok(Dropped::Shared { jobs: users });
+    }
+    let found: Option<(String, i64)> = on_conn!(conn, c => sqlx::query_as(
+        "DELETE FROM ig_blobs WHERE sha256 = $1 RETURNING upload_id, bytes")
+        .bind(sha256).fetch_optional(c).await)?;
+    let Some((upload_id, bytes)) = found else {
+        return Ok(Dropped::Absent);
+    };
+    discard(conn, &upload_id).await?;
+    Ok(Dropped::Yes { bytes })
 }
 
 async fn chunk(db: &Db, sha256: &str, seq: i64) -> Result<Option<Vec<u8>>> {

@@ -5,15 +5,35 @@ use chrono::{DateTime, Utc};
 use serde_json::Value as Json;
 use sqlx::Row;
 
+use super::ledger;
 use super::{Conn, Dialect, Result, StoreError, json_col};
 use crate::ingest::Format;
-use crate::ledger::chain::{self, Event};
+use crate::ledger::chain::{ChainKey, Event};
 use crate::ledger::{Counts, FileInfo, Job, JobState, Mode, Move, OnError};
 use crate::on_conn;
 
-const COLUMNS: &str = "id, module, target_table, mode, on_error, options, simulated, \
-    file_name, file_format, file_bytes, file_sha256, submitter, state, version, counts, \
-    warnings, problem, gate, decisions, created_at, updated_at";
+/// The columns a job is written with.
+macro_rules! job_columns {
+    () => {
+        "id, module, target_table, mode, on_error, options, simulated, \
+         file_name, file_format, file_bytes, file_sha256, submitter, state, version, counts, \
+         warnings, problem, gate, decisions, created_at, updated_at"
+    };
+}
+const COLUMNS: &str = job_columns!();
+
+/// The columns a job is read with: those it is written with, when it was
+/// purged, and when it was committed. The commit's time is read from the
+/// ledger (its `written` event, hash-chained and written in the commit's
+/// own transaction), not kept a second time: `updated_at` moves on with
+/// every later move (a rollback asked and refused, a rollback conflict,
+/// a purge), and the approval's decision is not the commit (the work may
+/// be retried). A job has at most one `written` event.
+const READ_COLUMNS: &str = concat!(
+    job_columns!(),
+    ", purged_at, (SELECT MIN(e.at) FROM ig_job_events e \
+       WHERE e.job_id = ig_jobs.id AND e.event = 'written') AS committed_at"
+);
 
 fn corrupt(what: &str, value: &str) -> StoreError {
     StoreError::Corrupt(format!("{what} {value:?}"))
@@ -63,27 +83,8 @@ where
         decisions: json_col(&text("decisions")?, "decisions")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
-    })
-}
-
-fn event<R: Row>(r: &R) -> Result<Event>
-where
-    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    for<'r> DateTime<Utc>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    for<'r> &'r str: sqlx::ColumnIndex<R>,
-{
-    Ok(Event {
-        seq: r.try_get("seq")?,
-        job_id: r.try_get("job_id")?,
-        n: r.try_get("n")?,
-        at: r.try_get("at")?,
-        event: r.try_get("event")?,
-        from_state: r.try_get("from_state")?,
-        to_state: r.try_get("to_state")?,
-        actor: r.try_get("actor")?,
-        comment: r.try_get("comment")?,
-        detail: r.try_get("detail")?,
+        committed_at: row.try_get("committed_at")?,
+        purged_at: row.try_get("purged_at")?,
     })
 }
 
@@ -96,7 +97,7 @@ fn format_str(f: Format) -> &'static str {
 }
 
 /// Records a new job and its first event (the upload).
-pub async fn insert(conn: &mut Conn<'_>, job: &Job) -> Result<()> {
+pub async fn insert(conn: &mut Conn<'_>, key: &ChainKey, job: &Job) -> Result<()> {
     let sql = format!(
         "INSERT INTO ig_jobs ({COLUMNS}) VALUES \
          ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
@@ -112,7 +113,8 @@ pub async fn insert(conn: &mut Conn<'_>, job: &Job) -> Result<()> {
         .execute(c).await.map(|r| r.rows_affected()))?;
     add_event(
         conn,
-        &job.id,
+        key,
+        job,
         job.created_at,
         Move::Upload,
         None,
@@ -125,7 +127,7 @@ pub async fn insert(conn: &mut Conn<'_>, job: &Job) -> Result<()> {
 }
 
 pub async fn get(conn: &mut Conn<'_>, id: &str) -> Result<Option<Job>> {
-    let sql = format!("SELECT {COLUMNS} FROM ig_jobs WHERE id = $1");
+    let sql = format!("SELECT {READ_COLUMNS} FROM ig_jobs WHERE id = $1");
     on_conn!(conn, c => match sqlx::query(&sql).bind(id).fetch_optional(c).await? {
         Some(row) => Ok(Some(job(&row)?)),
         None => Ok(None),
@@ -147,7 +149,7 @@ pub struct Filter {
 
 /// Jobs, newest first.
 pub async fn list(conn: &mut Conn<'_>, f: &Filter) -> Result<Vec<Job>> {
-    let mut sql = format!("SELECT {COLUMNS} FROM ig_jobs WHERE 1 = 1");
+    let mut sql = format!("SELECT {READ_COLUMNS} FROM ig_jobs WHERE 1 = 1");
     let mut args: Vec<String> = Vec::new();
     let mut arg = |sql: &mut String, clause: &str, value: String| {
         args.push(value);
@@ -205,6 +207,7 @@ pub struct MoveBy<'a> {
 /// records the event. Returns false, writing nothing, when the job moved.
 pub async fn transition(
     conn: &mut Conn<'_>,
+    key: &ChainKey,
     before: &Job,
     after: &Job,
     by: MoveBy<'_>,
@@ -235,7 +238,8 @@ pub async fn transition(
     }
     add_event(
         conn,
-        &before.id,
+        key,
+        before,
         after.updated_at,
         by.event,
         Some(before.state),
@@ -276,6 +280,7 @@ pub async fn held_by_earlier_process(
 /// counts (`attempts`, `last_error`). False if the job moved meanwhile.
 pub async fn interrupted(
     conn: &mut Conn<'_>,
+    key: &ChainKey,
     before: &Job,
     after: &Job,
     owner: &str,
@@ -288,19 +293,78 @@ pub async fn interrupted(
         .bind(after.updated_at).bind(note).bind(&before.id).bind(before.state.as_str())
         .bind(before.version).bind(owner)
         .execute(c).await.map(|r| r.rows_affected()))?;
+    noted(
+        conn,
+        key,
+        done,
+        before,
+        after,
+        Move::Interrupted,
+        Some(note),
+        None,
+    )
+    .await
+}
+
+/// Notes in the ledger that `before`'s staged rows and stored file were
+/// purged (`detail` says what was removed) and marks the job purged, in
+/// the caller's transaction. False, writing nothing, if the job moved or
+/// was purged meanwhile.
+pub async fn purged(
+    conn: &mut Conn<'_>,
+    key: &ChainKey,
+    before: &Job,
+    after: &Job,
+    detail: Json,
+) -> Result<bool> {
+    let done = on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_jobs SET version = version + 1, updated_at = $1, purged_at = $2 \
+         WHERE id = $3 AND state = $4 AND version = $5 AND purged_at IS NULL")
+        .bind(after.updated_at).bind(after.purged_at).bind(&before.id)
+        .bind(before.state.as_str()).bind(before.version)
+        .execute(c).await.map(|r| r.rows_affected()))?;
+    noted(
+        conn,
+        key,
+        done,
+        before,
+        after,
+        Move::Purged,
+        None,
+        Some(detail),
+    )
+    .await
+}
+
+/// The service's note in the ledger (a move that leaves the job where it
+/// is), once its update of the job's row touched `done` rows: none means
+/// the job moved, and nothing is noted.
+#[allow(clippy::too_many_arguments)]
+async fn noted(
+    conn: &mut Conn<'_>,
+    key: &ChainKey,
+    done: u64,
+    before: &Job,
+    after: &Job,
+    event: Move,
+    comment: Option<&str>,
+    detail: Option<Json>,
+) -> Result<bool> {
     if done == 0 {
         return Ok(false);
     }
+    let (at, from) = (after.updated_at, Some(before.state));
     add_event(
         conn,
-        &before.id,
-        after.updated_at,
-        Move::Interrupted,
-        Some(before.state),
+        key,
+        before,
+        at,
+        event,
+        from,
         after.state,
         None,
-        Some(note),
-        None,
+        comment,
+        detail,
     )
     .await?;
     Ok(true)
@@ -309,7 +373,8 @@ pub async fn interrupted(
 #[allow(clippy::too_many_arguments)]
 async fn add_event(
     conn: &mut Conn<'_>,
-    job_id: &str,
+    key: &ChainKey,
+    job: &Job,
     at: DateTime<Utc>,
     event: Move,
     from: Option<JobState>,
@@ -318,84 +383,30 @@ async fn add_event(
     comment: Option<&str>,
     detail: Option<Json>,
 ) -> Result<()> {
-    // One link at a time: the chain is global, so concurrent moves of
-    // different jobs take turns here (until their transaction ends).
-    super::lock(conn, super::Lock::Ledger).await?;
-    let last: Option<(i64, String)> = on_conn!(conn, c => sqlx::query_as(
-        "SELECT seq, hash FROM ig_job_events ORDER BY seq DESC LIMIT 1").fetch_optional(c).await)?;
-    let (prev_seq, prev_hash) = last.unwrap_or((0, chain::GENESIS.to_string()));
-    let n: i64 = on_conn!(conn, c => sqlx::query_scalar(
-        "SELECT COALESCE(MAX(n), 0) + 1 FROM ig_job_events WHERE job_id = $1")
-        .bind(job_id).fetch_one(c).await)?;
-    let link = Event {
-        seq: prev_seq + 1,
-        job_id: job_id.to_string(),
-        n,
+    let entry = ledger::Entry {
+        subject: &job.id,
         at,
-        event: event.as_str().to_string(),
-        from_state: from.map(|s| s.as_str().to_string()),
-        to_state: to.as_str().to_string(),
-        actor: actor.map(str::to_string),
-        comment: comment.map(str::to_string),
-        detail: detail.as_ref().map(to_json),
+        event: event.as_str(),
+        from: from.map(JobState::as_str),
+        to: to.as_str(),
+        actor,
+        comment,
+        detail,
+        module: Some(&job.module),
     };
-    let hash = link.hash(&prev_hash);
-    on_conn!(conn, c => sqlx::query(
-        "INSERT INTO ig_job_events (job_id, n, at, event, from_state, to_state, actor, comment, detail, \
-                                    seq, prev_hash, hash) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)")
-        .bind(&link.job_id).bind(link.n).bind(link.at).bind(&link.event).bind(&link.from_state)
-        .bind(&link.to_state).bind(&link.actor).bind(&link.comment).bind(&link.detail)
-        .bind(link.seq).bind(&prev_hash).bind(&hash)
-        .execute(c).await.map(|r| r.rows_affected()))?;
-    Ok(())
+    ledger::append(conn, key, entry).await
 }
 
-/// A page of the ledger's links in chain order, after `after_seq`, each
-/// with its stored previous hash and hash.
-pub async fn links(
-    conn: &mut Conn<'_>,
-    after_seq: i64,
-    limit: i64,
-) -> Result<Vec<(Event, String, String)>> {
-    on_conn!(conn, c => {
-        let rows = sqlx::query(
-            "SELECT job_id, n, at, event, from_state, to_state, actor, comment, detail, seq, prev_hash, hash \
-             FROM ig_job_events WHERE seq > $1 ORDER BY seq LIMIT $2")
-            .bind(after_seq).bind(limit).fetch_all(c).await?;
-        rows.iter().map(|r| {
-            Ok((event(r)?, r.try_get("prev_hash")?, r.try_get("hash")?))
-        }).collect()
-    })
-}
-
-/// Each job's state as the jobs table says it (for `ledger verify`).
-pub async fn states(
-    conn: &mut Conn<'_>,
-    after_id: &str,
-    limit: i64,
-) -> Result<Vec<(String, String)>> {
-    Ok(on_conn!(conn, c => sqlx::query_as(
-        "SELECT id, state FROM ig_jobs WHERE id > $1 ORDER BY id LIMIT $2")
-        .bind(after_id).bind(limit).fetch_all(c).await)?)
-}
-
-/// The state a job's last event moved it to.
-pub async fn last_event_state(conn: &mut Conn<'_>, job_id: &str) -> Result<Option<String>> {
-    Ok(on_conn!(conn, c => sqlx::query_scalar(
-        "SELECT to_state FROM ig_job_events WHERE job_id = $1 ORDER BY n DESC LIMIT 1")
-        .bind(job_id).fetch_optional(c).await)?)
+/// A page of jobs in id order, after `after_id` (for `ledger verify`).
+pub async fn page(conn: &mut Conn<'_>, after_id: &str, limit: i64) -> Result<Vec<Job>> {
+    let sql = format!("SELECT {READ_COLUMNS} FROM ig_jobs WHERE id > $1 ORDER BY id LIMIT $2");
+    on_conn!(conn, c => sqlx::query(&sql).bind(after_id).bind(limit).fetch_all(c).await?
+        .iter().map(job).collect())
 }
 
 /// Every event of a job, oldest first.
 pub async fn events(conn: &mut Conn<'_>, job_id: &str) -> Result<Vec<Event>> {
-    on_conn!(conn, c => {
-        let rows = sqlx::query(
-            "SELECT job_id, n, at, event, from_state, to_state, actor, comment, detail, seq \
-             FROM ig_job_events WHERE job_id = $1 ORDER BY n")
-            .bind(job_id).fetch_all(c).await?;
-        rows.iter().map(event).collect()
-    })
+    ledger::events_of(conn, job_id).await
 }
 
 /// Updates the running counts of a job being validated (progress), without
@@ -501,7 +512,7 @@ pub async fn get_many(conn: &mut Conn<'_>, ids: &[String]) -> Result<Vec<Job>> {
     }
     let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
     let sql = format!(
-        "SELECT {COLUMNS} FROM ig_jobs WHERE id IN ({}) ORDER BY id DESC",
+        "SELECT {READ_COLUMNS} FROM ig_jobs WHERE id IN ({}) ORDER BY id DESC",
         marks.join(", ")
     );
     on_conn!(conn, c => {

@@ -9,7 +9,22 @@ use super::{Conn, Result, StoreError, json_col};
 use crate::keys::{KeyRecord, NewKey, Role};
 use crate::on_conn;
 
-const COLUMNS: &str = "id, name, role, modules, created_at, expires_at, revoked_at";
+/// A key's columns, with its issuer's person (`k` is the key).
+const COLUMNS: &str = "k.id, k.name, k.role, k.modules, k.created_at, k.expires_at, k.revoked_at, \
+    k.person_id, k.email, k.issued_by, \
+    (SELECT i.person_id FROM ig_keys i WHERE i.id = k.issued_by) AS issuer_person";
+
+/// Who a new key is for and who issues it.
+#[derive(Debug, Clone)]
+pub struct Holder<'a> {
+    pub name: &'a str,
+    pub email: Option<&'a str>,
+    pub person_id: &'a str,
+    pub role: Role,
+    pub modules: &'a [String],
+    pub expires_at: Option<DateTime<Utc>>,
+    pub issued_by: Option<&'a KeyRecord>,
+}
 
 fn record<R: Row>(row: &R) -> Result<KeyRecord>
 where
@@ -27,39 +42,43 @@ where
         created_at: row.try_get("created_at")?,
         expires_at: row.try_get("expires_at")?,
         revoked_at: row.try_get("revoked_at")?,
+        person_id: row.try_get("person_id")?,
+        email: row.try_get("email")?,
+        issued_by: row.try_get("issued_by")?,
+        issuer_person: row.try_get("issuer_person")?,
     })
 }
 
-pub async fn insert(
-    conn: &mut Conn<'_>,
-    key: &NewKey,
-    name: &str,
-    role: Role,
-    modules: &[String],
-    expires_at: Option<DateTime<Utc>>,
-) -> Result<KeyRecord> {
-    let modules_json = serde_json::to_string(modules).unwrap_or_else(|_| "[]".into());
+pub async fn insert(conn: &mut Conn<'_>, key: &NewKey, h: &Holder<'_>) -> Result<KeyRecord> {
+    let modules_json = serde_json::to_string(h.modules).unwrap_or_else(|_| "[]".into());
     let now = super::now();
+    let issued_by = h.issued_by.map(|k| k.id.as_str());
     on_conn!(conn, c => sqlx::query(
-        "INSERT INTO ig_keys (id, lookup, hash, name, role, modules, created_at, expires_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
-        .bind(&key.id).bind(&key.lookup).bind(&key.hash).bind(name).bind(role.as_str())
-        .bind(&modules_json).bind(now).bind(expires_at)
+        "INSERT INTO ig_keys (id, lookup, hash, name, role, modules, created_at, expires_at, \
+                              person_id, email, issued_by) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
+        .bind(&key.id).bind(&key.lookup).bind(&key.hash).bind(h.name).bind(h.role.as_str())
+        .bind(&modules_json).bind(now).bind(h.expires_at).bind(h.person_id).bind(h.email)
+        .bind(issued_by)
         .execute(c).await.map(|r| r.rows_affected()))?;
     Ok(KeyRecord {
         id: key.id.clone(),
-        name: name.to_string(),
-        role,
-        modules: modules.to_vec(),
+        name: h.name.to_string(),
+        role: h.role,
+        modules: h.modules.to_vec(),
         created_at: now,
-        expires_at,
+        expires_at: h.expires_at,
         revoked_at: None,
+        person_id: h.person_id.to_string(),
+        email: h.email.map(str::to_string),
+        issued_by: issued_by.map(str::to_string),
+        issuer_person: h.issued_by.map(|k| k.person_id.clone()),
     })
 }
 
 /// The key with this lookup part and its stored hash.
 pub async fn by_lookup(conn: &mut Conn<'_>, lookup: &str) -> Result<Option<(KeyRecord, String)>> {
-    let sql = format!("SELECT {COLUMNS}, hash FROM ig_keys WHERE lookup = $1");
+    let sql = format!("SELECT {COLUMNS}, k.hash FROM ig_keys k WHERE k.lookup = $1");
     on_conn!(conn, c => {
         match sqlx::query(&sql).bind(lookup).fetch_optional(c).await? {
             Some(row) => Ok(Some((record(&row)?, row.try_get("hash")?))),
@@ -69,7 +88,7 @@ pub async fn by_lookup(conn: &mut Conn<'_>, lookup: &str) -> Result<Option<(KeyR
 }
 
 pub async fn get(conn: &mut Conn<'_>, id: &str) -> Result<Option<KeyRecord>> {
-    let sql = format!("SELECT {COLUMNS} FROM ig_keys WHERE id = $1");
+    let sql = format!("SELECT {COLUMNS} FROM ig_keys k WHERE k.id = $1");
     on_conn!(conn, c => match sqlx::query(&sql).bind(id).fetch_optional(c).await? {
         Some(row) => Ok(Some(record(&row)?)),
         None => Ok(None),
@@ -77,7 +96,7 @@ pub async fn get(conn: &mut Conn<'_>, id: &str) -> Result<Option<KeyRecord>> {
 }
 
 pub async fn list(conn: &mut Conn<'_>) -> Result<Vec<KeyRecord>> {
-    let sql = format!("SELECT {COLUMNS} FROM ig_keys ORDER BY created_at, id");
+    let sql = format!("SELECT {COLUMNS} FROM ig_keys k ORDER BY k.created_at, k.id");
     on_conn!(conn, c => sqlx::query(&sql).fetch_all(c).await?.iter().map(record).collect())
 }
 
@@ -91,6 +110,24 @@ pub async fn revoke(conn: &mut Conn<'_>, id: &str) -> Result<bool> {
         "UPDATE ig_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1")
         .bind(id).bind(super::now()).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(done > 0)
+}
+
+/// Whether some key belongs to this person.
+pub async fn person_exists(conn: &mut Conn<'_>, person_id: &str) -> Result<bool> {
+    let n: i64 = on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT COUNT(*) FROM ig_keys WHERE person_id = $1").bind(person_id).fetch_one(c).await)?;
+    Ok(n > 0)
+}
+
+/// The persons behind key ids (unknown ids are left out).
+pub async fn persons_of(conn: &mut Conn<'_>, ids: &[&str]) -> Result<Vec<String>> {
+    let mut persons = Vec::new();
+    for id in ids {
+        let p: Option<String> = on_conn!(conn, c => sqlx::query_scalar(
+            "SELECT person_id FROM ig_keys WHERE id = $1").bind(*id).fetch_optional(c).await)?;
+        persons.extend(p);
+    }
+    Ok(persons)
 }
 
 /// The names behind key ids, to mask them for display. The key table is

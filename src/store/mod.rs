@@ -14,13 +14,16 @@ pub mod idempotency;
 pub mod jobs;
 pub mod key_requests;
 pub mod keys;
+pub mod ledger;
 pub mod references;
+pub mod retention;
 pub mod rows;
 pub mod schema;
 pub mod sessions;
 pub mod stage;
 pub mod tables;
 pub mod values;
+pub mod webhooks;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -287,16 +290,24 @@ impl Db {
                 other => other,
             }
         };
+        static WAS_DOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        let down = |why: &str| {
+            WAS_DOWN.store(true, std::sync::atomic::Ordering::Relaxed);
+            tracing::warn!(error = %why, "not ready: the database takes no write");
+            false
+        };
         match tokio::time::timeout(within, probe).await {
-            Ok(Ok(())) => true,
-            Ok(Err(e)) => {
-                tracing::warn!(error = %e, "not ready: the database takes no write");
-                false
+            Ok(Ok(())) => {
+                if WAS_DOWN.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                    // Back after an outage: connections opened meanwhile
+                    // may have opened the file read-only without having
+                    // failed yet; none is handed out again.
+                    distrust_open_connections();
+                }
+                true
             }
-            Err(_) => {
-                tracing::warn!("not ready: the database took no write in time");
-                false
-            }
+            Ok(Err(e)) => down(&e.to_string()),
+            Err(_) => down("no write in time"),
         }
     }
 
@@ -371,6 +382,12 @@ pub enum Lock {
     FirstKey = 7_310_574,
     /// Appending to the ledger's hash chain (one link at a time).
     Ledger = 7_310_575,
+    /// The retention sweep: one replica purges at a time.
+    Purge = 7_310_576,
+    /// Filing an upload under a stored file, or dropping a stored file no
+    /// job needs: an upload must not be filed under a file being dropped.
+    /// Taken before [`Lock::Ledger`] by both.
+    Blobs = 7_310_577,
 }
 
 /// Takes a lock until the transaction ends. SQLite needs none: a
@@ -383,6 +400,19 @@ pub async fn lock(conn: &mut Conn<'_>, lock: Lock) -> Result<()> {
             .await?;
     }
     Ok(())
+}
+
+/// Takes a lock until the transaction ends, if no other transaction holds
+/// it: false when one does (the caller leaves the work to that one). On
+/// SQLite, always true (see [`lock`]).
+pub async fn try_lock(conn: &mut Conn<'_>, lock: Lock) -> Result<bool> {
+    if let Conn::Postgres(c) = conn {
+        return Ok(sqlx::query_scalar("SELECT pg_try_advisory_xact_lock($1)")
+            .bind(lock as i64)
+            .fetch_one(&mut **c)
+            .await?);
+    }
+    Ok(true)
 }
 
 /// Lets the current transaction commit without waiting for its WAL to

@@ -202,6 +202,79 @@ CREATE TABLE ig_request_attempts (
 );
 CREATE INDEX ig_request_attempts_client ON ig_request_attempts (client, at);
 "#,
+    // 8: persons (API.md section 1): a key belongs to a person, who may
+    // hold several; each key records the key that issued it. Keys made
+    // before this are each their own person. The fingerprint of the key
+    // the ledger's chain is sealed with (section 9).
+    r#"
+ALTER TABLE ig_keys ADD COLUMN person_id TEXT;
+ALTER TABLE ig_keys ADD COLUMN email TEXT;
+ALTER TABLE ig_keys ADD COLUMN issued_by TEXT;
+UPDATE ig_keys SET person_id = 'per_' || substr(id, 5);
+CREATE INDEX ig_keys_person ON ig_keys (person_id);
+CREATE TABLE ig_ledger_seal (
+    fingerprint TEXT NOT NULL
+);
+"#,
+    // 9: retention (API.md section 10).
+    // `purged_at`: when the job's staged rows and stored file were purged
+    // (once). The partial indexes keep the sweep's look-ups to the jobs
+    // not purged yet, and to purged jobs whose stage rows are still being
+    // removed (`stage` is set to NULL once they are all gone); the file
+    // index finds the other jobs sharing a stored file.
+    r#"
+ALTER TABLE ig_jobs ADD COLUMN purged_at {ts};
+CREATE INDEX ig_jobs_unpurged ON ig_jobs (state, updated_at) WHERE purged_at IS NULL;
+CREATE INDEX ig_jobs_purging ON ig_jobs (id) WHERE purged_at IS NOT NULL AND stage IS NOT NULL;
+CREATE INDEX ig_jobs_file ON ig_jobs (file_sha256);
+"#,
+    // 10: webhooks (API.md section 13): endpoints, the outbox of
+    // deliveries written with the ledger's links, and their attempts.
+    // An endpoint's signing secret is not stored: it is derived from the
+    // ledger's key and `salt`.
+    r#"
+CREATE TABLE ig_webhooks (
+    id              TEXT PRIMARY KEY,
+    url             TEXT NOT NULL,
+    events          TEXT NOT NULL,
+    modules         TEXT NOT NULL,
+    description     TEXT,
+    salt            TEXT NOT NULL,
+    enabled         BOOLEAN NOT NULL,
+    disabled_reason TEXT,
+    failing_since   {ts},
+    created_by      TEXT NOT NULL,
+    created_at      {ts} NOT NULL,
+    updated_at      {ts} NOT NULL
+);
+CREATE TABLE ig_webhook_deliveries (
+    id          TEXT PRIMARY KEY,
+    webhook_id  TEXT NOT NULL,
+    seq         BIGINT,
+    subject     TEXT NOT NULL,
+    event_type  TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    attempts    BIGINT NOT NULL,
+    next_at     BIGINT NOT NULL,
+    lease_owner TEXT,
+    lease_until BIGINT,
+    body        TEXT,
+    created_at  {ts} NOT NULL
+);
+CREATE INDEX ig_webhook_deliveries_due ON ig_webhook_deliveries (state, next_at);
+CREATE INDEX ig_webhook_deliveries_order ON ig_webhook_deliveries (webhook_id, subject, seq);
+CREATE INDEX ig_webhook_deliveries_log ON ig_webhook_deliveries (webhook_id, created_at);
+CREATE TABLE ig_webhook_attempts (
+    delivery_id TEXT NOT NULL,
+    n           BIGINT NOT NULL,
+    at          {ts} NOT NULL,
+    status      BIGINT,
+    latency_ms  BIGINT NOT NULL,
+    error       TEXT,
+    answer      TEXT,
+    PRIMARY KEY (delivery_id, n)
+);
+"#,
 ];
 
 fn fill(sql: &str, dialect: Dialect) -> String {

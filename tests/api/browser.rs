@@ -418,8 +418,29 @@ async fn browser_upload_fix_approve_and_roll_back_through_the_gate() {
     b.close().await;
 }
 
+/// Marks the page, makes a move through the API (`moved`), and waits for
+/// `css` to show `wanted`: on the same page (a reload would lose the mark)
+/// and well inside the 30 s poll that stands in when the event stream fails.
+async fn follows_live(b: &Browser, css: &str, wanted: &str, moved: impl Future<Output = ()>) {
+    b.client
+        .execute("window.__stayed = true;", vec![])
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    moved.await;
+    b.wait_text(css, wanted).await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let stayed = b
+        .client
+        .execute("return window.__stayed === true;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(stayed, Value::Bool(true), "updated in place, not reloaded");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn browser_the_job_list_follows_states_without_a_reload() {
+async fn browser_the_job_list_and_page_follow_the_event_stream() {
     let app = spawn_app().await;
     let sub = app.submitter().await;
     let apr = app.approver().await;
@@ -429,19 +450,34 @@ async fn browser_the_job_list_follows_states_without_a_reload() {
     b.sign_in(&sub).await;
     let row = format!("tr[data-job-id='{id}'] .badge");
     b.wait_text(&row, "Awaiting approval").await;
-    // Mark the page: a reload would lose the mark.
-    b.client
-        .execute("window.__stayed = true;", vec![])
-        .await
-        .unwrap();
-    app.act_ok(&apr, &id, "approve").await;
-    b.wait_text(&row, "Committed").await;
-    let stayed = b
-        .client
-        .execute("return window.__stayed === true;", vec![])
-        .await
-        .unwrap();
-    assert_eq!(stayed, Value::Bool(true), "updated in place, not reloaded");
+    follows_live(&b, &row, "Committed", async {
+        app.act_ok(&apr, &id, "approve").await;
+    })
+    .await;
+
+    // The job page of a job at the gate: another person rejects it; the
+    // page says so without a reload (and without losing what is typed).
+    let other = app
+        .upload(
+            &sub,
+            "customers",
+            "",
+            "customer_name,wa_number,city,grade,consumable_cycle_days\nEka Putri,0811000009,Medan,A,30\n",
+        )
+        .await;
+    assert_eq!(other["state"], "awaiting_approval");
+    let other_id = other["id"].as_str().unwrap().to_string();
+    b.goto(&format!("/jobs/{other_id}")).await;
+    b.find("#job-live[data-work='false']").await;
+    assert!(!b.find("#job-changed").await.is_displayed().await.unwrap());
+    follows_live(&b, "#job-changed", "Rejected", async {
+        let resp = app.act(&apr, &other_id, "reject", Some("wrong file")).await;
+        assert_eq!(resp.status(), reqwest::StatusCode::ACCEPTED);
+    })
+    .await;
+    b.shot("job-changed").await;
+    b.click("#job-changed a").await;
+    b.wait_text("h1 .badge", "Rejected").await;
     b.close().await;
 }
 

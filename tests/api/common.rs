@@ -37,6 +37,8 @@ pub async fn spawn_app_with(tweak: impl FnOnce(&mut Settings)) -> TestApp {
     let mut settings = Settings {
         database: database.clone(),
         lease_ms: 5_000,
+        ledger_key_file: Some(dir.path().join("ledger-key")),
+        ledger_checkpoint_file: Some(dir.path().join("ledger-checkpoint")),
         ..Settings::default()
     };
     tweak(&mut settings);

@@ -525,11 +525,40 @@ async fn admins_manage_keys_and_requests_in_the_console() {
         StatusCode::OK
     );
     assert!(!admin.page("/keys").await.contains(&new_key), "shown once");
-    let key_id = app
-        .sql("SELECT id FROM ig_keys WHERE name = 'Joko Widodo'")
-        .await[0][0]
-        .clone()
-        .unwrap();
+    let made = app
+        .sql("SELECT id, person_id FROM ig_keys WHERE name = 'Joko Widodo'")
+        .await;
+    let (key_id, person_id) = (made[0][0].clone().unwrap(), made[0][1].clone().unwrap());
+    // A second key for the same person, chosen from the list of persons.
+    let html = admin.page("/keys").await;
+    assert!(
+        html.contains(&format!("option value=\"{person_id}\"")),
+        "the person is offered"
+    );
+    let resp = admin
+        .post(
+            "/keys",
+            &[
+                ("_csrf", &csrf),
+                ("name", "Joko Widodo"),
+                ("email", "joko@contoh.co.id"),
+                ("person_id", &person_id),
+                ("role", "approver"),
+                ("modules", "*"),
+                ("expires", ""),
+            ],
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    let persons = app
+        .sql("SELECT DISTINCT person_id FROM ig_keys WHERE name = 'Joko Widodo'")
+        .await;
+    assert_eq!(
+        persons,
+        vec![vec![Some(person_id.clone())]],
+        "one person, two keys"
+    );
+    assert!(admin.page("/keys").await.contains("joko@contoh.co.id"));
     let resp = admin
         .post(&format!("/keys/{key_id}/revoke"), &[("_csrf", &csrf)])
         .await;

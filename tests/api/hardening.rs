@@ -447,10 +447,8 @@ async fn a_replica_starts_while_a_commit_holds_its_table() {
         .execute(&mut *tx)
         .await
         .unwrap();
-    let settings = importgate::config::Settings {
-        database: app.database.clone(),
-        ..importgate::config::Settings::default()
-    };
+    // The same settings (and ledger key) as the running replica.
+    let settings = app.app.settings.clone();
     let started = tokio::time::timeout(
         std::time::Duration::from_secs(10),
         importgate::app::App::open(settings),

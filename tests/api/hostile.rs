@@ -55,6 +55,11 @@ impl Server {
         let mut child = Command::new(BIN)
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .args(["--database", &database])
+            .env("IMPORTGATE_LEDGER_KEY_FILE", dir.path().join("ledger-key"))
+            .env(
+                "IMPORTGATE_LEDGER_CHECKPOINT_FILE",
+                dir.path().join("ledger-checkpoint"),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

@@ -417,6 +417,13 @@ async fn real_answers_match_the_schemas() {
     check(&doc, "GET /api/modules/{module} 200", &module);
     let keys = app.get_json(&app.admin, "/api/keys").await;
     check(&doc, "GET /api/keys 200", &keys);
+    // Events of jobs and of keys (the admin sees both).
+    let feed = app.get_json(&app.admin, "/api/events?limit=1000").await;
+    assert!(
+        feed["events"].as_array().is_some_and(|e| e.len() > 5),
+        "{feed}"
+    );
+    check(&doc, "GET /api/events 200", &feed);
 
     // Problems: a submitter at the gate, a missing job, an unknown module.
     let resp = app.act(&sub, id, "approve", None).await;

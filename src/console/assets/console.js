@@ -72,14 +72,47 @@
     });
   });
 
+  // Follows the service's events (server-sent, the signed-in key's scope):
+  // `onJob(id)` for every event about a job, and `onOpen()` whenever the
+  // stream (re)opens, to catch up on what happened while it was closed.
+  // Where the browser has no EventSource, or the stream is refused, a slow
+  // poll (`onOpen` every 30 s) stands in.
+  function followEvents(onJob, onOpen) {
+    var polling = false;
+    function poll() {
+      if (polling) { return; }
+      polling = true;
+      every(30000, onOpen);
+    }
+    if (!window.EventSource) { poll(); return; }
+    var source = new EventSource('/console/events/stream');
+    source.addEventListener('open', function () { Promise.resolve(onOpen()).catch(function () {}); });
+    source.addEventListener('error', function () {
+      // CONNECTING: the browser tries again by itself (with Last-Event-ID).
+      if (source.readyState === EventSource.CLOSED) { poll(); }
+    });
+    var handle = function (ev) {
+      var body = null;
+      try { body = JSON.parse(ev.data); } catch (ignored) { return; }
+      if (body && body.data && body.data.job) { onJob(body.data.job.id, body); }
+    };
+    ['job.created', 'job.awaiting_approval', 'job.invalid', 'job.failed', 'job.approved',
+      'job.committed', 'job.rejected', 'job.cancelled', 'job.expired', 'job.rollback_requested',
+      'job.rolled_back', 'job.rollback_failed', 'job.revised', 'job.purged'].forEach(function (type) {
+      source.addEventListener(type, handle);
+    });
+    window.addEventListener('pagehide', function () { source.close(); });
+  }
+
   // The job list: states and counts follow the service without a reload.
   var jobs = document.querySelector('[data-live-jobs]');
   if (jobs) {
     var liveStatus = document.getElementById('live-status');
-    every(3000, function () {
+    var refreshRows = function (only) {
       var rows = jobs.querySelectorAll('tr[data-job-id]');
       var ids = Array.prototype.map.call(rows, function (r) { return r.getAttribute('data-job-id'); });
-      if (ids.length === 0) { return false; }
+      if (only) { ids = ids.filter(function (id) { return id === only; }); }
+      if (ids.length === 0) { return; }
       return getJSON(jobs.getAttribute('data-live-jobs') + '?ids=' + encodeURIComponent(ids.join(',')))
         .then(function (body) {
           body.jobs.forEach(function (j) {
@@ -98,25 +131,42 @@
             if (errCell) { errCell.textContent = formatCount(j.counts.errors); }
           });
         });
-    });
+    };
+    followEvents(function (id) {
+      if (jobs.querySelector('tr[data-job-id="' + id + '"]')) {
+        refreshRows(id).catch(function () {});
+      }
+    }, function () { return refreshRows(null); });
   }
 
-  // The job page: while the service works on the job, follow it and show
-  // the new version when it moves.
+  // The job page: when the job moves, show its new version (at once while
+  // the service works on it; otherwise say so, so that nothing a person is
+  // writing is lost). While it is worked on, the count of rows read so far
+  // is refreshed every 2 s (progress is not an event).
   var live = document.getElementById('job-live');
-  if (live && live.getAttribute('data-work') === 'true') {
+  if (live) {
     var version = live.getAttribute('data-version');
+    var working = live.getAttribute('data-work') === 'true';
     var progress = live.querySelector('[data-progress-rows]');
-    every(1000, function () {
+    var changed = document.getElementById('job-changed');
+    var jobId = live.getAttribute('data-job-id');
+    var check = function () {
       return getJSON(live.getAttribute('data-job-status')).then(function (j) {
         if (progress) { progress.textContent = formatCount(j.counts.rows); }
-        if (String(j.version) !== version) {
+        if (String(j.version) === version) { return true; }
+        if (working) {
           window.location.replace(window.location.pathname);
-          return false;
+        } else if (changed) {
+          changed.querySelector('[data-changed-text]').textContent = say('changed', { state: j.label });
+          changed.hidden = false;
         }
-        return true;
+        return false;
       });
-    });
+    };
+    followEvents(function (id) {
+      if (id === jobId) { check().catch(function () {}); }
+    }, check);
+    if (working) { every(2000, check); }
   }
 
   // The upload page.

@@ -1,0 +1,345 @@
+//! The ledger as events for clients (API.md section 13): the feed
+//! (`GET /api/events`), the live stream both front doors serve, and one
+//! event's payload for the webhook deliverer.
+//!
+//! Every link of the ledger's chain is an event, named by
+//! [`ledger::events::client_type`] (the service's private notes are not
+//! events). An event's id is `evt_` and the link's place in the chain
+//! (`seq`): gap-free and growing in commit order, so "after `evt_N`" misses
+//! nothing and repeats nothing. `data` shows the job, key or key request as
+//! it is when the event is read, people masked.
+//!
+//! Scope: a key sees the events of jobs of the modules it covers; events
+//! about keys and key requests are for admins only, and an admin with a
+//! module scope sees them only for keys and requests within it
+//! ([`super::keys::within_scope`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::Stream;
+
+use super::views::{EventData, FeedEvent, JobView, KeyBrief, KeyRequestBrief};
+use super::{App, Error, Result};
+use crate::keys::{KeyRecord, Role};
+use crate::ledger::chain::Event;
+use crate::ledger::events::{about_keys, client_type};
+use crate::ledger::job::{People, time};
+use crate::store::{self, Conn, ledger::FeedScope};
+
+/// Events a page holds unless the reader asks for another number.
+pub const DEFAULT_LIMIT: i64 = 100;
+/// The most events a page holds.
+pub const MAX_LIMIT: i64 = 1000;
+/// How often a stream checks that its key is still live.
+const KEY_CHECK: Duration = Duration::from_secs(30);
+
+/// The id of the event at this place of the chain.
+pub fn id(seq: i64) -> String {
+    format!("evt_{seq}")
+}
+
+/// The chain place an event id names (`evt_N`); a malformed id is
+/// [`Error::Invalid`] naming `parameter` (`after`, `Last-Event-ID`).
+pub fn parse_id(parameter: &str, text: &str) -> Result<i64> {
+    text.trim()
+        .strip_prefix("evt_")
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|n| n.parse::<i64>().ok())
+        .ok_or_else(|| {
+            Error::invalid(
+                parameter,
+                format!("{parameter} must be an event id (evt_ and a number), not {text:?}"),
+            )
+        })
+}
+
+/// A page's size as asked (`limit`): 1 to [`MAX_LIMIT`], by default
+/// [`DEFAULT_LIMIT`].
+pub fn limit(asked: Option<i64>) -> Result<i64> {
+    match asked {
+        None => Ok(DEFAULT_LIMIT),
+        Some(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
+        Some(_) => Err(Error::invalid(
+            "limit",
+            format!("limit must be a whole number from 1 to {MAX_LIMIT}"),
+        )),
+    }
+}
+
+/// A page of the feed.
+pub struct Page {
+    /// Oldest first.
+    pub events: Vec<FeedEvent>,
+    /// Where the next page starts (give it back as `after`): the last link
+    /// this page looked at, which may be past its last event when later
+    /// links are not for this key; `None` while the ledger is empty.
+    pub next_after: Option<i64>,
+}
+
+/// The place of the ledger's newest event: a stream that starts "now"
+/// starts after it.
+pub async fn head(app: &App) -> Result<i64> {
+    let mut c = app.db.acquire().await?;
+    Ok(store::ledger::last_seq(&mut c.conn()).await?)
+}
+
+/// Where a stream starts: after the event of `Last-Event-ID` (what a
+/// client that reconnects sends), else after `after`, else after the
+/// newest event there is (the stream shows what happens from now on).
+pub async fn start(app: &App, last_event_id: Option<&str>, after: Option<&str>) -> Result<i64> {
+    match (last_event_id, after) {
+        (Some(id), _) => parse_id("Last-Event-ID", id),
+        (None, Some(id)) => parse_id("after", id),
+        (None, None) => head(app).await,
+    }
+}
+
+/// The events after `after_seq` the key may see, oldest first, at most
+/// `limit` of them.
+pub async fn list(app: &App, actor: &KeyRecord, after_seq: i64, limit: i64) -> Result<Page> {
+    let limit = limit.clamp(1, MAX_LIMIT);
+    let scope_modules = actor.scope();
+    let scope = FeedScope {
+        modules: scope_modules.as_deref(),
+        keys: actor.role == Role::Admin,
+    };
+    let mut pooled = app.db.acquire().await?;
+    let mut c = pooled.conn();
+    let upto = store::ledger::last_seq(&mut c).await?;
+    let mut names = None;
+    let mut events = Vec::new();
+    let mut from = after_seq;
+    // Private notes and, for an admin with a module scope, keys outside it
+    // are dropped after reading: read on until the page is full or the
+    // chain's end (as it was when this page began) is reached. A reader
+    // that is up to date costs one look at the head.
+    while from < upto {
+        let want = limit - events.len() as i64;
+        let links = store::ledger::feed(&mut c, from, upto, scope, want).await?;
+        let full = links.len() as i64 == want;
+        if let Some((last, _)) = links.last() {
+            from = last.seq;
+        }
+        let named: Vec<_> = links
+            .into_iter()
+            .filter_map(|(e, _)| client_type(&e.event, &e.to_state).map(|t| (e, t)))
+            .collect();
+        if !named.is_empty() {
+            let names = match &mut names {
+                Some(n) => n,
+                None => names.insert(store::keys::names(&mut c).await?),
+            };
+            events.extend(
+                shown(&mut c, names, named)
+                    .await?
+                    .into_iter()
+                    .filter(|(_, scoped)| {
+                        scoped
+                            .as_deref()
+                            .is_none_or(|m| super::keys::within_scope(actor, m).is_ok())
+                    })
+                    .map(|(e, _)| e),
+            );
+        }
+        if !full {
+            from = upto;
+            break;
+        }
+        if events.len() as i64 >= limit {
+            break;
+        }
+    }
+    Ok(Page {
+        events,
+        next_after: (from > 0).then_some(from),
+    })
+}
+
+/// One link as the event clients see (what a webhook delivers), whoever
+/// reads it; `None` for a private note or a subject that is gone.
+pub async fn payload(app: &App, link: &Event) -> Result<Option<serde_json::Value>> {
+    let Some(ty) = client_type(&link.event, &link.to_state) else {
+        return Ok(None);
+    };
+    let mut pooled = app.db.acquire().await?;
+    let mut c = pooled.conn();
+    let names = store::keys::names(&mut c).await?;
+    let shown = shown(&mut c, &names, vec![(link.clone(), ty)]).await?;
+    match shown.into_iter().next() {
+        Some((e, _)) => Ok(Some(
+            serde_json::to_value(e).map_err(|e| Error::Internal(e.to_string()))?,
+        )),
+        None => Ok(None),
+    }
+}
+
+/// The events of named links, their subjects read as they are now, each
+/// with the modules of the key or key request it is about (for an admin's
+/// scope). Links whose subject is gone are left out.
+async fn shown(
+    c: &mut Conn<'_>,
+    names: &HashMap<String, String>,
+    links: Vec<(Event, &'static str)>,
+) -> Result<Vec<(FeedEvent, Option<Vec<String>>)>> {
+    let people = People(names);
+    let job_ids: Vec<String> = links
+        .iter()
+        .filter(|(_, t)| !about_keys(t))
+        .map(|(e, _)| e.job_id.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let jobs: HashMap<String, crate::ledger::Job> = store::jobs::get_many(c, &job_ids)
+        .await?
+        .into_iter()
+        .map(|j| (j.id.clone(), j))
+        .collect();
+    let mut out = Vec::with_capacity(links.len());
+    for (link, ty) in links {
+        let (data, modules) = if !about_keys(ty) {
+            let Some(job) = jobs.get(&link.job_id) else {
+                continue;
+            };
+            let data = EventData {
+                job: Some(JobView::new(job, &people)),
+                key: None,
+                key_request: None,
+            };
+            (data, None)
+        } else if ty.starts_with("key_request.") {
+            let Some(r) = store::key_requests::get(c, &link.job_id).await? else {
+                continue;
+            };
+            let data = EventData {
+                job: None,
+                key: None,
+                key_request: Some(KeyRequestBrief::new(&r)),
+            };
+            (data, Some(r.modules))
+        } else {
+            let Some(k) = store::keys::get(c, &link.job_id).await? else {
+                continue;
+            };
+            let data = EventData {
+                job: None,
+                key: Some(KeyBrief::new(&k)),
+                key_request: None,
+            };
+            (data, Some(k.modules))
+        };
+        let event = FeedEvent {
+            id: id(link.seq),
+            ty: ty.to_string(),
+            created_at: time(&link.at),
+            data,
+        };
+        out.push((event, modules));
+    }
+    Ok(out)
+}
+
+/// The events after `after_seq` the key may see, live: the events there
+/// are, then each new one as it is appended. Woken at once by this
+/// process's appends ([`App::job_moved`]); other replicas' are found by
+/// reading the ledger again every `events_poll_ms`. No connection is held
+/// between reads. Ends when the service shuts down or the key stops being
+/// live; a database that cannot answer is waited out.
+pub fn follow(
+    app: Arc<App>,
+    actor: KeyRecord,
+    after_seq: i64,
+) -> impl Stream<Item = FeedEvent> + Send + 'static {
+    let state = Follow {
+        stop: app.shutdown.subscribe(),
+        app,
+        actor,
+        after: after_seq,
+        queue: VecDeque::new(),
+        checked: Instant::now(),
+    };
+    futures::stream::unfold(state, |mut s| async move {
+        loop {
+            if let Some(e) = s.queue.pop_front() {
+                return Some((e, s));
+            }
+            if *s.stop.borrow() {
+                return None;
+            }
+            let woken = s.app.job_moved.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if s.checked.elapsed() >= KEY_CHECK {
+                match super::keys::find(&s.app, &s.actor.id).await {
+                    Ok(Some(k)) if k.is_live(store::now()) => {
+                        s.actor = k;
+                        s.checked = Instant::now();
+                    }
+                    Ok(_) => return None,
+                    Err(e) => tracing::warn!(error = %e, "event stream: could not check its key"),
+                }
+            }
+            match list(&s.app, &s.actor, s.after, DEFAULT_LIMIT).await {
+                Ok(page) => {
+                    if let Some(n) = page.next_after {
+                        s.after = s.after.max(n);
+                    }
+                    if !page.events.is_empty() {
+                        s.queue.extend(page.events);
+                        continue;
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "event stream: could not read the ledger"),
+            }
+            let poll = Duration::from_millis(s.app.settings.events_poll_ms.max(10));
+            tokio::select! {
+                _ = woken => {},
+                _ = tokio::time::sleep(poll) => {},
+                changed = s.stop.changed() => {
+                    if changed.is_err() {
+                        return None;
+                    }
+                },
+            }
+        }
+    })
+}
+
+struct Follow {
+    app: Arc<App>,
+    actor: KeyRecord,
+    after: i64,
+    queue: VecDeque<FeedEvent>,
+    stop: tokio::sync::watch::Receiver<bool>,
+    checked: Instant,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_ids_and_limits_are_checked() {
+        assert_eq!(id(42), "evt_42");
+        assert_eq!(parse_id("after", "evt_42").unwrap(), 42);
+        for bad in [
+            "",
+            "evt_",
+            "42",
+            "evt_-1",
+            "evt_4x",
+            "evt_99999999999999999999",
+        ] {
+            assert!(
+                matches!(parse_id("after", bad), Err(Error::Invalid { parameter, .. }) if parameter == "after"),
+                "{bad}"
+            );
+        }
+        assert_eq!(limit(None).unwrap(), DEFAULT_LIMIT);
+        assert_eq!(limit(Some(1000)).unwrap(), 1000);
+        for bad in [0, -1, 1001, 100_000] {
+            assert!(limit(Some(bad)).is_err());
+        }
+    }
+}

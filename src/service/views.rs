@@ -1,0 +1,239 @@
+//! The views of domain values that more than one front door shows: the
+//! job as clients see it (API.md section 4), in answers of the API and in
+//! the events of the feed, the stream and webhooks (section 13). People
+//! are masked. The OpenAPI document describes them from these types.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::ingest::Format;
+use crate::keys::{KeyRecord, KeyRequest, Person, RequestState, Role};
+use crate::ledger::job::{People, time};
+use crate::ledger::{
+    Counts, DecisionKind, GateAction, Job, JobProblem, JobState, Mode, OnError, Warning,
+};
+
+/// A job (API.md section 4).
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Job)]
+pub struct JobView {
+    #[schema(example = "job_01JD8Z3K6W0Q2T5N8XJ4R7M9C1")]
+    pub id: String,
+    /// The module's key.
+    pub module: String,
+    /// The module's table.
+    pub table: String,
+    pub state: JobState,
+    pub mode: Mode,
+    pub on_error: OnError,
+    /// Made in simulation: commit and rollback touch no module table.
+    pub simulated: bool,
+    pub file: FileView,
+    pub submitter: Person,
+    pub counts: Counts,
+    /// File-level remarks that do not stop the job (columns not in the
+    /// module, …).
+    pub warnings: Vec<Warning>,
+    /// Why the job is `invalid` or `failed`, or why a rollback was refused.
+    pub problem: Option<JobProblem>,
+    /// The latest request at the Human-Gate.
+    pub gate: Option<GateView>,
+    /// Decisions taken at the gate, oldest first.
+    pub decisions: Vec<DecisionView>,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    #[schema(format = DateTime)]
+    pub updated_at: String,
+    /// When the job's staged rows and stored file were purged (API.md
+    /// section 10): its preview is gone (`410`); null until then.
+    #[schema(format = DateTime)]
+    pub purged_at: Option<String>,
+    pub links: JobLinks,
+}
+
+impl JobView {
+    /// The job as the API shows it: people masked.
+    pub fn new(job: &Job, people: &People) -> JobView {
+        let base = format!("/api/jobs/{}", job.id);
+        JobView {
+            id: job.id.clone(),
+            module: job.module.clone(),
+            table: job.table.clone(),
+            state: job.state,
+            mode: job.mode,
+            on_error: job.on_error,
+            simulated: job.simulated,
+            file: FileView {
+                name: job.file.name.clone(),
+                format: job.file.format,
+                bytes: job.file.bytes,
+                sha256: job.file.sha256.clone(),
+            },
+            submitter: people.person(&job.submitter),
+            counts: job.counts.clone(),
+            warnings: job.warnings.clone(),
+            problem: job.problem.clone(),
+            gate: job.gate.as_ref().map(|g| GateView {
+                action: g.action,
+                requested_at: time(&g.requested_at),
+                requested_by: people.person(&g.requested_by),
+            }),
+            decisions: job
+                .decisions
+                .iter()
+                .map(|d| DecisionView {
+                    action: d.action,
+                    decision: d.decision,
+                    by: d.by.as_deref().map(|b| people.person(b)),
+                    at: time(&d.at),
+                    comment: d.comment.clone(),
+                    issued_by: d.issued_by.as_deref().map(|b| people.person(b)),
+                })
+                .collect(),
+            created_at: time(&job.created_at),
+            updated_at: time(&job.updated_at),
+            purged_at: job.purged_at.as_ref().map(time),
+            links: JobLinks {
+                preview: format!("{base}/preview"),
+                errors: format!("{base}/errors"),
+                events: format!("{base}/events"),
+                this: base,
+            },
+        }
+    }
+}
+
+/// The uploaded file.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FileView {
+    /// The client's file name (last path segment), if it sent one.
+    pub name: Option<String>,
+    /// The format that was read.
+    pub format: Format,
+    pub bytes: i64,
+    /// SHA-256 of the bytes, hex.
+    #[schema(pattern = "^[0-9a-f]{64}$")]
+    pub sha256: String,
+}
+
+/// A request at the Human-Gate.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GateView {
+    pub action: GateAction,
+    #[schema(format = DateTime)]
+    pub requested_at: String,
+    pub requested_by: Person,
+}
+
+/// A decision taken at the gate.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DecisionView {
+    pub action: GateAction,
+    pub decision: DecisionKind,
+    /// Null when the service decided (`expired`).
+    pub by: Option<Person>,
+    #[schema(format = DateTime)]
+    pub at: String,
+    pub comment: Option<String>,
+    /// Who issued the deciding key (API.md section 1); null for keys made
+    /// at first start or on the command line, and for the service.
+    pub issued_by: Option<Person>,
+}
+
+/// Where the job's parts are.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobLinks {
+    #[serde(rename = "self")]
+    #[schema(rename = "self")]
+    pub this: String,
+    pub preview: String,
+    pub errors: String,
+    pub events: String,
+}
+
+/// The person who asked for a key: masked, with the key made for them.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RequestPerson {
+    /// The key made at collection; null before.
+    pub key_id: Option<String>,
+    pub display: String,
+}
+
+/// An event for clients (API.md section 13): a link of the ledger, named.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FeedEvent {
+    /// `evt_` and the link's place in the ledger's one chain: ids grow
+    /// in the order events happened.
+    #[schema(example = "evt_42", pattern = "^evt_[0-9]+$")]
+    pub id: String,
+    /// What happened (`job.committed`, `key.created`, …).
+    #[serde(rename = "type")]
+    #[schema(rename = "type", example = "job.committed")]
+    pub ty: String,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    pub data: EventData,
+}
+
+/// What an event is about, as it is when the event is read: a job, a key
+/// or a key request (one of the three).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventData {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub job: Option<JobView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub key: Option<KeyBrief>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub key_request: Option<KeyRequestBrief>,
+}
+
+/// A key in an event: never the secret; the holder masked.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyBrief {
+    #[schema(example = "key_7Qf2")]
+    pub id: String,
+    pub role: Role,
+    /// Module keys, or `["*"]` for all.
+    pub modules: Vec<String>,
+    pub person: Person,
+}
+
+/// A key request in an event: the requester masked.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyRequestBrief {
+    #[schema(example = "kr_01JD8Z3K6W0Q2T5N8XJ4R7M9C1")]
+    pub id: String,
+    pub role: Role,
+    pub modules: Vec<String>,
+    pub state: RequestState,
+    pub person: RequestPerson,
+}
+
+impl KeyBrief {
+    pub fn new(k: &KeyRecord) -> KeyBrief {
+        KeyBrief {
+            id: k.id.clone(),
+            role: k.role,
+            modules: k.modules.clone(),
+            person: k.person(),
+        }
+    }
+}
+
+impl KeyRequestBrief {
+    pub fn new(r: &KeyRequest) -> KeyRequestBrief {
+        KeyRequestBrief {
+            id: r.id.clone(),
+            role: r.role,
+            modules: r.modules.clone(),
+            state: r.state,
+            person: RequestPerson {
+                key_id: r.key_id.clone(),
+                display: crate::keys::mask(&r.name),
+            },
+        }
+    }
+}

@@ -1,0 +1,381 @@
+//! Webhooks (API.md section 13): the endpoints, the outbox of deliveries
+//! written with the ledger's links, and each delivery's attempts.
+//!
+//! A delivery is one event for one endpoint. It is written in the same
+//! transaction as the link it reports ([`enqueue`], called by
+//! `store::ledger::append`), so a move that happened is never without its
+//! deliveries and one that rolled back has none. Workers on every replica
+//! lease due deliveries ([`claim`]); one subject's (a job's) deliveries to
+//! one endpoint go in chain order, one at a time.
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use super::{Conn, Result, json_col};
+use crate::on_conn;
+
+/// An endpoint, as stored (the signing secret is not: it is derived from
+/// the ledger's key and `salt`).
+#[derive(Debug, Clone)]
+pub struct Webhook {
+    pub id: String,
+    pub url: String,
+    /// Event types, or `["*"]`.
+    pub events: Vec<String>,
+    /// Module keys, or `["*"]`.
+    pub modules: Vec<String>,
+    pub description: Option<String>,
+    pub salt: String,
+    pub enabled: bool,
+    /// Why the service disabled it, when it did.
+    pub disabled_reason: Option<String>,
+    /// Since when every attempt has failed (`None` once one succeeds).
+    pub failing_since: Option<DateTime<Utc>>,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Webhook {
+    /// Whether an event of this type, about this module (`None` for key
+    /// events), goes to this endpoint.
+    pub fn wants(&self, event_type: &str, module: Option<&str>) -> bool {
+        let all = |list: &[String]| list.iter().any(|e| e == "*");
+        let event = all(&self.events) || self.events.iter().any(|e| e == event_type);
+        let module =
+            all(&self.modules) || module.is_some_and(|m| self.modules.iter().any(|x| x == m));
+        event && module
+    }
+}
+
+const COLUMNS: &str = "id, url, events, modules, description, salt, enabled, disabled_reason, \
+    failing_since, created_by, created_at, updated_at";
+
+fn webhook<R: Row>(row: &R) -> Result<Webhook>
+where
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> bool: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> DateTime<Utc>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> &'r str: sqlx::ColumnIndex<R>,
+{
+    let events: String = row.try_get("events")?;
+    let modules: String = row.try_get("modules")?;
+    Ok(Webhook {
+        id: row.try_get("id")?,
+        url: row.try_get("url")?,
+        events: json_col(&events, "events")?,
+        modules: json_col(&modules, "modules")?,
+        description: row.try_get("description")?,
+        salt: row.try_get("salt")?,
+        enabled: row.try_get("enabled")?,
+        disabled_reason: row.try_get("disabled_reason")?,
+        failing_since: row.try_get("failing_since")?,
+        created_by: row.try_get("created_by")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+fn json(v: &[String]) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "[]".into())
+}
+
+pub async fn insert(conn: &mut Conn<'_>, w: &Webhook) -> Result<()> {
+    let sql = format!(
+        "INSERT INTO ig_webhooks ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+    );
+    on_conn!(conn, c => sqlx::query(&sql)
+        .bind(&w.id).bind(&w.url).bind(json(&w.events)).bind(json(&w.modules))
+        .bind(&w.description).bind(&w.salt).bind(w.enabled).bind(&w.disabled_reason)
+        .bind(w.failing_since).bind(&w.created_by).bind(w.created_at).bind(w.updated_at)
+        .execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
+}
+
+/// Writes an endpoint's changeable parts.
+pub async fn update(conn: &mut Conn<'_>, w: &Webhook) -> Result<bool> {
+    let done = on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_webhooks SET url = $1, events = $2, modules = $3, description = $4, enabled = $5, \
+         disabled_reason = $6, failing_since = $7, updated_at = $8 WHERE id = $9")
+        .bind(&w.url).bind(json(&w.events)).bind(json(&w.modules)).bind(&w.description)
+        .bind(w.enabled).bind(&w.disabled_reason).bind(w.failing_since).bind(w.updated_at)
+        .bind(&w.id)
+        .execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(done > 0)
+}
+
+pub async fn get(conn: &mut Conn<'_>, id: &str) -> Result<Option<Webhook>> {
+    let sql = format!("SELECT {COLUMNS} FROM ig_webhooks WHERE id = $1");
+    on_conn!(conn, c => match sqlx::query(&sql).bind(id).fetch_optional(c).await? {
+        Some(row) => Ok(Some(webhook(&row)?)),
+        None => Ok(None),
+    })
+}
+
+pub async fn list(conn: &mut Conn<'_>) -> Result<Vec<Webhook>> {
+    let sql = format!("SELECT {COLUMNS} FROM ig_webhooks ORDER BY created_at, id");
+    on_conn!(conn, c => sqlx::query(&sql).fetch_all(c).await?.iter().map(webhook).collect())
+}
+
+/// Deletes an endpoint and its deliveries.
+pub async fn delete(conn: &mut Conn<'_>, id: &str) -> Result<bool> {
+    on_conn!(conn, c => sqlx::query(
+        "DELETE FROM ig_webhook_attempts WHERE delivery_id IN \
+           (SELECT id FROM ig_webhook_deliveries WHERE webhook_id = $1)")
+        .bind(id).execute(c).await.map(|r| r.rows_affected()))?;
+    on_conn!(conn, c => sqlx::query("DELETE FROM ig_webhook_deliveries WHERE webhook_id = $1")
+        .bind(id).execute(c).await.map(|r| r.rows_affected()))?;
+    let done = on_conn!(conn, c => sqlx::query("DELETE FROM ig_webhooks WHERE id = $1")
+        .bind(id).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(done > 0)
+}
+
+/// Writes the deliveries of one new ledger link to every enabled endpoint
+/// that wants it, in the caller's transaction (the outbox).
+pub async fn enqueue(
+    conn: &mut Conn<'_>,
+    seq: i64,
+    subject: &str,
+    event_type: &str,
+    module: Option<&str>,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    let sql = format!("SELECT {COLUMNS} FROM ig_webhooks WHERE enabled = $1");
+    let hooks: Vec<Webhook> = on_conn!(conn, c => sqlx::query(&sql).bind(true).fetch_all(c).await?
+        .iter().map(webhook).collect::<Result<_>>())?;
+    for w in hooks.iter().filter(|w| w.wants(event_type, module)) {
+        let d = NewDelivery {
+            webhook_id: &w.id,
+            seq: Some(seq),
+            subject,
+            event_type,
+            body: None,
+        };
+        add(conn, &d, at).await?;
+    }
+    Ok(())
+}
+
+/// A delivery to write.
+pub struct NewDelivery<'a> {
+    pub webhook_id: &'a str,
+    /// The ledger link it reports; `None` for a test ping.
+    pub seq: Option<i64>,
+    pub subject: &'a str,
+    pub event_type: &'a str,
+    /// The body, when it is known already (a test ping); otherwise it is
+    /// made at the first attempt and kept for the retries.
+    pub body: Option<String>,
+}
+
+/// Writes a pending delivery, due now; its id.
+pub async fn add(conn: &mut Conn<'_>, d: &NewDelivery<'_>, at: DateTime<Utc>) -> Result<String> {
+    let id = format!("msg_{}", ulid::Ulid::generate());
+    on_conn!(conn, c => sqlx::query(
+        "INSERT INTO ig_webhook_deliveries (id, webhook_id, seq, subject, event_type, state, \
+             attempts, next_at, body, created_at) \
+         VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $7, $8)")
+        .bind(&id).bind(d.webhook_id).bind(d.seq).bind(d.subject).bind(d.event_type)
+        .bind(at.timestamp_millis()).bind(&d.body).bind(at)
+        .execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(id)
+}
+
+/// A delivery, as the worker and the log see it.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub id: String,
+    pub webhook_id: String,
+    pub seq: Option<i64>,
+    pub subject: String,
+    pub event_type: String,
+    /// `pending`, `delivered` or `failed`.
+    pub state: String,
+    pub attempts: i64,
+    pub body: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+const DELIVERY: &str =
+    "id, webhook_id, seq, subject, event_type, state, attempts, body, created_at";
+
+fn delivery<R: Row>(row: &R) -> Result<Delivery>
+where
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> DateTime<Utc>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> &'r str: sqlx::ColumnIndex<R>,
+{
+    Ok(Delivery {
+        id: row.try_get("id")?,
+        webhook_id: row.try_get("webhook_id")?,
+        seq: row.try_get("seq")?,
+        subject: row.try_get("subject")?,
+        event_type: row.try_get("event_type")?,
+        state: row.try_get("state")?,
+        attempts: row.try_get("attempts")?,
+        body: row.try_get("body")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+/// Leases up to `limit` due deliveries to `owner` until `until_ms`: pending,
+/// due, not leased by a live worker, to an enabled endpoint, and with no
+/// earlier pending delivery of the same subject to the same endpoint (one
+/// event at a time per job and endpoint, in order). The leased ones.
+pub async fn claim(
+    conn: &mut Conn<'_>,
+    owner: &str,
+    now_ms: i64,
+    until_ms: i64,
+    limit: i64,
+) -> Result<Vec<Delivery>> {
+    // The outer condition is checked again on each row as it is updated,
+    // so two replicas racing for one delivery cannot both lease it; the
+    // rows this statement leased are the ones it returns.
+    let sql = format!(
+        "UPDATE ig_webhook_deliveries SET lease_owner = $1, lease_until = $2 \
+         WHERE state = 'pending' AND (lease_until IS NULL OR lease_until < $3) AND id IN ( \
+           SELECT d.id FROM ig_webhook_deliveries d \
+           JOIN ig_webhooks w ON w.id = d.webhook_id AND w.enabled = $4 \
+           WHERE d.state = 'pending' AND d.next_at <= $3 \
+             AND (d.lease_until IS NULL OR d.lease_until < $3) \
+             AND NOT EXISTS (SELECT 1 FROM ig_webhook_deliveries e \
+               WHERE e.webhook_id = d.webhook_id AND e.subject = d.subject \
+                 AND e.state = 'pending' AND e.seq < d.seq) \
+           ORDER BY d.next_at, d.id LIMIT $5) \
+         RETURNING {DELIVERY}"
+    );
+    on_conn!(conn, c => sqlx::query(&sql)
+        .bind(owner).bind(until_ms).bind(now_ms).bind(true).bind(limit)
+        .fetch_all(c).await?
+        .iter().map(delivery).collect())
+}
+
+/// One attempt at a delivery, as logged.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub at: DateTime<Utc>,
+    /// The receiver's HTTP status, if it answered.
+    pub status: Option<i64>,
+    pub latency_ms: i64,
+    pub error: Option<String>,
+    /// At most 1 KiB of the answer.
+    pub answer: Option<String>,
+}
+
+/// Where a delivery goes after an attempt.
+pub struct Outcome<'a> {
+    /// `delivered`, `failed`, or `pending` again at `next_at_ms`.
+    pub state: &'a str,
+    pub next_at_ms: i64,
+    /// The body sent, kept (at the first attempt) for the retries.
+    pub body: &'a str,
+}
+
+/// Records an attempt and where the delivery goes next. Only while
+/// `owner` holds the lease; false otherwise (another worker took it over).
+pub async fn record(
+    conn: &mut Conn<'_>,
+    d: &Delivery,
+    owner: &str,
+    attempt: &Attempt,
+    next: &Outcome<'_>,
+) -> Result<bool> {
+    let done = on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_webhook_deliveries SET state = $1, attempts = attempts + 1, next_at = $2, \
+             lease_owner = NULL, lease_until = NULL, body = COALESCE(body, $5) \
+         WHERE id = $3 AND lease_owner = $4 AND state = 'pending'")
+        .bind(next.state).bind(next.next_at_ms).bind(&d.id).bind(owner).bind(next.body)
+        .execute(c).await.map(|r| r.rows_affected()))?;
+    if done == 0 {
+        return Ok(false);
+    }
+    on_conn!(conn, c => sqlx::query(
+        "INSERT INTO ig_webhook_attempts (delivery_id, n, at, status, latency_ms, error, answer) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)")
+        .bind(&d.id).bind(d.attempts + 1).bind(attempt.at).bind(attempt.status)
+        .bind(attempt.latency_ms).bind(&attempt.error).bind(&attempt.answer)
+        .execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(true)
+}
+
+/// Marks an endpoint failing since `since` unless it already is; clears it
+/// when `since` is `None` (an attempt succeeded).
+pub async fn set_failing(
+    conn: &mut Conn<'_>,
+    id: &str,
+    since: Option<DateTime<Utc>>,
+) -> Result<()> {
+    match since {
+        Some(at) => on_conn!(conn, c => sqlx::query(
+            "UPDATE ig_webhooks SET failing_since = $1 WHERE id = $2 AND failing_since IS NULL")
+            .bind(at).bind(id).execute(c).await.map(|r| r.rows_affected()))?,
+        None => on_conn!(conn, c => sqlx::query(
+            "UPDATE ig_webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL")
+            .bind(id).execute(c).await.map(|r| r.rows_affected()))?,
+    };
+    Ok(())
+}
+
+/// Disables an endpoint that kept failing, with the reason.
+pub async fn disable(conn: &mut Conn<'_>, id: &str, reason: &str, at: DateTime<Utc>) -> Result<()> {
+    on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_webhooks SET enabled = $1, disabled_reason = $2, updated_at = $3 WHERE id = $4")
+        .bind(false).bind(reason).bind(at).bind(id).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
+}
+
+/// An endpoint's deliveries, newest first, at most `limit`.
+pub async fn deliveries(
+    conn: &mut Conn<'_>,
+    webhook_id: &str,
+    limit: i64,
+) -> Result<Vec<Delivery>> {
+    let sql = format!(
+        "SELECT {DELIVERY} FROM ig_webhook_deliveries WHERE webhook_id = $1 \
+         ORDER BY created_at DESC, id DESC LIMIT $2"
+    );
+    on_conn!(conn, c => sqlx::query(&sql).bind(webhook_id).bind(limit).fetch_all(c).await?
+        .iter().map(delivery).collect())
+}
+
+pub async fn delivery_of(
+    conn: &mut Conn<'_>,
+    webhook_id: &str,
+    id: &str,
+) -> Result<Option<Delivery>> {
+    let sql =
+        format!("SELECT {DELIVERY} FROM ig_webhook_deliveries WHERE webhook_id = $1 AND id = $2");
+    on_conn!(conn, c => match sqlx::query(&sql).bind(webhook_id).bind(id).fetch_optional(c).await? {
+        Some(row) => Ok(Some(delivery(&row)?)),
+        None => Ok(None),
+    })
+}
+
+/// A delivery's attempts, oldest first.
+pub async fn attempts(conn: &mut Conn<'_>, delivery_id: &str) -> Result<Vec<Attempt>> {
+    on_conn!(conn, c => {
+        let rows = sqlx::query(
+            "SELECT at, status, latency_ms, error, answer FROM ig_webhook_attempts \
+             WHERE delivery_id = $1 ORDER BY n")
+            .bind(delivery_id).fetch_all(c).await?;
+        rows.iter().map(|r| Ok(Attempt {
+            at: r.try_get("at")?,
+            status: r.try_get("status")?,
+            latency_ms: r.try_get("latency_ms")?,
+            error: r.try_get("error")?,
+            answer: r.try_get("answer")?,
+        })).collect::<Result<Vec<_>>>()
+    })
+}
+
+/// Makes a delivery that ended (delivered or failed) pending again, due
+/// now (a person's retry). False when it is pending already.
+pub async fn retry(conn: &mut Conn<'_>, id: &str, now_ms: i64) -> Result<bool> {
+    let done = on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_webhook_deliveries SET state = 'pending', next_at = $1, lease_owner = NULL, \
+             lease_until = NULL WHERE id = $2 AND state <> 'pending'")
+        .bind(now_ms).bind(id).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(done > 0)
+}
