@@ -113,6 +113,7 @@ action-insert = insert
 action-update = update
 action-unchanged = unchanged
 action-error = error
+action-excluded = excluded
 
 event-upload = Uploaded
 event-checked = Checked: ready for approval

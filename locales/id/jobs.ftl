@@ -121,6 +121,7 @@ action-insert = sisipkan
 action-update = perbarui
 action-unchanged = tidak berubah
 action-error = kesalahan
+action-excluded = dikecualikan
 
 event-upload = Diunggah
 event-checked = Diperiksa: siap disetujui

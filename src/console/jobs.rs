@@ -243,7 +243,8 @@ async fn render_detail(
         (_, Some(RowAction::Update)) => job.counts.update,
         (_, Some(RowAction::Unchanged)) => job.counts.unchanged,
         (_, Some(RowAction::Error)) => job.counts.errors,
-        (_, None) => job.counts.rows,
+        (_, Some(RowAction::Excluded)) => job.counts.excluded,
+        (_, None) => job.counts.rows - job.counts.excluded,
     };
     let last_page = ((total - 1).max(0) / PAGE) * PAGE;
     let offset = q.offset.unwrap_or(0).clamp(0, last_page);
@@ -808,6 +809,7 @@ fn action_name(a: RowAction) -> String {
         RowAction::Update => t!("action-update"),
         RowAction::Unchanged => t!("action-unchanged"),
         RowAction::Error => t!("action-error"),
+        RowAction::Excluded => t!("action-excluded"),
     }
 }
 

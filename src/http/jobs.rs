@@ -38,7 +38,7 @@ pub fn routes() -> OpenApiRouter<Arc<App>> {
 }
 
 /// A job response: the view, its `ETag`, and `Location`.
-async fn job_response(app: &App, job: &Job, status: StatusCode) -> ApiResult<Response> {
+pub(super) async fn job_response(app: &App, job: &Job, status: StatusCode) -> ApiResult<Response> {
     let names = app.names().await?;
     let mut resp = (status, Json(JobView::new(job, &People(&names)))).into_response();
     let h = resp.headers_mut();
@@ -210,6 +210,9 @@ async fn preview(
             before: p.row.before,
             errors: p.errors,
             warnings: p.warnings,
+            fixed: (p.fixed.into_iter())
+                .map(|(column, was)| (column, serde_json::json!({ "was": was })))
+                .collect(),
         })
         .collect();
     Ok(Json(PreviewPage {

@@ -19,6 +19,7 @@ pub mod modules;
 pub mod openapi;
 pub mod problem;
 pub mod request_id;
+pub mod revisions;
 pub mod views;
 pub mod webhooks;
 

@@ -101,6 +101,7 @@ pub fn api_routes() -> OpenApiRouter<Arc<App>> {
         .merge(super::modules::routes())
         .merge(super::imports::routes())
         .merge(super::jobs::routes())
+        .merge(super::revisions::routes())
         .merge(super::keys::routes())
         .merge(super::key_requests::routes())
         .merge(super::webhooks::routes())

@@ -47,6 +47,11 @@ pub struct PreviewRow {
     /// Remarks that leave the row valid: `reference` for a value the
     /// referenced module's table does not hold (`on_missing = "warn"`).
     pub warnings: Vec<RowError>,
+    /// Cells a revision set (API.md section 11), by column, with what the
+    /// file said: `{"qty": {"was": "tiga"}}`.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    #[schema(value_type = Object)]
+    pub fixed: Map<String, Value>,
 }
 
 /// A page of a job's preview.

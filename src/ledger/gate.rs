@@ -33,13 +33,16 @@ pub struct FourEyes {
 }
 
 /// The keys whose persons may not decide a job's gate request: its
-/// submitter and the requester of its gate action.
+/// submitter, everyone who revised it (API.md section 11), and the
+/// requester of its gate action.
 pub fn parties(job: &Job) -> Vec<&str> {
     let mut keys = vec![job.submitter.as_str()];
-    if let Some(g) = &job.gate
-        && g.requested_by != job.submitter
-    {
-        keys.push(g.requested_by.as_str());
+    let revisers = job.revision.iter().flat_map(|r| &r.revisers);
+    let requester = job.gate.iter().map(|g| &g.requested_by);
+    for k in revisers.chain(requester) {
+        if !keys.contains(&k.as_str()) {
+            keys.push(k.as_str());
+        }
     }
     keys
 }

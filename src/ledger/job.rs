@@ -105,6 +105,9 @@ pub struct Counts {
     /// Rows with at least one warning (they stay valid).
     #[serde(default)]
     pub warnings: i64,
+    /// Rows a revision left out (API.md section 11); neither valid nor errors.
+    #[serde(default)]
+    pub excluded: i64,
 }
 
 /// What a request at the Human-Gate asks for.
@@ -327,6 +330,47 @@ pub struct Job {
     pub committed_at: Option<DateTime<Utc>>,
     /// When the job's staged rows and stored file were purged, if they were.
     pub purged_at: Option<DateTime<Utc>>,
+    /// The job this one revises (API.md section 11), and what it changes.
+    pub revision_of: Option<String>,
+    pub revision: Option<Revision>,
+    /// The revision that took this job's place, once one did.
+    pub revised_as: Option<String>,
+}
+
+/// One cell set by a revision: by row number (as errors name rows) and
+/// module column, to a text read by the same rules as a file cell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fix {
+    pub row: u64,
+    pub column: String,
+    /// `None` empties the cell.
+    pub value: Option<String>,
+    /// What the file said, once a validation has read it: the approver
+    /// sees it next to the new value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub was: Option<String>,
+}
+
+/// What a revision changes, the inherited changes included: a revision
+/// carries its whole mapping, fixes and exclusions, so its validation
+/// needs nothing of the jobs before it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Revision {
+    /// 1 for the first revision of an upload, 2 for a revision of it, …
+    pub number: u32,
+    /// File header as written → module column (`None`: ignore the column).
+    pub mapping: std::collections::BTreeMap<String, Option<String>>,
+    /// In row order, one per (row, column).
+    pub fixes: Vec<Fix>,
+    /// Row numbers left out, ascending.
+    pub exclude: Vec<u64>,
+    /// The key that made this revision.
+    pub by: String,
+    /// Every key that revised the upload, this one included (four-eyes
+    /// bars their persons from the gate, API.md section 1).
+    pub revisers: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
 }
 
 /// RFC 3339 in UTC, as every response shows time.

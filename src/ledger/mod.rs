@@ -12,12 +12,14 @@ pub mod gate;
 pub mod job;
 pub mod outcome;
 pub mod replay;
+pub mod revision;
 
 use serde::{Deserialize, Serialize};
 
+pub use job::Fix;
 pub use job::{
     ConflictRow, Counts, Decision, DecisionKind, FileInfo, Gate, GateAction, Job, JobOptions,
-    JobProblem, Mode, OnError, ProblemCode, Warning, WarningCode,
+    JobProblem, Mode, OnError, ProblemCode, Revision, Warning, WarningCode,
 };
 
 /// Where a job is in the pipeline.
@@ -150,9 +152,13 @@ pub enum Move {
     /// window closed after one). A note: the job stays where it is; its
     /// record, events and error list remain.
     Purged,
+    /// A person revised the job (API.md section 11): a new job over the
+    /// same file takes its place. A job waiting at the gate is cancelled
+    /// by it; a failed or invalid one stays where it is, noted.
+    Revised,
 }
 
-pub const ALL_MOVES: [Move; 16] = [
+pub const ALL_MOVES: [Move; 17] = [
     Move::Upload,
     Move::FileFailure,
     Move::RowErrors,
@@ -169,6 +175,7 @@ pub const ALL_MOVES: [Move; 16] = [
     Move::GaveUp,
     Move::Interrupted,
     Move::Purged,
+    Move::Revised,
 ];
 
 impl Move {
@@ -190,6 +197,7 @@ impl Move {
             Move::GaveUp => "gave_up",
             Move::Interrupted => "interrupted",
             Move::Purged => "purged",
+            Move::Revised => "revised",
         }
     }
 
@@ -201,7 +209,12 @@ impl Move {
     pub fn by_service(self) -> bool {
         !matches!(
             self,
-            Move::Upload | Move::Approve | Move::Reject | Move::Cancel | Move::Rollback
+            Move::Upload
+                | Move::Approve
+                | Move::Reject
+                | Move::Cancel
+                | Move::Rollback
+                | Move::Revised
         )
     }
 }
@@ -272,6 +285,13 @@ pub const MOVES: &[(JobState, Move, JobState)] = &[
     (JobState::Expired, Move::Purged, JobState::Expired),
     (JobState::RolledBack, Move::Purged, JobState::RolledBack),
     (JobState::Committed, Move::Purged, JobState::Committed),
+    (
+        JobState::AwaitingApproval,
+        Move::Revised,
+        JobState::Cancelled,
+    ),
+    (JobState::Invalid, Move::Revised, JobState::Invalid),
+    (JobState::Failed, Move::Revised, JobState::Failed),
 ];
 
 /// The states a job ends in without a commit: their staged rows and stored
@@ -385,6 +405,24 @@ mod tests {
         }
         assert!(!JobState::Committed.is_terminal(), "a rollback leaves it");
         assert!(Move::Purged.by_service());
+    }
+
+    #[test]
+    fn a_revision_cancels_a_waiting_job_and_notes_a_failed_one() {
+        assert_eq!(
+            JobState::sources_of(Move::Revised),
+            [
+                JobState::AwaitingApproval,
+                JobState::Invalid,
+                JobState::Failed
+            ]
+        );
+        assert_eq!(
+            next(JobState::AwaitingApproval, Move::Revised),
+            Some(JobState::Cancelled)
+        );
+        assert!(!Move::Revised.by_service());
+        assert!(JobState::Failed.is_terminal() && JobState::Invalid.is_terminal());
     }
 
     #[test]

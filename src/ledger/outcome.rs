@@ -279,6 +279,9 @@ pub(crate) mod tests {
             updated_at: at,
             committed_at: None,
             purged_at: None,
+            revision_of: None,
+            revision: None,
+            revised_as: None,
         }
     }
 

@@ -26,7 +26,14 @@ pub fn replay(events: &[Event]) -> Derived {
             continue;
         };
         match event {
-            Move::Upload => d.submitter = e.actor.clone(),
+            // A revision's first event is the reviser's; the job keeps
+            // the file's submitter, named in its detail.
+            Move::Upload => {
+                let named = e
+                    .detail_json()
+                    .and_then(|d| d.get("submitter")?.as_str().map(str::to_string));
+                d.submitter = named.or_else(|| e.actor.clone());
+            }
             Move::Checked => {
                 d.gate = d.submitter.clone().map(|by| Gate {
                     action: GateAction::Commit,
@@ -43,6 +50,12 @@ pub fn replay(events: &[Event]) -> Derived {
             }
             Move::Approve | Move::Reject | Move::Cancel | Move::Expire => {
                 d.decisions.push(decision(e, event))
+            }
+            // A revision ends the gate request of a job waiting there.
+            Move::Revised
+                if e.from_state.as_deref() == Some(JobState::AwaitingApproval.as_str()) =>
+            {
+                d.decisions.push(decision(e, Move::Cancel))
             }
             _ => {}
         }

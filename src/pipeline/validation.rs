@@ -22,7 +22,7 @@ use crate::store::tables::{self, TableRow};
 use crate::store::{self, Db};
 use crate::validate::{
     CheckedRow, HeaderMap, RowAction, RowError, Rules, Value, check_row, extra_cells, key_text,
-    match_header,
+    match_header_with,
 };
 
 /// How a validation ended.
@@ -44,6 +44,8 @@ const BATCH: usize = 2000;
 enum Msg {
     Header(HeaderMap),
     Rows(Vec<CheckedRow>),
+    /// What the file said in cells a revision fixes: (fix's index, text).
+    Was(Vec<(usize, String)>),
 }
 
 /// Limits and rules the stage applies.
@@ -114,11 +116,21 @@ pub async fn validate(
         .set_provided(&mut db.acquire().await?.conn(), &job.id, provided)
         .await?;
     let mut checks = Checks::new(&setup.targets, &header);
-    let (failure, staged) = stage_rows(db, &stage, job, &header, &mut checks, &mut rx).await?;
+    let mut was = Vec::new();
+    let (failure, staged) =
+        stage_rows(db, &stage, job, &header, &mut checks, &mut rx, &mut was).await?;
     drop(rx);
     reader.await?;
     if let Some(e) = failure {
         return Ok(Outcome::FileFailure(e));
+    }
+    if let Some(revision) = &job.revision {
+        let mut revision = revision.clone();
+        for (i, text) in was {
+            revision.fixes[i].was = Some(text);
+        }
+        let mut c = db.acquire().await?;
+        store::jobs::set_revision(&mut c.conn(), &job.id, &revision).await?;
     }
     if staged >= store::ANALYZE_AFTER_ROWS {
         // The statistics then know this job's rows, for the checks below
@@ -152,6 +164,33 @@ pub async fn validate(
     Ok(Outcome::Checked { counts, warnings })
 }
 
+/// The header of a job's stored file, as the reader gives it (for a
+/// revision's checks and the mapping screen), or why it has none.
+pub async fn read_header(
+    db: &Db,
+    job: &Job,
+    max_cell_bytes: usize,
+    max_columns: usize,
+) -> anyhow::Result<Result<Vec<String>, FileError>> {
+    let options = ingest::Options {
+        delimiter: job.options.delimiter,
+        max_cell_bytes,
+        max_columns,
+        encoding: job.options.encoding.clone(),
+        sheet: job.options.sheet.clone(),
+    };
+    let (db, format, sha) = (db.clone(), job.file.format, job.file.sha256.clone());
+    let runtime = tokio::runtime::Handle::current();
+    Ok(tokio::task::spawn_blocking(move || {
+        let blob = BlobReader::new(db, runtime, &sha);
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            ingest::open(format, Box::new(blob), &options).map(|source| source.header)
+        }))
+        .unwrap_or_else(|_| Err(FileError::new("unreadable", "the file could not be read")))
+    })
+    .await?)
+}
+
 /// Decides and stores the rows the reader sends, two batches at a time:
 /// while one batch is written (its own transaction), the keys of the next
 /// are looked up in the table. Done one after the other, each side waited
@@ -164,28 +203,34 @@ async fn stage_rows(
     header: &HeaderMap,
     checks: &mut Checks<'_>,
     rx: &mut mpsc::Receiver<Result<Msg, FileError>>,
+    was: &mut Vec<(usize, String)>,
 ) -> anyhow::Result<(Option<FileError>, i64)> {
     let (to_write, mut writes) = mpsc::channel::<Vec<StagedRow>>(2);
+    let excluded: std::collections::HashSet<u64> = job
+        .revision
+        .iter()
+        .flat_map(|r| r.exclude.iter().copied())
+        .collect();
     let decide_all = async move {
         let mut seq = 0i64;
         while let Some(msg) = rx.recv().await {
             let batch = match msg {
                 Err(e) => return Ok((Some(e), seq)),
                 Ok(Msg::Header(_)) => continue,
+                Ok(Msg::Was(texts)) => {
+                    was.extend(texts);
+                    continue;
+                }
                 Ok(Msg::Rows(batch)) => batch,
             };
-            let mut batch = batch;
-            let warnings = checks.run(db, &mut batch).await?;
-            let staged = decide(
-                db,
-                stage.module,
-                job.mode,
+            let (batch, warnings) = check_references(db, checks, batch, &excluded).await?;
+            let how = Decide {
+                module: stage.module,
+                mode: job.mode,
                 header,
-                batch,
-                warnings,
-                &mut seq,
-            )
-            .await?;
+                excluded: &excluded,
+            };
+            let staged = decide(db, &how, batch, warnings, &mut seq).await?;
             if to_write.send(staged).await.is_err() {
                 // The writer stopped; its error is the one reported.
                 break;
@@ -225,7 +270,9 @@ fn read_file(
     tx: &mpsc::Sender<Result<Msg, FileError>>,
 ) -> Result<(), FileError> {
     let source = ingest::open(job.file.format, Box::new(blob), options)?;
-    let header = match_header(module, &source.header)?;
+    let revision = job.revision.clone().unwrap_or_default();
+    let header = match_header_with(module, &source.header, &revision.mapping)?;
+    let fixes = Fixes::new(module, &header, &revision);
     if job.options.reject_unknown_columns && !header.unknown.is_empty() {
         return Err(FileError::new(
             "unknown_columns",
@@ -246,8 +293,10 @@ fn read_file(
     }
     let mut batch = Vec::with_capacity(BATCH);
     let mut n = 0u64;
+    let mut was = Vec::new();
     for raw in source.rows {
-        let raw = raw?;
+        let mut raw = raw?;
+        fixes.apply(&mut raw, &mut was);
         n += 1;
         if n > max_rows {
             return Err(FileError::new(
@@ -268,23 +317,129 @@ fn read_file(
             return Ok(());
         }
     }
-    if !batch.is_empty() {
-        let _ = tx.blocking_send(Ok(Msg::Rows(batch)));
+    if !batch.is_empty() && tx.blocking_send(Ok(Msg::Rows(batch))).is_err() {
+        return Ok(());
+    }
+    if !was.is_empty() {
+        let _ = tx.blocking_send(Ok(Msg::Was(was)));
     }
     Ok(())
+}
+
+/// A revision's fixes by row number, each as (file position, new text,
+/// index in the revision's list).
+struct Fixes(std::collections::HashMap<u64, Vec<(usize, Option<String>, usize)>>);
+
+impl Fixes {
+    fn new(module: &Module, header: &HeaderMap, revision: &crate::ledger::Revision) -> Fixes {
+        let mut by_row: std::collections::HashMap<u64, Vec<_>> = Default::default();
+        for (i, f) in revision.fixes.iter().enumerate() {
+            // The service refuses a fix of a column the file does not give.
+            let Some(col) = module.column_index(&f.column) else {
+                continue;
+            };
+            if let Some(&(_, pos)) = header.provided.iter().find(|&&(c, _)| c == col) {
+                by_row
+                    .entry(f.row)
+                    .or_default()
+                    .push((pos, f.value.clone(), i));
+            }
+        }
+        Fixes(by_row)
+    }
+
+    /// Sets the fixed cells of a row, noting what the file said.
+    fn apply(&self, raw: &mut ingest::RawRow, was: &mut Vec<(usize, String)>) {
+        let Some(fixes) = self.0.get(&raw.row) else {
+            return;
+        };
+        for (pos, value, i) in fixes {
+            if raw.cells.len() <= *pos {
+                raw.cells.resize(pos + 1, ingest::Cell::Empty);
+            }
+            let cell = match value {
+                Some(text) => ingest::Cell::Text(text.clone()),
+                None => ingest::Cell::Empty,
+            };
+            let old = std::mem::replace(&mut raw.cells[*pos], cell);
+            was.push((*i, crate::validate::value::cell_text(&old)));
+        }
+    }
+}
+
+/// Runs the reference checks over the rows a revision does not exclude,
+/// and gives every row its warnings, in batch order.
+async fn check_references(
+    db: &Db,
+    checks: &mut Checks<'_>,
+    batch: Vec<CheckedRow>,
+    excluded: &std::collections::HashSet<u64>,
+) -> anyhow::Result<(Vec<CheckedRow>, Vec<Vec<RowError>>)> {
+    if excluded.is_empty() {
+        let mut batch = batch;
+        let warnings = checks.run(db, &mut batch).await?;
+        return Ok((batch, warnings));
+    }
+    let (mut kept, out): (Vec<CheckedRow>, Vec<CheckedRow>) =
+        batch.into_iter().partition(|r| !excluded.contains(&r.row));
+    let kept_warnings = checks.run(db, &mut kept).await?;
+    // Both halves are in file order: merge them back by row number.
+    let mut rows = Vec::with_capacity(kept.len() + out.len());
+    let mut warnings = Vec::with_capacity(rows.capacity());
+    let mut kept = kept.into_iter().zip(kept_warnings).peekable();
+    let mut out = out.into_iter().peekable();
+    loop {
+        let take_kept = match (kept.peek(), out.peek()) {
+            (Some((k, _)), Some(o)) => k.row < o.row,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        if take_kept {
+            let (row, w) = kept.next().unwrap_or_else(|| unreachable!());
+            rows.push(row);
+            warnings.push(w);
+        } else if let Some(row) = out.next() {
+            rows.push(row);
+            warnings.push(vec![]);
+        }
+    }
+    Ok((rows, warnings))
+}
+
+/// What decides a row's action: the module, the job's mode, the file's
+/// columns, and the rows a revision leaves out.
+struct Decide<'a> {
+    module: &'a Module,
+    mode: Mode,
+    header: &'a HeaderMap,
+    excluded: &'a std::collections::HashSet<u64>,
 }
 
 /// Decides each row's action against the table and makes it a staged row.
 async fn decide(
     db: &Db,
-    module: &Module,
-    mode: Mode,
-    header: &HeaderMap,
+    how: &Decide<'_>,
     batch: Vec<CheckedRow>,
     warnings: Vec<Vec<RowError>>,
     seq: &mut i64,
 ) -> anyhow::Result<Vec<StagedRow>> {
-    let key_values: Vec<Option<Vec<Value>>> = batch.iter().map(|r| r.key(module, header)).collect();
+    let Decide {
+        module,
+        mode,
+        header,
+        excluded,
+    } = *how;
+    let key_values: Vec<Option<Vec<Value>>> = batch
+        .iter()
+        .map(|r| {
+            // An excluded row has no key: it meets neither the table nor
+            // the file's other rows.
+            (!excluded.contains(&r.row))
+                .then(|| r.key(module, header))
+                .flatten()
+        })
+        .collect();
     let keys: Vec<Option<String>> = key_values
         .iter()
         .map(|k| k.as_deref().map(key_text))
@@ -300,7 +455,12 @@ async fn decide(
     for ((mut row, nkey), warnings) in batch.into_iter().zip(keys).zip(warnings) {
         let existing = nkey.as_ref().and_then(|k| current.get(k));
         let mut before = None;
-        let action = if !row.errors.is_empty() {
+        let mut warnings = warnings;
+        let action = if excluded.contains(&row.row) {
+            row.errors.clear();
+            warnings.clear();
+            RowAction::Excluded
+        } else if !row.errors.is_empty() {
             RowAction::Error
         } else {
             match (mode, existing) {
@@ -384,9 +544,10 @@ fn tally(counts: &mut Counts, staged: &[StagedRow]) {
             RowAction::Update => counts.update += 1,
             RowAction::Unchanged => counts.unchanged += 1,
             RowAction::Error => counts.errors += 1,
+            RowAction::Excluded => counts.excluded += 1,
         }
     }
-    counts.valid = counts.rows - counts.errors;
+    counts.valid = counts.rows - counts.errors - counts.excluded;
 }
 
 /// Marks every row that repeats an earlier row's natural key.

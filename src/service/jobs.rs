@@ -90,6 +90,8 @@ pub struct PreviewRow {
     pub row: StoredRow,
     pub errors: Vec<RowError>,
     pub warnings: Vec<RowError>,
+    /// Cells a revision set (API.md section 11): column → what the file said.
+    pub fixed: Vec<(String, Option<String>)>,
 }
 
 /// Which rows a preview page shows.
@@ -136,6 +138,8 @@ pub async fn preview(
     };
     let (total, page) = if filter.warned {
         rows::page_warned(&mut c.conn(), &stage, &job.id, filter.action, offset, limit).await?
+    } else if filter.action.is_none() && job.counts.excluded > 0 {
+        rows::page_included(&mut c.conn(), &stage, offset, limit).await?
     } else {
         rows::page(&mut c.conn(), &stage, filter.action, offset, limit).await?
     };
@@ -154,10 +158,24 @@ pub async fn preview(
         .map(|row| PreviewRow {
             errors: errors.remove(&row.seq).unwrap_or_default(),
             warnings: warnings.remove(&row.seq).unwrap_or_default(),
+            fixed: fixed_cells(job, row.row_no),
             row,
         })
         .collect();
     Ok(PreviewPage { total, rows })
+}
+
+/// The cells of row `row_no` a revision set, with what the file said.
+fn fixed_cells(job: &Job, row_no: i64) -> Vec<(String, Option<String>)> {
+    let Some(revision) = &job.revision else {
+        return vec![];
+    };
+    // Fixes are kept in row order: the row's are one run of the list.
+    let from = revision.fixes.partition_point(|f| (f.row as i64) < row_no);
+    (revision.fixes[from..].iter())
+        .take_while(|f| f.row as i64 == row_no)
+        .map(|f| (f.column.clone(), f.was.clone()))
+        .collect()
 }
 
 /// A page of a job's row errors, in file order, and how many there are.

@@ -31,6 +31,7 @@ pub mod keys;
 pub mod limits;
 pub mod modules;
 pub mod retention;
+pub mod revisions;
 pub mod seal;
 pub mod sessions;
 pub mod uploads;

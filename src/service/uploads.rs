@@ -262,6 +262,9 @@ where
         updated_at: now,
         committed_at: None,
         purged_at: None,
+        revision_of: None,
+        revision: None,
+        revised_as: None,
     };
     let mut tx = app.db.begin().await?;
     if let Some(idem) = &up.idempotency_key {

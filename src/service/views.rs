@@ -48,7 +48,34 @@ pub struct JobView {
     /// section 10): its preview is gone (`410`); null until then.
     #[schema(format = DateTime)]
     pub purged_at: Option<String>,
+    /// The job this one revises (API.md section 11); absent on uploads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub revision_of: Option<String>,
+    /// What this revision changes, inherited changes included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub revision: Option<RevisionView>,
+    /// The revision that took this job's place.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub revised_as: Option<String>,
     pub links: JobLinks,
+}
+
+/// A revision as clients see it: the whole mapping in force, how many
+/// cells it fixes and rows it leaves out, and who made it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RevisionView {
+    /// 1 for the first revision of an upload.
+    pub number: u32,
+    /// File header → module column (null: the column is left out).
+    #[schema(value_type = Object)]
+    pub mapping: std::collections::BTreeMap<String, Option<String>>,
+    pub fixes: usize,
+    pub excluded: usize,
+    pub by: Person,
+    pub comment: Option<String>,
 }
 
 impl JobView {
@@ -93,6 +120,16 @@ impl JobView {
             created_at: time(&job.created_at),
             updated_at: time(&job.updated_at),
             purged_at: job.purged_at.as_ref().map(time),
+            revision_of: job.revision_of.clone(),
+            revision: job.revision.as_ref().map(|r| RevisionView {
+                number: r.number,
+                mapping: r.mapping.clone(),
+                fixes: r.fixes.len(),
+                excluded: r.exclude.len(),
+                by: people.person(&r.by),
+                comment: r.comment.clone(),
+            }),
+            revised_as: job.revised_as.clone(),
             links: JobLinks {
                 preview: format!("{base}/preview"),
                 errors: format!("{base}/errors"),

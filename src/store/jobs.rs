@@ -9,7 +9,7 @@ use super::ledger;
 use super::{Conn, Dialect, Result, StoreError, json_col};
 use crate::ingest::Format;
 use crate::ledger::chain::{ChainKey, Event};
-use crate::ledger::{Counts, FileInfo, Job, JobState, Mode, Move, OnError};
+use crate::ledger::{Counts, FileInfo, Job, JobState, Mode, Move, OnError, Revision};
 use crate::on_conn;
 
 /// The columns a job is written with.
@@ -17,7 +17,7 @@ macro_rules! job_columns {
     () => {
         "id, module, target_table, mode, on_error, options, simulated, \
          file_name, file_format, file_bytes, file_sha256, submitter, state, version, counts, \
-         warnings, problem, gate, decisions, created_at, updated_at"
+         warnings, problem, gate, decisions, created_at, updated_at, revision_of, revision"
     };
 }
 const COLUMNS: &str = job_columns!();
@@ -31,7 +31,7 @@ const COLUMNS: &str = job_columns!();
 /// be retried). A job has at most one `written` event.
 const READ_COLUMNS: &str = concat!(
     job_columns!(),
-    ", purged_at, (SELECT MIN(e.at) FROM ig_job_events e \
+    ", purged_at, revised_as, (SELECT MIN(e.at) FROM ig_job_events e \
        WHERE e.job_id = ig_jobs.id AND e.event = 'written') AS committed_at"
 );
 
@@ -85,6 +85,11 @@ where
         updated_at: row.try_get("updated_at")?,
         committed_at: row.try_get("committed_at")?,
         purged_at: row.try_get("purged_at")?,
+        revision_of: opt_text("revision_of")?,
+        revision: opt_text("revision")?
+            .map(|r| json_col(&r, "revision"))
+            .transpose()?,
+        revised_as: opt_text("revised_as")?,
     })
 }
 
@@ -96,11 +101,23 @@ fn format_str(f: Format) -> &'static str {
     f.as_str()
 }
 
-/// Records a new job and its first event (the upload).
+/// Records a new job and its first event (the upload, by its submitter).
 pub async fn insert(conn: &mut Conn<'_>, key: &ChainKey, job: &Job) -> Result<()> {
+    insert_by(conn, key, job, &job.submitter, None).await
+}
+
+/// Records a new job and its first event, made by `actor` (a revision's
+/// reviser) with `detail`.
+pub async fn insert_by(
+    conn: &mut Conn<'_>,
+    key: &ChainKey,
+    job: &Job,
+    actor: &str,
+    detail: Option<Json>,
+) -> Result<()> {
     let sql = format!(
         "INSERT INTO ig_jobs ({COLUMNS}) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)"
     );
     on_conn!(conn, c => sqlx::query(&sql)
         .bind(&job.id).bind(&job.module).bind(&job.table).bind(job.mode.as_str())
@@ -110,6 +127,7 @@ pub async fn insert(conn: &mut Conn<'_>, key: &ChainKey, job: &Job) -> Result<()
         .bind(to_json(&job.counts)).bind(to_json(&job.warnings))
         .bind(job.problem.as_ref().map(to_json)).bind(job.gate.as_ref().map(to_json))
         .bind(to_json(&job.decisions)).bind(job.created_at).bind(job.updated_at)
+        .bind(&job.revision_of).bind(job.revision.as_ref().map(to_json))
         .execute(c).await.map(|r| r.rows_affected()))?;
     add_event(
         conn,
@@ -119,11 +137,27 @@ pub async fn insert(conn: &mut Conn<'_>, key: &ChainKey, job: &Job) -> Result<()
         Move::Upload,
         None,
         job.state,
-        Some(&job.submitter),
+        Some(actor),
         None,
-        None,
+        detail,
     )
     .await
+}
+
+/// Names the revision that took a job's place (in the revision's
+/// transaction, after the job's own move).
+pub async fn set_revised_as(conn: &mut Conn<'_>, id: &str, revision: &str) -> Result<()> {
+    on_conn!(conn, c => sqlx::query("UPDATE ig_jobs SET revised_as = $1 WHERE id = $2")
+        .bind(revision).bind(id).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
+}
+
+/// Stores a revision as its validation completed it (what each fixed
+/// cell said in the file).
+pub async fn set_revision(conn: &mut Conn<'_>, id: &str, revision: &Revision) -> Result<()> {
+    on_conn!(conn, c => sqlx::query("UPDATE ig_jobs SET revision = $1 WHERE id = $2")
+        .bind(to_json(revision)).bind(id).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
 }
 
 pub async fn get(conn: &mut Conn<'_>, id: &str) -> Result<Option<Job>> {

@@ -347,10 +347,11 @@ pub async fn counts(conn: &mut Conn<'_>, stage: &Stage<'_>, job_id: &str) -> Res
             Some(RowAction::Insert) => counts.insert = n,
             Some(RowAction::Update) => counts.update = n,
             Some(RowAction::Unchanged) => counts.unchanged = n,
+            Some(RowAction::Excluded) => counts.excluded = n,
             _ => counts.errors = n,
         }
     }
-    counts.valid = counts.rows - counts.errors;
+    counts.valid = counts.rows - counts.errors - counts.excluded;
     counts.warnings = on_conn!(conn, c => sqlx::query_scalar(
         "SELECT COUNT(DISTINCT seq) FROM ig_job_warnings WHERE job_id = $1")
         .bind(job_id).fetch_one(c).await)?;
@@ -489,6 +490,27 @@ pub async fn page(
     })
 }
 
+/// A page of the preview without the rows a revision excluded (they are
+/// listed only when asked for), in file order. Pages are counted off in
+/// the database: such jobs are revisions, and their exclusions few.
+pub async fn page_included(
+    conn: &mut Conn<'_>,
+    stage: &Stage<'_>,
+    offset: i64,
+    limit: i64,
+) -> Result<(i64, Vec<StoredRow>)> {
+    let (t, columns) = (stage.table(), select(stage));
+    let rows = "WHERE job = $1 AND action <> 'excluded'";
+    on_conn!(conn, c => {
+        let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {t} {rows}"))
+            .bind(stage.job).fetch_one(&mut *c).await?;
+        let page = sqlx::query(&format!("{columns} {rows} ORDER BY seq LIMIT $2 OFFSET $3"))
+            .bind(stage.job).bind(limit).bind(offset).fetch_all(&mut *c).await?;
+        let page = page.iter().map(|r| stored(stage, r)).collect::<Result<Vec<_>>>()?;
+        Ok((total, page))
+    })
+}
+
 /// Errors (or warnings) of the rows with sequence numbers in a range.
 pub async fn notes_of(
     conn: &mut Conn<'_>,
@@ -548,6 +570,28 @@ pub async fn errors(
 fn seq_list(seqs: &[i64]) -> String {
     let list: Vec<String> = seqs.iter().map(i64::to_string).collect();
     format!("seq IN ({})", list.join(", "))
+}
+
+/// Which of these row numbers the job's stage holds.
+pub async fn existing_rows(
+    conn: &mut Conn<'_>,
+    stage: &Stage<'_>,
+    rows: &[i64],
+) -> Result<std::collections::HashSet<i64>> {
+    let mut found = std::collections::HashSet::new();
+    for part in rows.chunks(BATCH) {
+        // Row numbers are integers: written as literals, like `seq_list`.
+        let list: Vec<String> = part.iter().map(i64::to_string).collect();
+        let sql = format!(
+            "SELECT row_no FROM {} WHERE job = $1 AND row_no IN ({})",
+            stage.table(),
+            list.join(", ")
+        );
+        let got: Vec<i64> =
+            on_conn!(conn, c => sqlx::query_scalar(&sql).bind(stage.job).fetch_all(c).await)?;
+        found.extend(got);
+    }
+    Ok(found)
 }
 
 /// The staged rows with these sequence numbers (a commit's suspects).

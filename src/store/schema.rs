@@ -275,6 +275,14 @@ CREATE TABLE ig_webhook_attempts (
     PRIMARY KEY (delivery_id, n)
 );
 "#,
+    // 11: revisions (API.md section 11): the job a job revises, what the
+    // revision changes (JSON: mapping, fixes, exclusions, who), and the
+    // revision that took a job's place.
+    r#"
+ALTER TABLE ig_jobs ADD COLUMN revision_of TEXT;
+ALTER TABLE ig_jobs ADD COLUMN revision TEXT;
+ALTER TABLE ig_jobs ADD COLUMN revised_as TEXT;
+"#,
 ];
 
 fn fill(sql: &str, dialect: Dialect) -> String {

@@ -36,6 +36,31 @@ pub fn normalize_header(h: &str) -> String {
 
 /// Matches a file's header against a module's columns and aliases.
 pub fn match_header(module: &Module, header: &[String]) -> Result<HeaderMap, FileError> {
+    match_header_with(module, header, &Mapping::new())
+}
+
+/// A revision's mapping (API.md section 11): file header as written →
+/// module column, or `None` to leave the column out.
+pub type Mapping = std::collections::BTreeMap<String, Option<String>>;
+
+/// The mapped column of a header, if the mapping names the header: as
+/// written, or as written but for surrounding spaces.
+pub fn mapped<'m>(mapping: &'m Mapping, header: &str) -> Option<&'m Option<String>> {
+    mapping.get(header).or_else(|| {
+        mapping
+            .iter()
+            .find(|(k, _)| k.trim() == header.trim())
+            .map(|(_, v)| v)
+    })
+}
+
+/// Matches a file's header with a mapping first, then by the module's
+/// columns and aliases.
+pub fn match_header_with(
+    module: &Module,
+    header: &[String],
+    mapping: &Mapping,
+) -> Result<HeaderMap, FileError> {
     let mut names: HashMap<String, usize> = HashMap::new();
     for (i, c) in module.columns.iter().enumerate() {
         names.insert(normalize_header(&c.name), i);
@@ -47,10 +72,15 @@ pub fn match_header(module: &Module, header: &[String]) -> Result<HeaderMap, Fil
     let mut unknown = Vec::new();
     for (file_idx, h) in header.iter().enumerate() {
         let norm = normalize_header(h);
-        if norm.is_empty() {
+        let by_mapping = match mapped(mapping, h) {
+            Some(None) => continue,
+            Some(Some(name)) => module.column_index(name),
+            None => None,
+        };
+        if norm.is_empty() && by_mapping.is_none() {
             continue;
         }
-        match names.get(&norm) {
+        match by_mapping.as_ref().or_else(|| names.get(&norm)) {
             Some(&col) if position[col].is_some() => {
                 return Err(FileError::new(
                     "duplicate_columns",
@@ -101,14 +131,17 @@ pub enum RowAction {
     Update,
     Unchanged,
     Error,
+    /// Left out by a revision (API.md section 11): never written.
+    Excluded,
 }
 
 impl RowAction {
-    pub const ALL: [RowAction; 4] = [
+    pub const ALL: [RowAction; 5] = [
         RowAction::Insert,
         RowAction::Update,
         RowAction::Unchanged,
         RowAction::Error,
+        RowAction::Excluded,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -117,6 +150,7 @@ impl RowAction {
             RowAction::Update => "update",
             RowAction::Unchanged => "unchanged",
             RowAction::Error => "error",
+            RowAction::Excluded => "excluded",
         }
     }
 
@@ -282,6 +316,32 @@ mod tests {
             match_header(m, &alias).unwrap().provided,
             vec![(0, 0), (1, 1)]
         );
+    }
+
+    #[test]
+    fn a_mapping_names_columns_and_leaves_others_out() {
+        let catalog = Catalog::builtin();
+        let m = catalog.get("customers").unwrap();
+        let header: Vec<String> = ["Nama Pelanggan", "No. WA", "Catatan", "city"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            match_header(m, &header).unwrap_err().code,
+            "missing_columns"
+        );
+        let mapping: Mapping = [
+            (
+                "Nama Pelanggan".to_string(),
+                Some("customer_name".to_string()),
+            ),
+            (" No. WA ".to_string(), Some("wa_number".to_string())),
+            ("Catatan".to_string(), None),
+        ]
+        .into();
+        let map = match_header_with(m, &header, &mapping).unwrap();
+        assert_eq!(map.provided, vec![(0, 0), (1, 1), (2, 3)]);
+        assert!(map.unknown.is_empty(), "an ignored column is not unknown");
     }
 
     #[test]

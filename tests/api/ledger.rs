@@ -33,7 +33,7 @@ fn verify_with(app: &TestApp, checkpoint: bool) -> (bool, String) {
     )
 }
 
-fn verify(app: &TestApp) -> (bool, String) {
+pub fn verify(app: &TestApp) -> (bool, String) {
     verify_with(app, false)
 }
 

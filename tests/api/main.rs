@@ -31,6 +31,7 @@ mod pipeline;
 mod references;
 mod replicas;
 mod retention;
+mod revisions;
 mod upserts;
 mod validation;
 mod webhooks;

@@ -1,0 +1,140 @@
+//! Revisions over HTTP (API.md section 11): `POST /api/jobs/{id}/revisions`
+//! with a mapping, fixes and exclusions. The work is the service's
+//! ([`crate::service::revisions`]).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::auth::Caller;
+use super::problem::{ApiResult, Problem};
+use super::views::JobView;
+use crate::ledger::Fix;
+use crate::ledger::revision::Changes;
+use crate::service::{App, revisions};
+
+pub fn routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new().routes(routes!(revise))
+}
+
+/// What a revision changes; every member is optional.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RevisionBody {
+    /// The file's headers, as written, → module columns (null: leave the
+    /// column out).
+    #[serde(default)]
+    #[schema(value_type = Object, example = json!({"Nama Pelanggan": "customer_name", "Catatan": null}))]
+    mapping: BTreeMap<String, Option<String>>,
+    /// Cells to set, by row number (as errors name rows) and module column.
+    #[serde(default)]
+    fixes: Vec<FixBody>,
+    /// Row numbers to leave out.
+    #[serde(default)]
+    exclude: Vec<u64>,
+    /// Why, for the approver.
+    #[serde(default)]
+    #[schema(nullable = false, max_length = 2000)]
+    comment: Option<String>,
+}
+
+/// One fixed cell.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FixBody {
+    #[schema(minimum = 1)]
+    row: u64,
+    column: String,
+    /// The new text, read by the same rules as a file cell (a number or
+    /// `true`/`false` is taken as its text); null empties the cell.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    value: Value,
+}
+
+/// Parses the body, or the problem naming the member that is wrong.
+fn parse(body: &[u8]) -> ApiResult<Changes> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Changes::default());
+    }
+    let shape = "the body must be a JSON object like {\"mapping\": {…}, \"fixes\": [{\"row\", \"column\", \"value\"}], \"exclude\": [rows]}";
+    let object = match serde_json::from_slice::<Value>(body) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) => return Err(Problem::bad_request(shape)),
+        Err(e) => return Err(Problem::bad_request(format!("{shape}: {e}"))),
+    };
+    let req: RevisionBody = serde_path_to_error::deserialize(object).map_err(|e| {
+        let why = e.inner().to_string();
+        // A member the body may not have is named by the message alone.
+        let member = match e.path().to_string().as_str() {
+            "." => why
+                .strip_prefix("unknown field `")
+                .and_then(|rest| rest.split('`').next())
+                .unwrap_or("body")
+                .to_string(),
+            path => path.to_string(),
+        };
+        Problem::invalid_parameter(&member, format!("{member}: {why}"))
+    })?;
+    let mut fixes = Vec::with_capacity(req.fixes.len());
+    for (i, f) in req.fixes.into_iter().enumerate() {
+        let value = match f.value {
+            Value::Null => None,
+            Value::String(s) => Some(s),
+            Value::Number(n) => Some(n.to_string()),
+            Value::Bool(b) => Some(b.to_string()),
+            _ => {
+                let member = format!("fixes[{i}].value");
+                return Err(Problem::invalid_parameter(
+                    &member,
+                    format!("{member} must be a string, a number, true, false or null"),
+                ));
+            }
+        };
+        fixes.push(Fix {
+            row: f.row,
+            column: f.column,
+            value,
+            was: None,
+        });
+    }
+    Ok(Changes {
+        mapping: req.mapping,
+        fixes,
+        exclude: req.exclude,
+        comment: req.comment,
+    })
+}
+
+/// Revises a job: a new job over the same file with the mapping, fixes
+/// and exclusions (its own on top of those it inherits), validated again.
+#[utoipa::path(post, path = "/api/jobs/{id}/revisions", tag = "jobs", operation_id = "revise_job",
+    params(("id" = String, Path, description = "The job to revise (`job_…`)")),
+    request_body(content = RevisionBody, description = "What the revision changes"),
+    responses(
+        (status = 201, description = "The new job, `validating`, with `revision_of` and `revision`; `Location` names it", body = JobView),
+        (status = 400, description = "`bad_request`: the body is not a JSON object"),
+        (status = 403, description = "`forbidden`: the key may not upload to the job's module"),
+        (status = 404, description = "`not_found`: no such job"),
+        (status = 409, description = "`invalid_state`: the job cannot be revised from its state (or was revised already)"),
+        (status = 422, description = "`invalid_parameter`: an unknown column, a column mapped twice, a header the file lacks, a row the file lacks, a fix of a column the file does not give, over the limits; the member is named"),
+    ))]
+async fn revise(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let changes = parse(&body)?;
+    let job = revisions::revise(&app, &caller.0, &id, changes).await?;
+    super::jobs::job_response(&app, &job, StatusCode::CREATED).await
+}

@@ -1,0 +1,244 @@
+//! Revisions (API.md section 11): which jobs a person may revise, what the
+//! revised job records, and how a revision's changes add up over the jobs
+//! before it. Pure rules, like the gate's.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+
+use super::gate::action_of;
+use super::{Decision, DecisionKind, Fix, Job, JobState, Move, ProblemCode, Revision, next};
+use crate::keys::KeyRecord;
+
+/// What a person asks a revision to change, as received (checked by the
+/// service against the module and the file).
+#[derive(Debug, Clone, Default)]
+pub struct Changes {
+    pub mapping: BTreeMap<String, Option<String>>,
+    pub fixes: Vec<Fix>,
+    pub exclude: Vec<u64>,
+    pub comment: Option<String>,
+}
+
+/// Why a job cannot be revised: a sentence that says what to do instead.
+pub fn refusal(job: &Job) -> Option<String> {
+    if let Some(newer) = &job.revised_as {
+        return Some(format!(
+            "{} was already revised as {newer}; revise that job instead",
+            job.id
+        ));
+    }
+    let code = job.problem.as_ref().map(|p| p.code);
+    let fits = match job.state {
+        JobState::AwaitingApproval => true,
+        JobState::Invalid => matches!(
+            code,
+            Some(
+                ProblemCode::MissingColumns
+                    | ProblemCode::UnknownColumns
+                    | ProblemCode::DuplicateColumns
+            )
+        ),
+        JobState::Failed => {
+            matches!(
+                code,
+                Some(ProblemCode::RowErrors | ProblemCode::StalePreview)
+            )
+        }
+        _ => false,
+    };
+    if fits && job.purged_at.is_none() {
+        return None;
+    }
+    let why = match (job.state, code) {
+        _ if job.purged_at.is_some() => {
+            "its file and rows were purged; upload the file again".into()
+        }
+        (JobState::Invalid | JobState::Failed, Some(code)) => format!(
+            "it is {} with {}, which a mapping or fixes cannot mend; upload a corrected file",
+            job.state.as_str(),
+            code.as_str()
+        ),
+        (state, _) => format!(
+            "it is {}; only a job awaiting approval, failed with row errors or a stale preview, \
+             or invalid for its header can be revised",
+            state.as_str()
+        ),
+    };
+    Some(format!("{} cannot be revised: {why}", job.id))
+}
+
+/// The revision of `job` that `changes` make: the job's own revision (if
+/// it is one) with the changes on top. Fixes replace earlier fixes of the
+/// same cell; exclusions add up.
+pub fn combine(job: &Job, changes: Changes, by: &KeyRecord) -> Revision {
+    let base = job.revision.clone().unwrap_or_default();
+    let mut mapping = base.mapping;
+    mapping.extend(changes.mapping);
+    let mut fixes: BTreeMap<(u64, String), Fix> = base
+        .fixes
+        .into_iter()
+        .map(|f| ((f.row, f.column.clone()), f))
+        .collect();
+    for mut f in changes.fixes {
+        // What the file said is the same whoever fixed the cell before.
+        f.was = fixes
+            .get(&(f.row, f.column.clone()))
+            .and_then(|old| old.was.clone());
+        fixes.insert((f.row, f.column.clone()), f);
+    }
+    let exclude: BTreeSet<u64> = base.exclude.into_iter().chain(changes.exclude).collect();
+    let mut revisers = base.revisers;
+    if !revisers.contains(&by.id) {
+        revisers.push(by.id.clone());
+    }
+    Revision {
+        number: base.number + 1,
+        mapping,
+        fixes: fixes.into_values().collect(),
+        exclude: exclude.into_iter().collect(),
+        by: by.id.clone(),
+        revisers,
+        comment: changes.comment,
+    }
+}
+
+/// The revised job after the revision: a job waiting at the gate is
+/// cancelled (its request ends, "revised as …"); a failed or invalid one
+/// stays as it is. Either way it names the revision.
+pub fn revised(job: &Job, revision_id: &str, by: &KeyRecord, now: DateTime<Utc>) -> Job {
+    let mut after = job.clone();
+    after.state = next(job.state, Move::Revised).unwrap_or(job.state);
+    after.updated_at = now;
+    after.revised_as = Some(revision_id.to_string());
+    if job.state == JobState::AwaitingApproval {
+        after.decisions.push(Decision {
+            action: action_of(job.state),
+            decision: DecisionKind::Cancelled,
+            by: Some(by.id.clone()),
+            at: now,
+            comment: Some(format!("revised as {revision_id}")),
+            issued_by: by.issued_by.clone(),
+        });
+    }
+    after
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::Role;
+    use crate::ledger::OnError;
+    use crate::ledger::outcome::tests::job;
+
+    fn key(id: &str) -> KeyRecord {
+        KeyRecord {
+            id: id.into(),
+            name: "Dewi".into(),
+            role: Role::Submitter,
+            modules: vec!["*".into()],
+            created_at: Utc::now(),
+            expires_at: None,
+            revoked_at: None,
+            person_id: format!("per_{id}"),
+            email: None,
+            issued_by: None,
+            issuer_person: None,
+        }
+    }
+
+    fn fix(row: u64, column: &str, value: &str) -> Fix {
+        Fix {
+            row,
+            column: column.into(),
+            value: Some(value.into()),
+            was: None,
+        }
+    }
+
+    #[test]
+    fn only_the_states_the_contract_names_can_be_revised() {
+        let waiting = job(JobState::AwaitingApproval, OnError::Fail);
+        assert_eq!(refusal(&waiting), None);
+        for state in [
+            JobState::Committed,
+            JobState::Validating,
+            JobState::Rejected,
+        ] {
+            let j = job(state, OnError::Fail);
+            assert!(refusal(&j).unwrap().contains(state.as_str()));
+        }
+        let mut failed = job(JobState::Failed, OnError::Fail);
+        failed.problem = Some(crate::ledger::JobProblem::new(
+            ProblemCode::DatabaseError,
+            "t",
+            "d",
+        ));
+        assert!(refusal(&failed).unwrap().contains("database_error"));
+        failed.problem.as_mut().unwrap().code = ProblemCode::RowErrors;
+        assert_eq!(refusal(&failed), None);
+        failed.revised_as = Some("job_2".into());
+        assert!(
+            refusal(&failed)
+                .unwrap()
+                .contains("revise that job instead")
+        );
+    }
+
+    #[test]
+    fn a_revision_inherits_and_applies_its_own_changes_on_top() {
+        let mut j = job(JobState::Failed, OnError::Fail);
+        let first = combine(
+            &j,
+            Changes {
+                mapping: [("Nama".to_string(), Some("customer_name".to_string()))].into(),
+                fixes: vec![fix(4, "qty", "3"), fix(9, "qty", "1")],
+                exclude: vec![7],
+                comment: None,
+            },
+            &key("key_a"),
+        );
+        assert_eq!(first.number, 1);
+        let mut with_was = first.clone();
+        with_was.fixes[0].was = Some("tiga".into());
+        j.revision = Some(with_was);
+        let second = combine(
+            &j,
+            Changes {
+                mapping: [("Catatan".to_string(), None)].into(),
+                fixes: vec![fix(4, "qty", "30")],
+                exclude: vec![12, 7],
+                comment: Some("again".into()),
+            },
+            &key("key_b"),
+        );
+        assert_eq!(second.number, 2);
+        assert_eq!(second.mapping.len(), 2);
+        assert_eq!(second.fixes.len(), 2);
+        assert_eq!(second.fixes[0].value.as_deref(), Some("30"));
+        assert_eq!(
+            second.fixes[0].was.as_deref(),
+            Some("tiga"),
+            "the file's text stays"
+        );
+        assert_eq!(second.exclude, [7, 12]);
+        assert_eq!(second.revisers, ["key_a", "key_b"]);
+        assert_eq!(second.by, "key_b");
+    }
+
+    #[test]
+    fn a_waiting_job_is_cancelled_by_its_revision_and_a_failed_one_stays() {
+        let now = Utc::now();
+        let waiting = job(JobState::AwaitingApproval, OnError::Fail);
+        let after = revised(&waiting, "job_new", &key("key_a"), now);
+        assert_eq!(after.state, JobState::Cancelled);
+        assert_eq!(after.revised_as.as_deref(), Some("job_new"));
+        let last = after.decisions.last().unwrap();
+        assert_eq!(last.decision, DecisionKind::Cancelled);
+        assert_eq!(last.comment.as_deref(), Some("revised as job_new"));
+        let failed = job(JobState::Failed, OnError::Fail);
+        let after = revised(&failed, "job_new", &key("key_a"), now);
+        assert_eq!(after.state, JobState::Failed);
+        assert_eq!(after.decisions.len(), failed.decisions.len());
+    }
+}

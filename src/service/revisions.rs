@@ -1,0 +1,296 @@
+//! Revisions (API.md section 11): a new job over the same stored file with
+//! a column mapping, fixed cells and excluded rows. Nothing is edited in
+//! place: the revised job stays as it was (a job waiting at the gate is
+//! cancelled by its revision), and the revision's validation reads the
+//! file again with the changes applied.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::json;
+
+use super::{App, Error, Result, comment, jobs, uploads};
+use crate::catalog::Module;
+use crate::keys::KeyRecord;
+use crate::ledger::revision::{self, Changes};
+use crate::ledger::{Counts, Fix, Job, Move, START};
+use crate::pipeline::validation;
+use crate::store::{self, jobs::MoveBy, stage::Stage};
+use crate::validate::{Mapping, match_header_with};
+
+/// Most fixes one revision may carry, inherited ones included: a revision
+/// mends a file, it does not retype it.
+pub const MAX_FIXES: usize = 10_000;
+/// Most rows one revision may leave out, inherited ones included.
+pub const MAX_EXCLUDED: usize = 100_000;
+
+/// Revises `job_id` with `changes`: checks them against the module and
+/// the file, then in one transaction records the new job (`validating`)
+/// and the revised job's move. The new job.
+pub async fn revise(app: &App, actor: &KeyRecord, job_id: &str, changes: Changes) -> Result<Job> {
+    let job = jobs::get(app, actor, job_id).await?;
+    let module = uploads::target(app, actor, &job.module)?;
+    if let Some(why) = revision::refusal(&job) {
+        return Err(Error::InvalidState {
+            title: "The job cannot be revised",
+            detail: why,
+            state: job.state.as_str().to_string(),
+        });
+    }
+    let mut changes = changes;
+    changes.comment = comment(changes.comment.as_deref())?;
+    check_members(app, module, &changes)?;
+    let combined = revision::combine(&job, changes, actor);
+    check_limits(&combined)?;
+    let header = file_header(app, &job).await?;
+    let provided = check_mapping(module, &header, &combined.mapping)?;
+    check_fixed_columns(module, &combined.fixes, &provided)?;
+    check_rows(app, module, &job, &combined.fixes, &combined.exclude).await?;
+
+    let now = store::now();
+    let new = Job {
+        id: format!("job_{}", ulid::Ulid::generate()),
+        state: START,
+        version: 1,
+        counts: Counts::default(),
+        warnings: vec![],
+        problem: None,
+        gate: None,
+        decisions: vec![],
+        created_at: now,
+        updated_at: now,
+        committed_at: None,
+        purged_at: None,
+        revision_of: Some(job.id.clone()),
+        revision: Some(combined),
+        revised_as: None,
+        ..job.clone()
+    };
+    let after = revision::revised(&job, &new.id, actor, now);
+    // The revised job's event says what took its place (its comment is
+    // the cancelled request's decision); the revision's first event names
+    // the file's submitter, whom the new job keeps.
+    let note = format!("revised as {}", new.id);
+    let by = MoveBy {
+        event: Move::Revised,
+        actor: Some(&actor.id),
+        comment: Some(&note),
+        detail: Some(json!({ "revised_as": new.id, "issued_by": actor.issued_by })),
+        lease_owner: None,
+    };
+    let mut tx = app.db.begin().await?;
+    let created = json!({
+        "revision_of": job.id,
+        "submitter": job.submitter,
+        "comment": new.revision.as_ref().and_then(|r| r.comment.as_deref()),
+    });
+    store::jobs::insert_by(
+        &mut tx.conn(),
+        &app.seal.key,
+        &new,
+        &actor.id,
+        Some(created),
+    )
+    .await?;
+    if !store::jobs::transition(&mut tx.conn(), &app.seal.key, &job, &after, by).await? {
+        tx.rollback().await?;
+        let now = jobs::get(app, actor, job_id).await?;
+        return Err(Error::job_state(&now, Move::Revised));
+    }
+    store::jobs::set_revised_as(&mut tx.conn(), &job.id, &new.id).await?;
+    tx.commit().await?;
+    app.job_moved.notify_waiters();
+    app.work.notify_one();
+    tracing::info!(job = %new.id, revision_of = %job.id, "revision accepted");
+    Ok(new)
+}
+
+/// Each named column is one of the module's, each fixed cell's text fits
+/// a cell.
+fn check_members(app: &App, module: &Module, changes: &Changes) -> Result<()> {
+    let known = |name: &str| module.column_index(name).is_some();
+    let columns = || {
+        (module.columns.iter())
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for (header, column) in &changes.mapping {
+        if let Some(c) = column.as_deref().filter(|c| !known(c)) {
+            return Err(Error::invalid(
+                &format!("mapping.{header}"),
+                format!(
+                    "{c:?} is not a column of {}; its columns: {}",
+                    module.key,
+                    columns()
+                ),
+            ));
+        }
+    }
+    for (i, f) in changes.fixes.iter().enumerate() {
+        if !known(&f.column) {
+            return Err(Error::invalid(
+                &format!("fixes[{i}].column"),
+                format!(
+                    "{:?} is not a column of {}; its columns: {}",
+                    f.column,
+                    module.key,
+                    columns()
+                ),
+            ));
+        }
+        let long = f
+            .value
+            .as_ref()
+            .is_some_and(|v| v.len() > app.settings.limits.cell_bytes);
+        if long || f.value.as_ref().is_some_and(|v| v.contains('\0')) {
+            return Err(Error::invalid(
+                &format!("fixes[{i}].value"),
+                format!(
+                    "a value has at most {} bytes and no NUL characters",
+                    app.settings.limits.cell_bytes
+                ),
+            ));
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for (i, f) in changes.fixes.iter().enumerate() {
+        if !seen.insert((f.row, f.column.as_str())) {
+            return Err(Error::invalid(
+                &format!("fixes[{i}]"),
+                format!("row {} column {} is fixed twice", f.row, f.column),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_limits(revision: &crate::ledger::Revision) -> Result<()> {
+    if revision.fixes.len() > MAX_FIXES {
+        return Err(Error::invalid(
+            "fixes",
+            format!(
+                "a revision fixes at most {MAX_FIXES} cells (this one, with those before it: {}); \
+                 upload a corrected file instead",
+                revision.fixes.len()
+            ),
+        ));
+    }
+    if revision.exclude.len() > MAX_EXCLUDED {
+        return Err(Error::invalid(
+            "exclude",
+            format!(
+                "a revision leaves out at most {MAX_EXCLUDED} rows (this one, with those before it: {})",
+                revision.exclude.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The header of the job's file.
+async fn file_header(app: &App, job: &Job) -> Result<Vec<String>> {
+    let limits = &app.settings.limits;
+    validation::read_header(&app.db, job, limits.cell_bytes, limits.columns)
+        .await
+        .map_err(Error::internal)?
+        // The job was read before; a file that no longer reads is ours.
+        .map_err(|e| Error::internal(e.message))
+}
+
+/// The mapping names headers of the file, maps no column twice and leaves
+/// no required column out. The catalog positions the file then gives.
+fn check_mapping(module: &Module, header: &[String], mapping: &Mapping) -> Result<Vec<usize>> {
+    for name in mapping.keys() {
+        if !header.iter().any(|h| h.trim() == name.trim()) {
+            return Err(Error::invalid(
+                &format!("mapping.{name}"),
+                format!(
+                    "the file has no header {name:?}; its headers: {}",
+                    header.join(", ")
+                ),
+            ));
+        }
+    }
+    let mut targets: BTreeMap<&str, &str> = BTreeMap::new();
+    for (name, column) in mapping {
+        if let Some(c) = column
+            && let Some(first) = targets.insert(c, name)
+        {
+            return Err(Error::invalid(
+                &format!("mapping.{name}"),
+                format!("{first:?} and {name:?} are both mapped to {c}; map one of them to null"),
+            ));
+        }
+    }
+    match match_header_with(module, header, mapping) {
+        Ok(map) => Ok(map.provided.iter().map(|&(c, _)| c).collect()),
+        Err(e) => Err(Error::invalid(
+            "mapping",
+            e.message.trim_start_matches("row 1: "),
+        )),
+    }
+}
+
+/// A fix sets a column the file (as mapped) gives.
+fn check_fixed_columns(module: &Module, fixes: &[Fix], provided: &[usize]) -> Result<()> {
+    for f in fixes {
+        let given = module
+            .column_index(&f.column)
+            .is_some_and(|c| provided.contains(&c));
+        if !given {
+            return Err(Error::invalid(
+                "fixes",
+                format!(
+                    "row {}: the file has no column for {}; map one of its headers to it first",
+                    f.row, f.column
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every fixed or excluded row is a row of the file, as the job read it.
+async fn check_rows(
+    app: &App,
+    module: &Module,
+    job: &Job,
+    fixes: &[Fix],
+    exclude: &[u64],
+) -> Result<()> {
+    let wanted: BTreeSet<u64> = fixes
+        .iter()
+        .map(|f| f.row)
+        .chain(exclude.iter().copied())
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let mut c = app.db.acquire().await?;
+    let stage = match Stage::of(&mut c.conn(), module, &job.id).await? {
+        Some(stage) if job.counts.rows > 0 => stage,
+        _ => {
+            return Err(Error::invalid(
+                if fixes.is_empty() { "exclude" } else { "fixes" },
+                "the rows of this file were never read (its header did not match the module); \
+                 map the columns first, then fix or exclude rows in a revision of that job",
+            ));
+        }
+    };
+    let list: Vec<i64> = wanted.iter().map(|&r| r as i64).collect();
+    let found = store::rows::existing_rows(&mut c.conn(), &stage, &list).await?;
+    if let Some(missing) = list.iter().find(|r| !found.contains(r)) {
+        let member = if fixes.iter().any(|f| f.row as i64 == *missing) {
+            "fixes"
+        } else {
+            "exclude"
+        };
+        return Err(Error::invalid(
+            member,
+            format!(
+                "the file has no row {missing}; rows are numbered as in the errors (the header is row 1)"
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,325 @@
+//! Revisions (issue 14, API.md section 11): a file that does not fit is
+//! mapped and fixed inside importgate; the revision is a new job over the
+//! same stored file, and the approver sees what it changed.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+/// `POST /api/jobs/{id}/revisions` with a JSON body.
+async fn revise(app: &TestApp, key: &str, id: &str, body: Value) -> reqwest::Response {
+    app.client
+        .post(app.url(&format!("/api/jobs/{id}/revisions")))
+        .header("X-API-Key", key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// A revision that must be accepted; waits for its validation.
+async fn revised(app: &TestApp, key: &str, id: &str, body: Value) -> Value {
+    let resp = revise(app, key, id, body).await;
+    let status = resp.status();
+    let location = resp
+        .headers()
+        .get("location")
+        .map(|v| v.to_str().unwrap().to_string());
+    let job: Value = resp.json().await.unwrap();
+    assert_eq!(status, StatusCode::CREATED, "{job}");
+    assert_eq!(job["state"], "validating", "{job}");
+    assert_eq!(job["revision_of"], id);
+    let new = job["id"].as_str().unwrap();
+    assert_eq!(
+        location.as_deref(),
+        Some(format!("/api/jobs/{new}").as_str())
+    );
+    app.wait_done(key, new).await
+}
+
+const CRM: &str = "Nama Pelanggan,No. WA,Kota,Catatan\n\
+Budi Santoso,081234567801,Bandung,pelanggan lama\n\
+Siti Rahayu,081234567802,Surabaya,\n\
+Dewi Lestari,081234567803,Medan,minta katalog\n";
+
+/// The CRM export of the issue: its headers do not match, the job is
+/// invalid; a revision maps them, and whoever uploaded or revised may not
+/// approve it; a third person does, and the mapped values are written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crm_export_is_mapped_by_a_revision_that_neither_uploader_nor_reviser_approves() {
+    let app = spawn_app().await;
+    let (uploader, _) = app.key("Agus Wijaya", "approver", &["*"]).await;
+    let (reviser, _) = app.key("Rina Kusuma", "approver", &["*"]).await;
+    let third = app.approver().await;
+    let job = app.upload(&uploader, "customers", "", CRM).await;
+    assert_eq!(job["state"], "invalid", "{job}");
+    assert_eq!(job["problem"]["code"], "missing_columns");
+    let id = job["id"].as_str().unwrap();
+
+    let mapping = json!({"No. WA": "wa_number", "Kota": "city", "Catatan": "notes"});
+    let new = revised(
+        &app,
+        &reviser,
+        id,
+        json!({"mapping": mapping, "comment": "header from the CRM export"}),
+    )
+    .await;
+    assert_eq!(new["state"], "awaiting_approval", "{new}");
+    assert_eq!(new["counts"]["insert"], 3);
+    assert_eq!(new["revision"]["number"], 1);
+    assert_eq!(new["revision"]["mapping"], mapping);
+    assert_eq!(new["revision"]["fixes"], 0);
+    assert_eq!(new["revision"]["by"]["display"], "Ri***a");
+    assert_eq!(new["revision"]["comment"], "header from the CRM export");
+    assert_eq!(
+        new["submitter"]["display"], "Ag***a",
+        "the file stays the uploader's"
+    );
+    let old = app.job(&uploader, id).await;
+    assert_eq!(old["state"], "invalid");
+    assert_eq!(old["revised_as"], new["id"]);
+    let events = app
+        .get_json(&uploader, &format!("/api/jobs/{id}/events"))
+        .await;
+    let last = events["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["event"], "revised", "{events}");
+
+    let new_id = new["id"].as_str().unwrap();
+    for barred in [&uploader, &reviser] {
+        let resp = app.act(barred, new_id, "approve", None).await;
+        problem(resp, StatusCode::FORBIDDEN, "self_approval").await;
+    }
+    let done = app.act_ok(&third, new_id, "approve").await;
+    assert_eq!(done["state"], "committed", "{done}");
+    let rows = app
+        .sql("SELECT customer_name, city, notes FROM uc_scrm_customers ORDER BY wa_number")
+        .await;
+    assert_eq!(rows[0][1].as_deref(), Some("Bandung"));
+    assert_eq!(rows[2][2].as_deref(), Some("minta katalog"));
+    let (ok, out) = crate::ledger::verify(&app);
+    assert!(ok, "{out}");
+}
+
+const WRONG: &str = "customer_name,wa_number,city,consumable_cycle_days\n\
+Budi Santoso,081234567801,Bandung,30\n\
+Siti Rahayu,081234567802,Surabaya,tiga puluh\n\
+Dewi Lestari,081234567803,Medan,14\n\
+Budi Kedua,081234567801,Bogor,7\n";
+
+/// Three wrong rows: a cell that is not a number is fixed, a duplicate is
+/// excluded; the preview marks the fixed cell with what the file said and
+/// lists the excluded row only when asked. Revising the revision while it
+/// waits at the gate cancels it; the second revision inherits the first's
+/// changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fixes_and_exclusions_mend_a_failed_job_and_the_preview_shows_what_the_file_said() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let apr = app.approver().await;
+    let job = app.upload(&sub, "customers", "", WRONG).await;
+    assert_eq!(job["state"], "failed", "{job}");
+    assert_eq!(job["counts"]["errors"], 2, "{job}");
+    let id = job["id"].as_str().unwrap();
+
+    let first = revised(
+        &app,
+        &sub,
+        id,
+        json!({"fixes": [{"row": 3, "column": "consumable_cycle_days", "value": "30"}],
+               "exclude": [5]}),
+    )
+    .await;
+    assert_eq!(first["state"], "awaiting_approval", "{first}");
+    let counts = &first["counts"];
+    assert_eq!(
+        (
+            counts["rows"].as_i64(),
+            counts["valid"].as_i64(),
+            counts["errors"].as_i64()
+        ),
+        (Some(4), Some(3), Some(0)),
+        "{first}"
+    );
+    assert_eq!(counts["excluded"], 1);
+    assert_eq!(first["revision"]["fixes"], 1);
+    assert_eq!(first["revision"]["excluded"], 1);
+    let first_id = first["id"].as_str().unwrap();
+    let preview = app
+        .get_json(&apr, &format!("/api/jobs/{first_id}/preview"))
+        .await;
+    assert_eq!(preview["total"], 3, "{preview}");
+    let row3 = &preview["rows"][1];
+    assert_eq!(row3["row"], 3);
+    assert_eq!(row3["values"]["consumable_cycle_days"], 30);
+    assert_eq!(
+        row3["fixed"],
+        json!({"consumable_cycle_days": {"was": "tiga puluh"}})
+    );
+    assert!(preview["rows"][0].get("fixed").is_none(), "{preview}");
+    let out = app
+        .get_json(
+            &apr,
+            &format!("/api/jobs/{first_id}/preview?action=excluded"),
+        )
+        .await;
+    assert_eq!(out["total"], 1);
+    assert_eq!(out["rows"][0]["row"], 5);
+    assert_eq!(out["rows"][0]["action"], "excluded");
+
+    // A second look: revise the waiting revision; it is cancelled.
+    let second = revised(
+        &app,
+        &sub,
+        first_id,
+        json!({"fixes": [{"row": 4, "column": "city", "value": "Medan Kota"}]}),
+    )
+    .await;
+    assert_eq!(second["state"], "awaiting_approval", "{second}");
+    assert_eq!(second["revision"]["number"], 2);
+    assert_eq!(second["revision"]["fixes"], 2, "inherited and its own");
+    assert_eq!(second["revision"]["excluded"], 1);
+    let first = app.job(&sub, first_id).await;
+    assert_eq!(first["state"], "cancelled");
+    assert_eq!(first["revised_as"], second["id"]);
+    let last = first["decisions"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["decision"], "cancelled");
+    assert_eq!(
+        last["comment"],
+        format!("revised as {}", second["id"].as_str().unwrap())
+    );
+
+    let second_id = second["id"].as_str().unwrap();
+    let done = app.act_ok(&apr, second_id, "approve").await;
+    assert_eq!(done["state"], "committed", "{done}");
+    let rows = app
+        .sql("SELECT customer_name, city, CAST(consumable_cycle_days AS TEXT) FROM uc_scrm_customers ORDER BY wa_number")
+        .await;
+    assert_eq!(rows.len(), 3, "the excluded row is not written: {rows:?}");
+    assert_eq!(rows[0][0].as_deref(), Some("Budi Santoso"));
+    assert_eq!(rows[1][2].as_deref(), Some("30"));
+    assert_eq!(rows[2][1].as_deref(), Some("Medan Kota"));
+    let (ok, out) = crate::ledger::verify(&app);
+    assert!(ok, "{out}");
+}
+
+/// Each bad revision is a problem naming the member, and creates nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_revisions_are_refused_naming_the_member_and_create_nothing() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let invalid = app.upload(&sub, "customers", "", CRM).await;
+    let invalid_id = invalid["id"].as_str().unwrap();
+    let failed = app.upload(&sub, "customers", "", WRONG).await;
+    let failed_id = failed["id"].as_str().unwrap();
+    let jobs_before = app.count("ig_jobs").await;
+
+    let cases: Vec<(&str, Value, &str)> = vec![
+        (
+            invalid_id,
+            json!({"mapping": {"No. WA": "whatsapp_no"}}),
+            "mapping.No. WA",
+        ),
+        (
+            invalid_id,
+            json!({"mapping": {"No. WA": "wa_number", "Kota": "wa_number"}}),
+            "mapping.No. WA",
+        ),
+        (
+            invalid_id,
+            json!({"mapping": {"Telepon": "wa_number"}}),
+            "mapping.Telepon",
+        ),
+        (invalid_id, json!({"mapping": {"Kota": "city"}}), "mapping"),
+        (
+            invalid_id,
+            json!({"mapping": {"No. WA": "wa_number"}, "fixes": [{"row": 2, "column": "city", "value": "x"}]}),
+            "fixes",
+        ),
+        (
+            failed_id,
+            json!({"fixes": [{"row": 99, "column": "city", "value": "x"}]}),
+            "fixes",
+        ),
+        (
+            failed_id,
+            json!({"fixes": [{"row": 2, "column": "kota", "value": "x"}]}),
+            "fixes[0].column",
+        ),
+        (
+            failed_id,
+            json!({"fixes": [{"row": 2, "column": "grade", "value": "A"}]}),
+            "fixes",
+        ),
+        (
+            failed_id,
+            json!({"fixes": [{"row": "two", "column": "city"}]}),
+            "fixes[0].row",
+        ),
+        (
+            failed_id,
+            json!({"fixes": [{"row": 2, "column": "city", "value": {"a": 1}}]}),
+            "fixes[0].value",
+        ),
+        (failed_id, json!({"exclude": [1000]}), "exclude"),
+        (failed_id, json!({"exclude": "all"}), "exclude"),
+        (failed_id, json!({"exlude": [3]}), "exlude"),
+    ];
+    for (id, body, member) in cases {
+        let resp = revise(&app, &sub, id, body.clone()).await;
+        let p = problem(resp, StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter").await;
+        assert_eq!(p["parameter"], member, "{body}: {p}");
+    }
+    let many: Vec<Value> = (0..10_001)
+        .map(|i| json!({"row": 2 + i, "column": "city", "value": "x"}))
+        .collect();
+    let resp = revise(&app, &sub, failed_id, json!({"fixes": many})).await;
+    let p = problem(resp, StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter").await;
+    assert_eq!(p["parameter"], "fixes");
+    assert!(p["detail"].as_str().unwrap().contains("10000"), "{p}");
+    let resp = app
+        .client
+        .post(app.url(&format!("/api/jobs/{failed_id}/revisions")))
+        .header("X-API-Key", &sub)
+        .body("[1, 2]")
+        .send()
+        .await
+        .unwrap();
+    problem(resp, StatusCode::BAD_REQUEST, "bad_request").await;
+    assert_eq!(
+        app.count("ig_jobs").await,
+        jobs_before,
+        "nothing was created"
+    );
+
+    // A committed job is past revising; a revised one names its revision.
+    let apr = app.approver().await;
+    let good = app
+        .upload(
+            &sub,
+            "customers",
+            "",
+            "customer_name,wa_number\nBudi,0812\n",
+        )
+        .await;
+    let good_id = good["id"].as_str().unwrap();
+    app.act_ok(&apr, good_id, "approve").await;
+    let resp = revise(&app, &sub, good_id, json!({})).await;
+    let p = problem(resp, StatusCode::CONFLICT, "invalid_state").await;
+    assert!(p["detail"].as_str().unwrap().contains("committed"), "{p}");
+    let again = revised(&app, &sub, failed_id, json!({"exclude": [3, 5]})).await;
+    let resp = revise(&app, &sub, failed_id, json!({"exclude": [3]})).await;
+    let p = problem(resp, StatusCode::CONFLICT, "invalid_state").await;
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains(again["id"].as_str().unwrap()),
+        "{p}"
+    );
+}
