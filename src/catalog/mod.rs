@@ -7,6 +7,8 @@
 //! service can trust every [`Module`] it is handed: SQL identifiers come only
 //! from here, never from a request or a file header.
 
+pub mod vocabulary;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -5,6 +5,7 @@
 //! the target table (`exists`, `not_found`) and the whole file
 //! (`duplicate_in_file`) are made by the pipeline's validation stage.
 
+pub mod suggest;
 pub mod value;
 
 use std::collections::HashMap;
