@@ -65,6 +65,7 @@ problem-too_many = Too many requests
 problem-closed = The request is closed
 problem-rollback_expired = The rollback window closed
 problem-purged = The rows and file were purged
+problem-revised = The rows went to the revision
 problem-internal = Internal error
 problem-internal-detail = the service failed; the error is logged
 problem-page-not-found = Page not found
@@ -92,6 +93,7 @@ problem-collected-detail = The key of { $id } was handed out once and is not kep
 problem-too_many-detail = Wait { $seconds_text } seconds and try again.
 problem-closed-detail = This request can no longer be used.
 problem-rollback_expired-detail = The rollback window of this job closed at { $closed }; it can no longer be rolled back.
+problem-revised-detail = This job was revised as { $to }, and its rows went with the revision: look at { $to } for the preview. This job, its timeline and its error list remain.
 problem-purged-detail = The staged rows and stored file of this job were purged at { $at }, so its preview is gone; the job, its timeline and its error list remain.
 
 # The console's script (src/console/assets/console.js).

@@ -59,6 +59,7 @@ problem-too_many = Terlalu banyak permintaan
 problem-closed = Permintaan sudah ditutup
 problem-rollback_expired = Batas waktu pembatalan impor sudah lewat
 problem-purged = Baris dan berkas sudah dihapus
+problem-revised = Baris sudah pindah ke revisi
 problem-internal = Kesalahan internal
 problem-internal-detail = layanan gagal; kesalahannya dicatat di log
 problem-page-not-found = Halaman tidak ditemukan
@@ -86,6 +87,7 @@ problem-collected-detail = Kunci { $id } sudah diserahkan sekali dan tidak disim
 problem-too_many-detail = Tunggu { $seconds_text } detik lalu coba lagi.
 problem-closed-detail = Permintaan ini tidak bisa dipakai lagi.
 problem-rollback_expired-detail = Batas waktu pembatalan impor pekerjaan ini berakhir pada { $closed }; impor ini tidak bisa dibatalkan lagi.
+problem-revised-detail = Pekerjaan ini direvisi sebagai { $to }, dan barisnya ikut pindah ke revisi itu: lihat pratinjaunya di { $to }. Pekerjaan ini, linimasa, dan daftar kesalahannya tetap ada.
 problem-purged-detail = Baris yang disiapkan dan berkas yang disimpan untuk pekerjaan ini dihapus pada { $at }, jadi pratinjaunya sudah tidak ada; pekerjaan, linimasa, dan daftar kesalahannya tetap ada.
 
 # Skrip konsol.

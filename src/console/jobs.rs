@@ -248,13 +248,19 @@ async fn render_detail(
     };
     let last_page = ((total - 1).max(0) / PAGE) * PAGE;
     let offset = q.offset.unwrap_or(0).clamp(0, last_page);
-    // A purged job's page says so where the preview was (the API answers
-    // its preview `410`).
+    // A purged job's page says so where the preview was, and a revised
+    // job's links to its revision, which has its rows (the API answers
+    // their previews `410`).
     let (total, rows) = if job.purged_at.is_some() {
         (0, vec![])
     } else {
-        let page = jobs::preview(app, &job, filter, offset, PAGE).await?;
-        (page.total, page.rows)
+        match jobs::preview(app, &job, filter, offset, PAGE).await {
+            Err(service::Error::Revised { .. }) => (0, vec![]),
+            page => {
+                let page = page?;
+                (page.total, page.rows)
+            }
+        }
     };
     let names = app.names().await?;
     let people = People(&names);
@@ -286,6 +292,18 @@ async fn render_detail(
             }
             @if let Some(at) = &job.purged_at {
                 p.note { (t!("job-purged", when = moment(&ctx, at))) }
+            }
+            @if let Some(of) = &job.revision_of {
+                p.note #revision-of {
+                    (t!("job-revision-of")) " "
+                    a href=(format!("/jobs/{of}")) { (of) }
+                }
+            }
+            @if let Some(to) = &job.revised_as {
+                p.note #revised-as {
+                    (t!("job-revised-as")) " "
+                    a href=(format!("/jobs/{to}")) { (to) }
+                }
             }
             div.alert.alert-info #job-changed role="status" hidden {
                 span data-changed-text {} " "
@@ -686,6 +704,7 @@ fn preview_section(
             @if rows.is_empty() {
                 p.empty {
                     @if job.purged_at.is_some() { (t!("preview-purged")) }
+                    @else if job.revised_as.is_some() && job.counts.rows > 0 { (t!("preview-revised")) }
                     @else if job.state == JobState::Validating { (t!("preview-wait")) }
                     @else if job.state == JobState::Invalid { (t!("preview-unreadable")) }
                     @else { (t!("preview-no-rows")) }

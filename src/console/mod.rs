@@ -262,6 +262,11 @@ impl From<service::Error> for Shown {
                 t!("problem-purged"),
                 t!("problem-purged-detail", at = at),
             ),
+            E::Revised { to, .. } => (
+                StatusCode::GONE,
+                t!("problem-revised"),
+                t!("problem-revised-detail", to = to),
+            ),
             E::Closed { .. } => (
                 StatusCode::GONE,
                 t!("problem-closed"),

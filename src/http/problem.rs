@@ -52,6 +52,9 @@ pub enum Code {
     /// 410: the job's staged rows and stored file were purged (section
     /// 10); its preview is gone.
     Purged,
+    /// 410: the job's staged rows went to its revision (section 11); see
+    /// its `revised_as`.
+    Revised,
     /// 412: `If-Match` names another version of the job (`etag`).
     PreconditionFailed,
     /// 408: an upload's body arrived too slowly (section 10); nothing kept.
@@ -89,6 +92,7 @@ impl Code {
             Code::Expired => "expired",
             Code::Withdrawn => "withdrawn",
             Code::Purged => "purged",
+            Code::Revised => "revised",
             Code::PreconditionFailed => "precondition_failed",
             Code::RequestTimeout => "request_timeout",
             Code::TooLarge => "too_large",
@@ -391,6 +395,12 @@ impl From<ServiceError> for Problem {
                 StatusCode::GONE,
                 Code::Purged,
                 "The job's rows and file were purged",
+                detail,
+            ),
+            ServiceError::Revised { .. } => Problem::new(
+                StatusCode::GONE,
+                Code::Revised,
+                "The job's rows went to its revision",
                 detail,
             ),
             ServiceError::TooMany { retry_after, .. } => Problem::new(

@@ -124,6 +124,53 @@ pub fn revised(job: &Job, revision_id: &str, by: &KeyRecord, now: DateTime<Utc>)
     after
 }
 
+/// Whether `job`, a revision of `parent`, can be validated from the rows
+/// `parent` staged instead of from the file: it changes only fixes and
+/// exclusions (the same mapping), and `parent` was read whole against a
+/// table the revision may trust as far as `parent` did (row errors, or a
+/// request cancelled by this revision). A stale preview is read again:
+/// the table moved under every row, not only the touched ones.
+pub fn incremental(job: &Job, parent: &Job) -> bool {
+    let (Some(own), Some(of)) = (&job.revision, &job.revision_of) else {
+        return false;
+    };
+    let inherited = parent.revision.as_ref().map(|r| &r.mapping);
+    let same_mapping = inherited.map_or(own.mapping.is_empty(), |m| *m == own.mapping);
+    let read_whole = match parent.state {
+        JobState::Failed => parent.problem.as_ref().map(|p| p.code) == Some(ProblemCode::RowErrors),
+        JobState::Cancelled => true,
+        _ => false,
+    };
+    *of == parent.id
+        && parent.revised_as.as_deref() == Some(job.id.as_str())
+        && same_mapping
+        && read_whole
+        && parent.counts.rows > 0
+        && parent.purged_at.is_none()
+}
+
+/// The rows a revision changes beyond its parent's: cells fixed anew or
+/// to another value, rows newly left out. Ascending.
+pub fn touched(own: &Revision, parent: Option<&Revision>) -> Vec<u64> {
+    let before_fixes = parent.map(|p| p.fixes.as_slice()).unwrap_or(&[]);
+    let before_out = parent.map(|p| p.exclude.as_slice()).unwrap_or(&[]);
+    let fixed = own.fixes.iter().filter(|f| {
+        !before_fixes
+            .iter()
+            .any(|b| b.row == f.row && b.column == f.column && b.value == f.value)
+    });
+    let rows: BTreeSet<u64> = fixed
+        .map(|f| f.row)
+        .chain(
+            own.exclude
+                .iter()
+                .copied()
+                .filter(|r| !before_out.contains(r)),
+        )
+        .collect();
+    rows.into_iter().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,6 +271,57 @@ mod tests {
         assert_eq!(second.exclude, [7, 12]);
         assert_eq!(second.revisers, ["key_a", "key_b"]);
         assert_eq!(second.by, "key_b");
+    }
+
+    #[test]
+    fn only_fixes_and_exclusions_over_rows_read_whole_revalidate_in_place() {
+        let mut parent = job(JobState::Failed, OnError::Fail);
+        parent.problem = Some(crate::ledger::JobProblem::new(
+            ProblemCode::RowErrors,
+            "t",
+            "d",
+        ));
+        parent.counts.rows = 10;
+        let own = combine(
+            &parent,
+            Changes {
+                fixes: vec![fix(4, "qty", "3")],
+                ..Changes::default()
+            },
+            &key("key_a"),
+        );
+        let mut revision = job(JobState::Validating, OnError::Fail);
+        revision.revision_of = Some(parent.id.clone());
+        revision.revision = Some(own.clone());
+        parent.revised_as = Some(revision.id.clone());
+        assert!(incremental(&revision, &parent));
+        assert_eq!(touched(&own, None), [4]);
+
+        let mut mapped = revision.clone();
+        mapped.revision.as_mut().unwrap().mapping = [("Qty".to_string(), None)].into();
+        assert!(
+            !incremental(&mapped, &parent),
+            "a new mapping reads the file"
+        );
+        parent.problem.as_mut().unwrap().code = ProblemCode::StalePreview;
+        assert!(
+            !incremental(&revision, &parent),
+            "a stale preview reads it too"
+        );
+        parent.problem.as_mut().unwrap().code = ProblemCode::RowErrors;
+        parent.purged_at = Some(Utc::now());
+        assert!(!incremental(&revision, &parent));
+
+        let next = combine(
+            &revision,
+            Changes {
+                fixes: vec![fix(4, "qty", "3"), fix(6, "qty", "2")],
+                exclude: vec![9],
+                ..Changes::default()
+            },
+            &key("key_a"),
+        );
+        assert_eq!(touched(&next, Some(&own)), [6, 9], "row 4 is as it was");
     }
 
     #[test]

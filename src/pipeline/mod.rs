@@ -13,4 +13,5 @@
 
 pub mod commit;
 pub mod references;
+pub mod revalidate;
 pub mod validation;

@@ -369,7 +369,7 @@ impl Fixes {
 
 /// Runs the reference checks over the rows a revision does not exclude,
 /// and gives every row its warnings, in batch order.
-async fn check_references(
+pub(super) async fn check_references(
     db: &Db,
     checks: &mut Checks<'_>,
     batch: Vec<CheckedRow>,
@@ -409,15 +409,15 @@ async fn check_references(
 
 /// What decides a row's action: the module, the job's mode, the file's
 /// columns, and the rows a revision leaves out.
-struct Decide<'a> {
-    module: &'a Module,
-    mode: Mode,
-    header: &'a HeaderMap,
-    excluded: &'a std::collections::HashSet<u64>,
+pub(super) struct Decide<'a> {
+    pub module: &'a Module,
+    pub mode: Mode,
+    pub header: &'a HeaderMap,
+    pub excluded: &'a std::collections::HashSet<u64>,
 }
 
 /// Decides each row's action against the table and makes it a staged row.
-async fn decide(
+pub(super) async fn decide(
     db: &Db,
     how: &Decide<'_>,
     batch: Vec<CheckedRow>,
@@ -556,22 +556,30 @@ async fn mark_duplicates(db: &Db, stage: &Stage<'_>, job_id: &str) -> anyhow::Re
     let mut tx = db.begin().await?;
     let dups = rows::duplicates(&mut tx.conn(), stage).await?;
     for d in dups {
-        let error = RowError {
-            row: d.row_no as u64,
-            column: Some(module.natural_key.join(",")),
-            value: Some(key_display(&d.nkey)),
-            code: "duplicate_in_file".into(),
-            message: format!(
-                "row {}: the key ({}) repeats row {}",
-                d.row_no,
-                module.natural_key.join(", "),
-                d.first_row
-            ),
-        };
+        let error = duplicate_error(module, d.row_no, &d.nkey, d.first_row);
         rows::mark_error(&mut tx.conn(), stage, job_id, d.seq, &error).await?;
     }
     tx.commit().await?;
     Ok(())
+}
+
+/// The error of a row repeating the key of an earlier row of the file.
+pub(super) fn duplicate_error(
+    module: &Module,
+    row_no: i64,
+    nkey: &str,
+    first_row: i64,
+) -> RowError {
+    RowError {
+        row: row_no as u64,
+        column: Some(module.natural_key.join(",")),
+        value: Some(key_display(nkey)),
+        code: "duplicate_in_file".into(),
+        message: format!(
+            "row {row_no}: the key ({}) repeats row {first_row}",
+            module.natural_key.join(", "),
+        ),
+    }
 }
 
 /// `["A","B"]` → `A, B` for a person.

@@ -104,6 +104,13 @@ pub enum Error {
          {why}; the job, its events and its error list remain"
     )]
     Purged { id: String, at: String, why: String },
+    /// The preview of a job whose staged rows went to its revision (API.md
+    /// section 11) was asked for.
+    #[error(
+        "the preview of {id} is now its revision's: its rows were handed to {to} when it was \
+         revised; the job, its events and its error list remain"
+    )]
+    Revised { id: String, to: String },
     /// Too many requests of a kind, from a client or in all.
     #[error("{message}")]
     TooMany { message: String, retry_after: u64 },
@@ -203,6 +210,7 @@ impl Error {
             Error::TooMany { .. } => "rate_limited",
             Error::RollbackExpired { .. } => "rollback_expired",
             Error::Purged { .. } => "purged",
+            Error::Revised { .. } => "revised",
             Error::Closed { state, .. } => match state {
                 crate::keys::RequestState::Withdrawn => "withdrawn",
                 _ => "expired",

@@ -131,6 +131,12 @@ pub async fn preview(
         None => None,
     };
     let Some(stage) = stage else {
+        if let Some(to) = &job.revised_as {
+            return Err(Error::Revised {
+                id: job.id.clone(),
+                to: to.clone(),
+            });
+        }
         return Ok(PreviewPage {
             total: 0,
             rows: vec![],

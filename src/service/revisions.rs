@@ -41,8 +41,13 @@ pub async fn revise(app: &App, actor: &KeyRecord, job_id: &str, changes: Changes
     check_members(app, module, &changes)?;
     let combined = revision::combine(&job, changes, actor);
     check_limits(&combined)?;
-    let header = file_header(app, &job).await?;
-    let provided = check_mapping(module, &header, &combined.mapping)?;
+    let provided = match staged_columns(app, module, &job, &combined.mapping).await? {
+        Some(provided) => provided,
+        None => {
+            let header = file_header(app, &job).await?;
+            check_mapping(module, &header, &combined.mapping)?
+        }
+    };
     check_fixed_columns(module, &combined.fixes, &provided)?;
     check_rows(app, module, &job, &combined.fixes, &combined.exclude).await?;
 
@@ -185,6 +190,24 @@ fn check_limits(revision: &crate::ledger::Revision) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The columns the job's file gave as its rows were staged, when the
+/// revision keeps its mapping: the file need not be opened again (a large
+/// workbook's header is not free).
+async fn staged_columns(
+    app: &App,
+    module: &Module,
+    job: &Job,
+    mapping: &Mapping,
+) -> Result<Option<Vec<usize>>> {
+    let before = job.revision.as_ref().map(|r| &r.mapping);
+    if before.map_or(!mapping.is_empty(), |m| m != mapping) || job.counts.rows == 0 {
+        return Ok(None);
+    }
+    let mut c = app.db.acquire().await?;
+    let stage = Stage::of(&mut c.conn(), module, &job.id).await?;
+    Ok(stage.map(|s| s.provided))
 }
 
 /// The header of the job's file.

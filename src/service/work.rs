@@ -85,7 +85,7 @@ async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
             .collect(),
     };
     let started = Instant::now();
-    let found = match validation::validate(&app.db, module, job, &setup).await? {
+    let found = match read(app, module, job, &setup).await? {
         Outcome::FileFailure(e) => Validation::FileFailure {
             code: ProblemCode::of_file(e.code),
             message: e.message,
@@ -100,6 +100,27 @@ async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
         stage_done("validate", started, after.counts.rows);
     }
     Ok(())
+}
+
+/// Validates a job: a revision that changes only fixes and exclusions from
+/// its parent's staged rows, any other job by reading its file.
+async fn read(
+    app: &App,
+    module: &Module,
+    job: &Job,
+    setup: &Setup,
+) -> anyhow::Result<validation::Outcome> {
+    if let Some(parent_id) = &job.revision_of {
+        let parent = store::jobs::get(&mut app.db.acquire().await?.conn(), parent_id).await?;
+        if let Some(parent) = parent
+            && let Some(found) =
+                crate::pipeline::revalidate::revalidate(&app.db, module, job, &parent, setup)
+                    .await?
+        {
+            return Ok(found);
+        }
+    }
+    validation::validate(&app.db, module, job, setup).await
 }
 
 /// Refreshes the statistics of a table a job just wrote many rows to (see

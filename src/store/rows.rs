@@ -572,6 +572,95 @@ fn seq_list(seqs: &[i64]) -> String {
     format!("seq IN ({})", list.join(", "))
 }
 
+/// The staged rows with these row numbers, in file order.
+pub async fn rows_numbered(
+    conn: &mut Conn<'_>,
+    stage: &Stage<'_>,
+    rows: &[i64],
+) -> Result<Vec<StoredRow>> {
+    let mut found = Vec::new();
+    for part in rows.chunks(BATCH) {
+        // Integers, written as literals like `seq_list`.
+        let list: Vec<String> = part.iter().map(i64::to_string).collect();
+        let sql = format!(
+            "{} WHERE job = $1 AND row_no IN ({})",
+            select(stage),
+            list.join(", ")
+        );
+        let got = on_conn!(conn, c => {
+            let rows = sqlx::query(&sql).bind(stage.job).fetch_all(c).await?;
+            rows.iter().map(|r| stored(stage, r)).collect::<Result<Vec<_>>>()
+        })?;
+        found.extend(got);
+    }
+    found.sort_by_key(|r| r.seq);
+    Ok(found)
+}
+
+/// The staged rows whose natural key is one of these, in file order.
+pub async fn rows_keyed(
+    conn: &mut Conn<'_>,
+    stage: &Stage<'_>,
+    keys: &[String],
+) -> Result<Vec<StoredRow>> {
+    let mut found = Vec::new();
+    for part in keys.chunks(BATCH) {
+        // `$2, $3, …`: the keys, after the job's `$1`.
+        let marks: Vec<String> = (2..part.len() + 2).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "{} WHERE job = $1 AND nkey IN ({}) ORDER BY seq",
+            select(stage),
+            marks.join(", ")
+        );
+        let got = on_conn!(conn, c => {
+            let mut q = sqlx::query(&sql).bind(stage.job);
+            for k in part {
+                q = q.bind(k);
+            }
+            let rows = q.fetch_all(c).await?;
+            rows.iter().map(|r| stored(stage, r)).collect::<Result<Vec<_>>>()
+        })?;
+        found.extend(got);
+    }
+    found.sort_by_key(|r| r.seq);
+    Ok(found)
+}
+
+/// Removes staged rows, with their errors and warnings, to be staged
+/// again as a revision decided them.
+pub async fn remove(
+    conn: &mut Conn<'_>,
+    stage: &Stage<'_>,
+    job_id: &str,
+    seqs: &[i64],
+) -> Result<()> {
+    for part in seqs.chunks(BATCH) {
+        let list = seq_list(part);
+        let sql = format!("DELETE FROM {} WHERE job = $1 AND {list}", stage.table());
+        on_conn!(conn, c => sqlx::query(&sql).bind(stage.job).execute(c).await.map(|r| r.rows_affected()))?;
+        for notes in [Notes::Errors, Notes::Warnings] {
+            let sql = format!("DELETE FROM {} WHERE job_id = $1 AND {list}", notes.table());
+            on_conn!(conn, c => sqlx::query(&sql).bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Which of these staged rows have warnings.
+pub async fn warned(conn: &mut Conn<'_>, job_id: &str, seqs: &[i64]) -> Result<Vec<i64>> {
+    let mut found = Vec::new();
+    for part in seqs.chunks(BATCH) {
+        let sql = format!(
+            "SELECT DISTINCT seq FROM ig_job_warnings WHERE job_id = $1 AND {}",
+            seq_list(part)
+        );
+        let got: Vec<i64> =
+            on_conn!(conn, c => sqlx::query_scalar(&sql).bind(job_id).fetch_all(c).await)?;
+        found.extend(got);
+    }
+    Ok(found)
+}
+
 /// Which of these row numbers the job's stage holds.
 pub async fn existing_rows(
     conn: &mut Conn<'_>,

@@ -323,3 +323,105 @@ async fn bad_revisions_are_refused_naming_the_member_and_create_nothing() {
         "{p}"
     );
 }
+
+/// Fixes and exclusions of a job whose rows were read are checked in
+/// place: the stored file is not read again (here it is gone), and the
+/// whole-file key rules still hold — a fix that changes a key frees a
+/// duplicate and makes another, one that avoids a key the table holds
+/// (`mode=insert`) mends that row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fix_only_revision_rechecks_the_touched_rows_and_their_keys_without_the_file() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let apr = app.approver().await;
+    let first = app
+        .upload(
+            &sub,
+            "customers",
+            "",
+            "customer_name,wa_number\nLama,0811\n",
+        )
+        .await;
+    app.act_ok(&apr, first["id"].as_str().unwrap(), "approve")
+        .await;
+    let csv = "customer_name,wa_number,consumable_cycle_days\n\
+               Ani,0821,10\n\
+               Bayu,0822,x\n\
+               Citra,0811,20\n\
+               Dodi,0821,30\n\
+               Eka,0825,40\n";
+    let job = app.upload(&sub, "customers", "?mode=insert", csv).await;
+    assert_eq!(job["state"], "failed", "{job}");
+    assert_eq!(job["counts"]["errors"], 3, "{job}");
+    let id = job["id"].as_str().unwrap();
+    app.sql("DELETE FROM ig_blob_chunks").await;
+
+    let fixes = json!({"fixes": [
+        {"row": 3, "column": "consumable_cycle_days", "value": "5"},
+        {"row": 4, "column": "wa_number", "value": "0823"},
+        {"row": 2, "column": "wa_number", "value": "0820"},
+        {"row": 6, "column": "wa_number", "value": "0821"},
+    ]});
+    let second = revised(&app, &sub, id, fixes).await;
+    assert_eq!(second["state"], "failed", "{second}");
+    assert_eq!(second["counts"]["errors"], 1, "{second}");
+    assert_eq!(second["counts"]["insert"], 4, "{second}");
+    let second_id = second["id"].as_str().unwrap();
+    let errors = app
+        .get_json(&sub, &format!("/api/jobs/{second_id}/errors"))
+        .await;
+    assert_eq!(errors["total"], 1, "{errors}");
+    let e = &errors["errors"][0];
+    assert_eq!(
+        (e["row"].as_i64(), e["code"].as_str()),
+        (Some(6), Some("duplicate_in_file"))
+    );
+    assert!(
+        e["message"].as_str().unwrap().contains("repeats row 5"),
+        "{e}"
+    );
+    let gone = app.get(&sub, &format!("/api/jobs/{id}/preview")).await;
+    let p = problem(gone, StatusCode::GONE, "revised").await;
+    assert!(p["detail"].as_str().unwrap().contains(second_id), "{p}");
+    let old_errors = app.get_json(&sub, &format!("/api/jobs/{id}/errors")).await;
+    assert_eq!(old_errors["total"], 3, "the revised job keeps its list");
+
+    let third = revised(&app, &sub, second_id, json!({"exclude": [6]})).await;
+    assert_eq!(third["state"], "awaiting_approval", "{third}");
+    let c = &third["counts"];
+    assert_eq!(
+        (
+            c["rows"].as_i64(),
+            c["valid"].as_i64(),
+            c["excluded"].as_i64(),
+            c["insert"].as_i64()
+        ),
+        (Some(5), Some(4), Some(1), Some(4)),
+        "{third}"
+    );
+    let third_id = third["id"].as_str().unwrap();
+    let preview = app
+        .get_json(&apr, &format!("/api/jobs/{third_id}/preview"))
+        .await;
+    let fixed: Vec<&Value> = preview["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["fixed"])
+        .collect();
+    assert_eq!(
+        fixed[0],
+        &json!({"wa_number": {"was": "0821"}}),
+        "{preview}"
+    );
+    assert_eq!(fixed[1], &json!({"consumable_cycle_days": {"was": "x"}}));
+    let done = app.act_ok(&apr, third_id, "approve").await;
+    assert_eq!(done["state"], "committed", "{done}");
+    let rows = app
+        .sql("SELECT wa_number FROM uc_scrm_customers ORDER BY wa_number")
+        .await;
+    let got: Vec<&str> = rows.iter().map(|r| r[0].as_deref().unwrap()).collect();
+    assert_eq!(got, ["0811", "0820", "0821", "0822", "0823"]);
+    let (ok, out) = crate::ledger::verify(&app);
+    assert!(ok, "{out}");
+}

@@ -195,6 +195,10 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
         Dialect::Postgres => "",
     };
     let index = format!("ig_stage_{}_action", module.key);
+    // A revision re-checks only the rows it touches (API.md section 11):
+    // it finds them by row number, and the rows sharing their keys by key.
+    let by_row = format!("ig_stage_{}_row", module.key);
+    let by_key = format!("ig_stage_{}_nkey", module.key);
     vec![
         (
             table_name(module),
@@ -213,5 +217,50 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
                 table(module)
             ),
         ),
+        (
+            by_row.clone(),
+            format!(
+                "CREATE INDEX IF NOT EXISTS {} ON {} (job, row_no)",
+                ident(&by_row),
+                table(module)
+            ),
+        ),
+        (
+            by_key.clone(),
+            format!(
+                "CREATE INDEX IF NOT EXISTS {} ON {} (job, nkey)",
+                ident(&by_key),
+                table(module)
+            ),
+        ),
     ]
+}
+
+/// Hands a job's staged rows to its revision (API.md section 11): the
+/// revision takes the stage number and the columns, and a copy of the
+/// row errors and warnings; the revised job keeps its own error list but
+/// no longer a preview. Done once: false (and nothing changed) when the
+/// revision has a stage already or the job none.
+pub async fn hand_over(conn: &mut Conn<'_>, from_job: &str, to_job: &str) -> Result<bool> {
+    let moved = on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_jobs SET stage = (SELECT f.stage FROM ig_jobs f WHERE f.id = $1), \
+                            columns = (SELECT f.columns FROM ig_jobs f WHERE f.id = $2) \
+         WHERE id = $3 AND stage IS NULL \
+           AND (SELECT f.stage FROM ig_jobs f WHERE f.id = $4) IS NOT NULL")
+        .bind(from_job).bind(from_job).bind(to_job).bind(from_job)
+        .execute(c).await.map(|r| r.rows_affected()))?;
+    if moved == 0 {
+        return Ok(false);
+    }
+    on_conn!(conn, c => sqlx::query("UPDATE ig_jobs SET stage = NULL WHERE id = $1")
+        .bind(from_job).execute(c).await.map(|r| r.rows_affected()))?;
+    for notes in ["ig_job_errors", "ig_job_warnings"] {
+        let sql = format!(
+            "INSERT INTO {notes} (job_id, seq, n, row_no, col, value, code, message) \
+             SELECT $1, seq, n, row_no, col, value, code, message FROM {notes} WHERE job_id = $2"
+        );
+        on_conn!(conn, c => sqlx::query(&sql).bind(to_job).bind(from_job)
+            .execute(c).await.map(|r| r.rows_affected()))?;
+    }
+    Ok(true)
 }
