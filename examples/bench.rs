@@ -19,6 +19,7 @@ fn usage() -> ! {
         "bench [--rows 100000,1000000] [--runs 3] [--backends sqlite,postgres] [--formats csv,xlsx,ods,json]\n\
          [--modules orders,customers] [--bad 0.0] [--pg postgres://postgres@127.0.0.1:5432] [--dir DIR] [--bin PATH]\n\
          [--references 100000]: instead, validate orders with and without their sku reference\n\
+         [--revisions 10]: instead, fail orders on that many bad rows, then time a revision fixing them\n\
          against a products table of that many rows (API.md section 12), side by side"
     );
     std::process::exit(2)
@@ -37,6 +38,9 @@ struct Options {
     /// Products in the table the orders' references are checked against;
     /// set, the harness runs the references comparison only.
     references: Option<usize>,
+    /// Bad rows in orders a revision then fixes; set, the harness runs
+    /// the revision comparison only.
+    revisions: Option<usize>,
 }
 
 fn options() -> Options {
@@ -58,6 +62,7 @@ fn options() -> Options {
         dir: std::env::temp_dir().join("importgate-bench"),
         bin: default_bin,
         references: None,
+        revisions: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let list = |s: &str| {
@@ -85,6 +90,9 @@ fn options() -> Options {
             "--bin" => o.bin = PathBuf::from(value),
             "--references" => {
                 o.references = Some(value.parse().unwrap_or_else(|_| usage()));
+            }
+            "--revisions" => {
+                o.revisions = Some(value.parse().unwrap_or_else(|_| usage()));
             }
             _ => usage(),
         }
@@ -942,6 +950,112 @@ async fn references_comparison(o: &Options, products: usize) {
     }
 }
 
+/// Orders CSV of `rows` rows whose `qty` is not a number in `bad` rows,
+/// spread evenly; the file and the row numbers (header = row 1) to fix.
+fn orders_with_bad_rows(dir: &Path, rows: usize, bad: usize) -> (PathBuf, Vec<usize>) {
+    let set = dataset("orders");
+    let step = (rows / bad.max(1)).max(1);
+    let broken: Vec<usize> = (0..bad)
+        .map(|k| k * step + step / 2)
+        .filter(|&i| i < rows)
+        .collect();
+    let path = dir.join(format!("orders-{rows}-broken{bad}.csv"));
+    if !path.exists() {
+        let mut rng = Rng(0x5EED_0000 + rows as u64);
+        let tmp = path.with_extension("partial");
+        let mut w = csv::Writer::from_writer(BufWriter::new(std::fs::File::create(&tmp).unwrap()));
+        w.write_record(&set.header).unwrap();
+        let mut next = broken.iter().peekable();
+        for i in 0..rows {
+            let mut row = set.row(i, 0, 0.0, &mut rng);
+            if next.peek() == Some(&&i) {
+                row[3] = "tiga".into();
+                next.next();
+            }
+            w.write_record(row).unwrap();
+        }
+        w.flush().unwrap();
+        drop(w);
+        std::fs::rename(&tmp, &path).unwrap();
+    }
+    (path, broken.into_iter().map(|i| i + 2).collect())
+}
+
+/// One run of the revision comparison: the first validation (ending
+/// `failed` on the bad rows) and the revision fixing them, timed from its
+/// request to `awaiting_approval`.
+async fn revise_run(
+    o: &Options,
+    backend: &str,
+    run: usize,
+    file: &Path,
+    fix: &[usize],
+) -> (f64, f64) {
+    let db = fresh_db(o, backend, run);
+    let (server, _admin) = Server::start(&o.bin, &db, &o.dir);
+    let sub = server.key("Budi Santoso", "submitter");
+    let api = Api {
+        client: reqwest::Client::new(),
+        base: server.base.clone(),
+    };
+    let (first, job) = api.upload(&sub, "orders", "", file, "csv").await;
+    expect_state(&job, "failed", "first validation");
+    assert_eq!(job["counts"]["errors"], fix.len(), "{job}");
+    let fixes: Vec<Value> = (fix.iter())
+        .map(|&row| serde_json::json!({"row": row, "column": "qty", "value": "3"}))
+        .collect();
+    let t = Instant::now();
+    let resp = api
+        .client
+        .post(format!(
+            "{}/api/jobs/{}/revisions",
+            api.base,
+            job["id"].as_str().unwrap()
+        ))
+        .header("X-API-Key", &sub)
+        .json(&serde_json::json!({"fixes": fixes}))
+        .send()
+        .await
+        .unwrap();
+    let revision: Value = resp.json().await.unwrap();
+    let revision = api
+        .settle(&sub, revision["id"].as_str().unwrap_or_default())
+        .await;
+    let took = t.elapsed().as_secs_f64();
+    expect_state(&revision, "awaiting_approval", "revision");
+    (first.as_secs_f64(), took)
+}
+
+/// The first validation of orders with `bad` bad rows, and a revision
+/// fixing them, side by side in each run (API.md section 11: a revision of
+/// fixes re-checks only the rows it touches).
+async fn revision_comparison(o: &Options, bad: usize) {
+    println!(
+        "importgate benchmark — revisions: orders with {bad} bad rows, then a revision of {bad} fixes, {} run(s), medians\n",
+        o.runs
+    );
+    println!("| rows | backend | first validation | revision to the gate | first ÷ revision |");
+    println!("|---:|---|---:|---:|---:|");
+    for &rows in &o.rows {
+        let (file, fix) = orders_with_bad_rows(&o.dir, rows, bad);
+        for backend in &o.backends {
+            let (mut first, mut revised) = (Vec::new(), Vec::new());
+            for run in 0..o.runs {
+                let (a, b) = revise_run(o, backend, run, &file, &fix).await;
+                first.push(a);
+                revised.push(b);
+            }
+            let (a, b) = (median(&first), median(&revised));
+            println!(
+                "| {rows} | {backend} | {} | {:.0} ms | {:.0}× |",
+                secs(a),
+                b * 1000.0,
+                a / b
+            );
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let o = options();
@@ -955,6 +1069,10 @@ async fn main() {
     }
     if let Some(products) = o.references {
         references_comparison(&o, products).await;
+        return;
+    }
+    if let Some(bad) = o.revisions {
+        revision_comparison(&o, bad).await;
         return;
     }
     let mut report = String::new();

@@ -20,10 +20,15 @@ use super::problem::{ApiResult, Problem};
 use super::views::JobView;
 use crate::ledger::Fix;
 use crate::ledger::revision::Changes;
-use crate::service::{App, revisions};
+use crate::service::mapping::{MappingView, SavedView};
+use crate::service::{App, mapping as mappings, revisions};
 
 pub fn routes() -> OpenApiRouter<Arc<App>> {
-    OpenApiRouter::new().routes(routes!(revise))
+    OpenApiRouter::new()
+        .routes(routes!(revise))
+        .routes(routes!(mapping))
+        .routes(routes!(saved_mappings))
+        .routes(routes!(forget_mapping))
 }
 
 /// What a revision changes; every member is optional.
@@ -45,6 +50,10 @@ pub struct RevisionBody {
     #[serde(default)]
     #[schema(nullable = false, max_length = 2000)]
     comment: Option<String>,
+    /// Save the mapping in force for the module under the file's exact set
+    /// of headers.
+    #[serde(default)]
+    remember_mapping: bool,
 }
 
 /// One fixed cell.
@@ -112,6 +121,7 @@ fn parse(body: &[u8]) -> ApiResult<Changes> {
         fixes,
         exclude: req.exclude,
         comment: req.comment,
+        remember_mapping: req.remember_mapping,
     })
 }
 
@@ -137,4 +147,66 @@ async fn revise(
     let changes = parse(&body)?;
     let job = revisions::revise(&app, &caller.0, &id, changes).await?;
     super::jobs::job_response(&app, &job, StatusCode::CREATED).await
+}
+
+/// How the file's headers meet the module's columns: each header's column
+/// and how it was matched, ranked suggestions for the others (never
+/// applied by themselves), sample values, missing columns.
+#[utoipa::path(get, path = "/api/jobs/{id}/mapping", tag = "jobs", operation_id = "job_mapping",
+    params(("id" = String, Path, description = "The job (`job_…`)")),
+    responses(
+        (status = 200, description = "The headers, the missing columns, the unmatched headers", body = MappingView),
+        (status = 403, description = "`forbidden`: the job's module is outside the key's scope"),
+        (status = 404, description = "`not_found`: no such job"),
+        (status = 410, description = "`purged`: the job's file was purged (API.md section 10)"),
+    ))]
+async fn mapping(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<MappingView>> {
+    Ok(axum::Json(mappings::mapping(&app, &caller.0, &id).await?))
+}
+
+/// The saved mappings of a module.
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct SavedList {
+    pub mappings: Vec<SavedView>,
+}
+
+/// The mappings saved for a module (`remember_mapping`), newest first.
+#[utoipa::path(get, path = "/api/modules/{module}/mappings", tag = "modules", operation_id = "list_mappings",
+    params(("module" = String, Path, description = "The module's key")),
+    responses(
+        (status = 200, description = "The module's saved mappings", body = SavedList),
+        (status = 403, description = "`forbidden`: the module is outside the key's scope"),
+        (status = 404, description = "`unknown_module`"),
+    ))]
+async fn saved_mappings(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(module): Path<String>,
+) -> ApiResult<axum::Json<SavedList>> {
+    let mappings = mappings::saved(&app, &caller.0, &module).await?;
+    Ok(axum::Json(SavedList { mappings }))
+}
+
+/// Forgets a saved mapping (admins).
+#[utoipa::path(delete, path = "/api/modules/{module}/mappings/{id}", tag = "modules", operation_id = "delete_mapping",
+    params(
+        ("module" = String, Path, description = "The module's key"),
+        ("id" = String, Path, description = "The mapping (`map_…`)"),
+    ),
+    responses(
+        (status = 204, description = "Forgotten"),
+        (status = 403, description = "`forbidden`: not an admin key, or outside its scope"),
+        (status = 404, description = "`unknown_module`, or `not_found`: no such mapping"),
+    ))]
+async fn forget_mapping(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path((module, id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    mappings::forget(&app, &caller.0, &module, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

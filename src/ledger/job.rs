@@ -258,6 +258,19 @@ pub struct JobProblem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub rows: Option<Vec<ConflictRow>>,
+    /// `missing_columns`: the best header of the file for each missing
+    /// column (API.md section 11), never applied without a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub suggestions: Option<std::collections::BTreeMap<String, HeaderSuggestion>>,
+}
+
+/// A header of the file that could fill a missing column.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct HeaderSuggestion {
+    pub header: String,
+    pub score: f64,
+    pub why: String,
 }
 
 impl JobProblem {
@@ -267,6 +280,7 @@ impl JobProblem {
             title: title.to_string(),
             detail: detail.into(),
             rows: None,
+            suggestions: None,
         }
     }
 }

@@ -18,6 +18,8 @@ pub struct Changes {
     pub fixes: Vec<Fix>,
     pub exclude: Vec<u64>,
     pub comment: Option<String>,
+    /// Save the mapping in force for the module under the file's headers.
+    pub remember_mapping: bool,
 }
 
 /// Why a job cannot be revised: a sentence that says what to do instead.
@@ -241,7 +243,7 @@ mod tests {
                 mapping: [("Nama".to_string(), Some("customer_name".to_string()))].into(),
                 fixes: vec![fix(4, "qty", "3"), fix(9, "qty", "1")],
                 exclude: vec![7],
-                comment: None,
+                ..Changes::default()
             },
             &key("key_a"),
         );
@@ -256,6 +258,7 @@ mod tests {
                 fixes: vec![fix(4, "qty", "30")],
                 exclude: vec![12, 7],
                 comment: Some("again".into()),
+                ..Changes::default()
             },
             &key("key_b"),
         );

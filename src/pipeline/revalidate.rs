@@ -78,7 +78,7 @@ pub async fn revalidate(
 
     let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
     let mut tx = db.begin().await?;
-    let warned_before = rows::warned(&mut tx.conn(), &job.id, &seqs).await?;
+    let warned_before = rows::warned(&mut tx.conn(), &stage, &seqs).await?;
     // A run interrupted after its transaction starts from its own counts.
     let base = if job.counts.rows > 0 {
         &job.counts

@@ -139,7 +139,7 @@ pub async fn validate(
         store::analyze(&mut db.acquire().await?.conn(), &stage.table(), &columns).await?;
     }
     mark_duplicates(db, &stage, &job.id).await?;
-    let counts = rows::counts(&mut db.acquire().await?.conn(), &stage, &job.id).await?;
+    let counts = rows::counts(&mut db.acquire().await?.conn(), &stage).await?;
     if counts.rows == 0 {
         return Ok(Outcome::FileFailure(FileError::new(
             "no_rows",
@@ -164,14 +164,24 @@ pub async fn validate(
     Ok(Outcome::Checked { counts, warnings })
 }
 
-/// The header of a job's stored file, as the reader gives it (for a
-/// revision's checks and the mapping screen), or why it has none.
-pub async fn read_header(
+/// The first rows of a job's stored file: its header as written, and up to
+/// `rows` values of each column (text as a person reads it), for a
+/// revision's checks and the mapping screen.
+#[derive(Debug, Clone, Default)]
+pub struct Head {
+    pub header: Vec<String>,
+    /// For each header, in order: its column's first non-empty values.
+    pub samples: Vec<Vec<String>>,
+}
+
+/// The head of a job's stored file, or why it cannot be read.
+pub async fn read_head(
     db: &Db,
     job: &Job,
     max_cell_bytes: usize,
     max_columns: usize,
-) -> anyhow::Result<Result<Vec<String>, FileError>> {
+    rows: usize,
+) -> anyhow::Result<Result<Head, FileError>> {
     let options = ingest::Options {
         delimiter: job.options.delimiter,
         max_cell_bytes,
@@ -184,7 +194,21 @@ pub async fn read_header(
     Ok(tokio::task::spawn_blocking(move || {
         let blob = BlobReader::new(db, runtime, &sha);
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            ingest::open(format, Box::new(blob), &options).map(|source| source.header)
+            let source = ingest::open(format, Box::new(blob), &options)?;
+            let mut samples = vec![Vec::new(); source.header.len()];
+            // Rows whose cells fail to read are skipped: a sample is a hint.
+            for raw in source.rows.take(rows).flatten() {
+                for (column, cell) in samples.iter_mut().zip(&raw.cells) {
+                    let text = crate::validate::value::cell_text(cell);
+                    if !text.trim().is_empty() {
+                        column.push(text);
+                    }
+                }
+            }
+            Ok(Head {
+                header: source.header,
+                samples,
+            })
         }))
         .unwrap_or_else(|_| Err(FileError::new("unreadable", "the file could not be read")))
     })

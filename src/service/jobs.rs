@@ -143,7 +143,7 @@ pub async fn preview(
         });
     };
     let (total, page) = if filter.warned {
-        rows::page_warned(&mut c.conn(), &stage, &job.id, filter.action, offset, limit).await?
+        rows::page_warned(&mut c.conn(), &stage, filter.action, offset, limit).await?
     } else if filter.action.is_none() && job.counts.excluded > 0 {
         rows::page_included(&mut c.conn(), &stage, offset, limit).await?
     } else {
@@ -152,7 +152,8 @@ pub async fn preview(
     let mut notes: [HashMap<i64, Vec<RowError>>; 2] = Default::default();
     if let (Some(first), Some(last)) = (page.first(), page.last()) {
         for (k, kind) in [Notes::Errors, Notes::Warnings].into_iter().enumerate() {
-            let found = rows::notes_of(&mut c.conn(), kind, &job.id, first.seq, last.seq).await?;
+            let found =
+                rows::notes_of(&mut c.conn(), &stage, kind, &job.id, first.seq, last.seq).await?;
             for (seq, e) in found {
                 notes[k].entry(seq).or_default().push(e);
             }

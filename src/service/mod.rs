@@ -29,6 +29,7 @@ pub mod jobs;
 pub mod key_requests;
 pub mod keys;
 pub mod limits;
+pub mod mapping;
 pub mod modules;
 pub mod retention;
 pub mod revisions;

@@ -13,7 +13,6 @@ use crate::catalog::Module;
 use crate::keys::KeyRecord;
 use crate::ledger::revision::{self, Changes};
 use crate::ledger::{Counts, Fix, Job, Move, START};
-use crate::pipeline::validation;
 use crate::store::{self, jobs::MoveBy, stage::Stage};
 use crate::validate::{Mapping, match_header_with};
 
@@ -39,6 +38,7 @@ pub async fn revise(app: &App, actor: &KeyRecord, job_id: &str, changes: Changes
     let mut changes = changes;
     changes.comment = comment(changes.comment.as_deref())?;
     check_members(app, module, &changes)?;
+    let remember = changes.remember_mapping;
     let combined = revision::combine(&job, changes, actor);
     check_limits(&combined)?;
     let provided = match staged_columns(app, module, &job, &combined.mapping).await? {
@@ -50,6 +50,23 @@ pub async fn revise(app: &App, actor: &KeyRecord, job_id: &str, changes: Changes
     };
     check_fixed_columns(module, &combined.fixes, &provided)?;
     check_rows(app, module, &job, &combined.fixes, &combined.exclude).await?;
+    let saved = match remember {
+        true if combined.mapping.is_empty() => {
+            return Err(Error::invalid(
+                "remember_mapping",
+                "this revision has no mapping to remember; give one in `mapping`",
+            ));
+        }
+        true => Some(store::mappings::Saved {
+            id: format!("map_{}", ulid::Ulid::generate()),
+            module: module.key.clone(),
+            headers: file_header(app, &job).await?,
+            mapping: combined.mapping.clone(),
+            created_by: actor.id.clone(),
+            created_at: store::now(),
+        }),
+        false => None,
+    };
 
     let now = store::now();
     let new = Job {
@@ -102,6 +119,9 @@ pub async fn revise(app: &App, actor: &KeyRecord, job_id: &str, changes: Changes
         return Err(Error::job_state(&now, Move::Revised));
     }
     store::jobs::set_revised_as(&mut tx.conn(), &job.id, &new.id).await?;
+    if let Some(saved) = &saved {
+        store::mappings::save(&mut tx.conn(), saved).await?;
+    }
     tx.commit().await?;
     app.job_moved.notify_waiters();
     app.work.notify_one();
@@ -212,12 +232,7 @@ async fn staged_columns(
 
 /// The header of the job's file.
 async fn file_header(app: &App, job: &Job) -> Result<Vec<String>> {
-    let limits = &app.settings.limits;
-    validation::read_header(&app.db, job, limits.cell_bytes, limits.columns)
-        .await
-        .map_err(Error::internal)?
-        // The job was read before; a file that no longer reads is ours.
-        .map_err(|e| Error::internal(e.message))
+    Ok(super::mapping::head(app, job, 0).await?.header)
 }
 
 /// The mapping names headers of the file, maps no column twice and leaves

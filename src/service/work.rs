@@ -92,14 +92,51 @@ async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
         },
         Outcome::Checked { counts, warnings } => Validation::Checked { counts, warnings },
     };
-    let Some((event, after)) = outcome::validated(job, found, now()) else {
+    let Some((event, mut after)) = outcome::validated(job, found, now()) else {
         return Ok(());
     };
+    suggest_missing(app, module, job, &mut after).await;
     let tx = app.db.begin().await?;
     if finish(app, tx, job, &after, event, owner).await? {
         stage_done("validate", started, after.counts.rows);
     }
     Ok(())
+}
+
+/// A job `invalid` for missing columns carries the best header for each
+/// (API.md section 11), and its detail names them.
+async fn suggest_missing(app: &App, module: &Module, job: &Job, after: &mut Job) {
+    let Some(problem) = after
+        .problem
+        .as_mut()
+        .filter(|p| p.code == ProblemCode::MissingColumns)
+    else {
+        return;
+    };
+    let best = super::mapping::for_missing(app, module, job).await;
+    if best.is_empty() {
+        return;
+    }
+    let named: Vec<String> = (best.iter())
+        .map(|(column, header, _)| format!("{header:?} for {column}"))
+        .collect();
+    problem.detail = format!(
+        "{}; perhaps {} (revise the job with a mapping to use them)",
+        problem.detail,
+        named.join(", ")
+    );
+    problem.suggestions = Some(
+        best.into_iter()
+            .map(|(column, header, s)| {
+                let found = crate::ledger::job::HeaderSuggestion {
+                    header,
+                    score: s.score,
+                    why: s.why,
+                };
+                (column, found)
+            })
+            .collect(),
+    );
 }
 
 /// Validates a job: a revision that changes only fixes and exclusions from

@@ -144,6 +144,22 @@ pub async fn insert_by(
     .await
 }
 
+/// The mappings of the latest `limit` revisions of a module, newest first.
+pub async fn revision_mappings(
+    conn: &mut Conn<'_>,
+    module: &str,
+    limit: i64,
+) -> Result<Vec<crate::validate::Mapping>> {
+    let texts: Vec<String> = on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT revision FROM ig_jobs WHERE module = $1 AND revision IS NOT NULL \
+         ORDER BY created_at DESC LIMIT $2")
+        .bind(module).bind(limit).fetch_all(c).await)?;
+    texts
+        .iter()
+        .map(|t| json_col::<Revision>(t, "revision").map(|r| r.mapping))
+        .collect()
+}
+
 /// Names the revision that took a job's place (in the revision's
 /// transaction, after the job's own move).
 pub async fn set_revised_as(conn: &mut Conn<'_>, id: &str, revision: &str) -> Result<()> {

@@ -105,7 +105,7 @@ pub async fn insert_batch(
                     .map(move |(n, e)| (r.seq, n as i64, e))
             })
             .collect();
-        insert_notes(conn, notes, job_id, &list).await?;
+        insert_notes(conn, notes, stage.notes_key(notes, job_id), &list).await?;
     }
     Ok(())
 }
@@ -172,7 +172,7 @@ async fn copy_batch(
     copy.send(data).await?;
     copy.finish().await?;
     for notes in [Notes::Errors, Notes::Warnings] {
-        copy_notes(c, notes, job_id, rows).await?;
+        copy_notes(c, notes, stage.notes_key(notes, job_id), rows).await?;
     }
     Ok(())
 }
@@ -333,7 +333,7 @@ pub async fn mark_error(
 }
 
 /// Counts of a job's staged rows by action.
-pub async fn counts(conn: &mut Conn<'_>, stage: &Stage<'_>, job_id: &str) -> Result<Counts> {
+pub async fn counts(conn: &mut Conn<'_>, stage: &Stage<'_>) -> Result<Counts> {
     let sql = format!(
         "SELECT action, COUNT(*) FROM {} WHERE job = $1 GROUP BY action",
         stage.table()
@@ -354,7 +354,7 @@ pub async fn counts(conn: &mut Conn<'_>, stage: &Stage<'_>, job_id: &str) -> Res
     counts.valid = counts.rows - counts.errors - counts.excluded;
     counts.warnings = on_conn!(conn, c => sqlx::query_scalar(
         "SELECT COUNT(DISTINCT seq) FROM ig_job_warnings WHERE job_id = $1")
-        .bind(job_id).fetch_one(c).await)?;
+        .bind(&stage.owner).fetch_one(c).await)?;
     Ok(counts)
 }
 
@@ -418,7 +418,6 @@ where
 pub async fn page_warned(
     conn: &mut Conn<'_>,
     stage: &Stage<'_>,
-    job_id: &str,
     action: Option<RowAction>,
     offset: i64,
     limit: i64,
@@ -435,9 +434,9 @@ pub async fn page_warned(
     let page = format!("{} {rows} ORDER BY seq LIMIT $3 OFFSET $4", select(stage));
     on_conn!(conn, c => {
         let total: i64 = sqlx::query_scalar(&count)
-            .bind(stage.job).bind(job_id).fetch_one(&mut *c).await?;
+            .bind(stage.job).bind(&stage.owner).fetch_one(&mut *c).await?;
         let rows = sqlx::query(&page)
-            .bind(stage.job).bind(job_id).bind(limit).bind(offset)
+            .bind(stage.job).bind(&stage.owner).bind(limit).bind(offset)
             .fetch_all(&mut *c).await?;
         let rows = rows.iter().map(|r| stored(stage, r)).collect::<Result<Vec<_>>>()?;
         Ok((total, rows))
@@ -514,11 +513,13 @@ pub async fn page_included(
 /// Errors (or warnings) of the rows with sequence numbers in a range.
 pub async fn notes_of(
     conn: &mut Conn<'_>,
+    stage: &Stage<'_>,
     notes: Notes,
     job_id: &str,
     from_seq: i64,
     to_seq: i64,
 ) -> Result<Vec<(i64, RowError)>> {
+    let job_id = stage.notes_key(notes, job_id);
     let sql = format!(
         "SELECT seq, row_no, col, value, code, message FROM {} \
          WHERE job_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq, n",
@@ -640,14 +641,15 @@ pub async fn remove(
         on_conn!(conn, c => sqlx::query(&sql).bind(stage.job).execute(c).await.map(|r| r.rows_affected()))?;
         for notes in [Notes::Errors, Notes::Warnings] {
             let sql = format!("DELETE FROM {} WHERE job_id = $1 AND {list}", notes.table());
-            on_conn!(conn, c => sqlx::query(&sql).bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;
+            let key = stage.notes_key(notes, job_id);
+            on_conn!(conn, c => sqlx::query(&sql).bind(key).execute(c).await.map(|r| r.rows_affected()))?;
         }
     }
     Ok(())
 }
 
 /// Which of these staged rows have warnings.
-pub async fn warned(conn: &mut Conn<'_>, job_id: &str, seqs: &[i64]) -> Result<Vec<i64>> {
+pub async fn warned(conn: &mut Conn<'_>, stage: &Stage<'_>, seqs: &[i64]) -> Result<Vec<i64>> {
     let mut found = Vec::new();
     for part in seqs.chunks(BATCH) {
         let sql = format!(
@@ -655,7 +657,7 @@ pub async fn warned(conn: &mut Conn<'_>, job_id: &str, seqs: &[i64]) -> Result<V
             seq_list(part)
         );
         let got: Vec<i64> =
-            on_conn!(conn, c => sqlx::query_scalar(&sql).bind(job_id).fetch_all(c).await)?;
+            on_conn!(conn, c => sqlx::query_scalar(&sql).bind(&stage.owner).fetch_all(c).await)?;
         found.extend(got);
     }
     Ok(found)

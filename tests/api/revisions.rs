@@ -269,6 +269,11 @@ async fn bad_revisions_are_refused_naming_the_member_and_create_nothing() {
         (failed_id, json!({"exclude": [1000]}), "exclude"),
         (failed_id, json!({"exclude": "all"}), "exclude"),
         (failed_id, json!({"exlude": [3]}), "exlude"),
+        (
+            failed_id,
+            json!({"remember_mapping": true}),
+            "remember_mapping",
+        ),
     ];
     for (id, body, member) in cases {
         let resp = revise(&app, &sub, id, body.clone()).await;
@@ -424,4 +429,159 @@ async fn a_fix_only_revision_rechecks_the_touched_rows_and_their_keys_without_th
     assert_eq!(got, ["0811", "0820", "0821", "0822", "0823"]);
     let (ok, out) = crate::ledger::verify(&app);
     assert!(ok, "{out}");
+}
+
+/// The mapping screen's data: each header's column and how, suggestions
+/// for the rest with sample values, and a `missing_columns` problem that
+/// names the best header for each missing column. A mapping people
+/// confirmed in a revision ranks first the next time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mapping_suggests_columns_for_unmatched_headers_and_the_problem_names_them() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let job = app.upload(&sub, "customers", "", CRM).await;
+    let id = job["id"].as_str().unwrap();
+    let p = &job["problem"];
+    assert_eq!(p["code"], "missing_columns");
+    assert_eq!(p["suggestions"]["wa_number"]["header"], "No. WA", "{p}");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("\"No. WA\" for wa_number"),
+        "{p}"
+    );
+
+    let m = app.get_json(&sub, &format!("/api/jobs/{id}/mapping")).await;
+    let h = &m["headers"];
+    assert_eq!(
+        (
+            h[0]["header"].as_str(),
+            h[0]["column"].as_str(),
+            h[0]["how"].as_str()
+        ),
+        (Some("Nama Pelanggan"), Some("customer_name"), Some("alias")),
+        "{m}"
+    );
+    assert_eq!(h[1]["position"], 2);
+    assert_eq!(h[1]["column"], Value::Null);
+    assert_eq!(h[1]["how"], "none");
+    assert_eq!(h[1]["suggestions"][0]["column"], "wa_number", "{m}");
+    assert!(h[1]["suggestions"][0]["why"].as_str().unwrap().len() > 5);
+    assert_eq!(h[1]["samples"][0], "081234567801");
+    assert_eq!(h[2]["suggestions"][0]["column"], "city", "{m}");
+    assert_eq!(m["missing"], json!(["wa_number"]));
+    assert_eq!(m["unmatched"], json!(["No. WA", "Kota", "Catatan"]));
+
+    let mapping = json!({"No. WA": "wa_number", "Kota": "city", "Catatan": null});
+    let new = revised(
+        &app,
+        &sub,
+        id,
+        json!({"mapping": mapping, "remember_mapping": true}),
+    )
+    .await;
+    let new_id = new["id"].as_str().unwrap();
+    let saved = app.get_json(&sub, "/api/modules/customers/mappings").await;
+    let first = &saved["mappings"][0];
+    assert_eq!(
+        first["headers"],
+        json!(["Nama Pelanggan", "No. WA", "Kota", "Catatan"]),
+        "{saved}"
+    );
+    assert_eq!(first["mapping"], mapping);
+    assert!(first["id"].as_str().unwrap().starts_with("map_"));
+    let url = format!(
+        "/api/modules/customers/mappings/{}",
+        first["id"].as_str().unwrap()
+    );
+    let delete = |key: String| {
+        let req = app.client.delete(app.url(&url)).header("X-API-Key", key);
+        async move { req.send().await.unwrap() }
+    };
+    problem(
+        delete(sub.clone()).await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    assert_eq!(
+        delete(app.admin.clone()).await.status(),
+        StatusCode::NO_CONTENT
+    );
+    problem(
+        delete(app.admin.clone()).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+    .await;
+    let saved = app.get_json(&sub, "/api/modules/customers/mappings").await;
+    assert_eq!(saved["mappings"], json!([]));
+    let m = app
+        .get_json(&sub, &format!("/api/jobs/{new_id}/mapping"))
+        .await;
+    assert_eq!(m["headers"][1]["how"], "revision");
+    assert_eq!(m["headers"][1]["column"], "wa_number");
+    assert_eq!(m["headers"][3]["how"], "revision", "left out on purpose");
+    assert_eq!(m["missing"], json!([]));
+    assert_eq!(m["unmatched"], json!([]));
+
+    let again = app.upload(&sub, "customers", "", CRM).await;
+    let again_id = again["id"].as_str().unwrap();
+    let m = app
+        .get_json(&sub, &format!("/api/jobs/{again_id}/mapping"))
+        .await;
+    let best = &m["headers"][1]["suggestions"][0];
+    assert_eq!(best["column"], "wa_number");
+    assert!(
+        best["why"].as_str().unwrap().contains("confirmed"),
+        "{best}"
+    );
+    let resp = app.get(&sub, "/api/jobs/job_nope/mapping").await;
+    problem(resp, StatusCode::NOT_FOUND, "not_found").await;
+}
+
+/// Row warnings go with rows handed to a revision: a fix that names a
+/// product the table holds clears that row's warning, the others stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn row_warnings_travel_with_the_rows_and_a_fix_can_clear_one() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let apr = app.approver().await;
+    let products = app
+        .upload(
+            &sub,
+            "products",
+            "",
+            "sku,product_name,price_idr\nP-1,Sabun,5000\n",
+        )
+        .await;
+    app.act_ok(&apr, products["id"].as_str().unwrap(), "approve")
+        .await;
+    let csv = "order_no,customer_id,sku,qty,amount_idr,order_date,status,payment_method\n\
+               SO-1,C-1,P-1,1,5000,2024-03-01,paid,transfer\n\
+               SO-2,C-1,P-9,x,5000,2024-03-01,paid,transfer\n\
+               SO-3,C-1,P-8,2,5000,2024-03-01,paid,transfer\n";
+    let job = app.upload(&sub, "orders", "", csv).await;
+    assert_eq!(job["state"], "failed", "{job}");
+    let id = job["id"].as_str().unwrap();
+    let fix = json!({"fixes": [
+        {"row": 3, "column": "qty", "value": "2"},
+        {"row": 3, "column": "sku", "value": "P-1"},
+    ]});
+    let new = revised(&app, &sub, id, fix).await;
+    assert_eq!(new["state"], "awaiting_approval", "{new}");
+    assert_eq!(new["counts"]["warnings"], 1, "{new}");
+    let new_id = new["id"].as_str().unwrap();
+    let warned = app
+        .get_json(&sub, &format!("/api/jobs/{new_id}/preview?warnings=only"))
+        .await;
+    assert_eq!(warned["total"], 1, "{warned}");
+    assert_eq!(warned["rows"][0]["row"], 4);
+    assert_eq!(warned["rows"][0]["warnings"][0]["code"], "reference");
+    let page = app
+        .get_json(&sub, &format!("/api/jobs/{new_id}/preview"))
+        .await;
+    assert_eq!(page["rows"][1]["warnings"], json!([]), "{page}");
+    assert_eq!(page["rows"][1]["fixed"]["sku"]["was"], "P-9");
 }
