@@ -158,6 +158,7 @@ async fn revise(
         (status = 200, description = "The headers, the missing columns, the unmatched headers", body = MappingView),
         (status = 403, description = "`forbidden`: the job's module is outside the key's scope"),
         (status = 404, description = "`not_found`: no such job"),
+        (status = 409, description = "`invalid_state`: the job's file never had a readable header (unreadable, another encoding, too wide)"),
         (status = 410, description = "`purged`: the job's file was purged (API.md section 10)"),
     ))]
 async fn mapping(

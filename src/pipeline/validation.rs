@@ -56,6 +56,12 @@ pub struct Setup {
     pub max_cell_bytes: usize,
     /// The module's references, with the modules they name.
     pub targets: Vec<Target>,
+    /// The worker's lease on the job (owner, length in ms): every batch
+    /// of staged rows extends it in its own transaction, and is refused if
+    /// another worker holds it. A run whose heartbeat waited too long for
+    /// the database then neither loses the job while it makes progress nor,
+    /// once it has lost it, writes a batch into the new run's rows.
+    pub lease: Option<(String, i64)>,
 }
 
 /// Validates a job's file and stages its rows. Running it again starts over.
@@ -116,9 +122,8 @@ pub async fn validate(
         .set_provided(&mut db.acquire().await?.conn(), &job.id, provided)
         .await?;
     let mut checks = Checks::new(&setup.targets, &header);
-    let mut was = Vec::new();
-    let (failure, staged) =
-        stage_rows(db, &stage, job, &header, &mut checks, &mut rx, &mut was).await?;
+    let (failure, staged, was) =
+        stage_rows(db, &stage, job, &header, &mut checks, &mut rx, setup).await?;
     drop(rx);
     reader.await?;
     if let Some(e) = failure {
@@ -227,8 +232,9 @@ async fn stage_rows(
     header: &HeaderMap,
     checks: &mut Checks<'_>,
     rx: &mut mpsc::Receiver<Result<Msg, FileError>>,
-    was: &mut Vec<(usize, String)>,
-) -> anyhow::Result<(Option<FileError>, i64)> {
+    setup: &Setup,
+) -> anyhow::Result<(Option<FileError>, i64, Vec<(usize, String)>)> {
+    let lease = setup.lease.as_ref();
     let (to_write, mut writes) = mpsc::channel::<Vec<StagedRow>>(2);
     let excluded: std::collections::HashSet<u64> = job
         .revision
@@ -237,9 +243,10 @@ async fn stage_rows(
         .collect();
     let decide_all = async move {
         let mut seq = 0i64;
+        let mut was = Vec::new();
         while let Some(msg) = rx.recv().await {
             let batch = match msg {
-                Err(e) => return Ok((Some(e), seq)),
+                Err(e) => return Ok((Some(e), seq, was)),
                 Ok(Msg::Header(_)) => continue,
                 Ok(Msg::Was(texts)) => {
                     was.extend(texts);
@@ -260,7 +267,7 @@ async fn stage_rows(
                 break;
             }
         }
-        Ok::<_, anyhow::Error>((None, seq))
+        Ok::<_, anyhow::Error>((None, seq, was))
     };
     let write_all = async {
         let mut counts = Counts::default();
@@ -270,6 +277,12 @@ async fn stage_rows(
             // One transaction a batch: one commit instead of one per statement.
             let mut tx = db.begin().await?;
             store::relax_durability(&mut tx.conn()).await?;
+            if let Some((owner, ms)) = lease {
+                let until = chrono::Utc::now().timestamp_millis() + ms;
+                if !store::jobs::heartbeat(&mut tx.conn(), &job.id, owner, until).await? {
+                    anyhow::bail!("the lease on {} went to another worker mid-run", job.id);
+                }
+            }
             rows::insert_batch(&mut tx.conn(), stage, &job.id, &staged).await?;
             tx.commit().await?;
             if last_progress.elapsed() > Duration::from_millis(500) {

@@ -83,6 +83,7 @@ async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
                 })
             })
             .collect(),
+        lease: Some((owner.to_string(), app.settings.lease_ms)),
     };
     let started = Instant::now();
     let found = match read(app, module, job, &setup).await? {
