@@ -5,7 +5,7 @@
 //! file's head, the mapping in force, and the mappings people confirmed in
 //! earlier revisions of the module. A suggestion is never applied here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -17,7 +17,7 @@ use crate::ledger::{Job, JobState};
 use crate::pipeline::validation::{self, Head};
 use crate::store;
 use crate::validate::suggest::{self, Confirmed, Suggestion};
-use crate::validate::{Mapping, mapped, normalize_header};
+use crate::validate::{Mapping, Named, header_names, mapped, normalize_header};
 
 /// Values of each file column shown beside it, and read for suggestions.
 pub const SAMPLE_ROWS: usize = 20;
@@ -53,12 +53,8 @@ pub struct MappingView {
 
 /// The head of a job's file with `rows` sample rows.
 pub async fn head(app: &App, job: &Job, rows: usize) -> Result<Head> {
-    if job.purged_at.is_some() {
-        return Err(Error::purged(
-            job,
-            job.purged_at.unwrap_or(job.updated_at),
-            app.settings.limits.retention_secs,
-        ));
+    if let Some(at) = job.purged_at {
+        return Err(Error::purged(job, at, app.settings.limits.retention_secs));
     }
     let limits = &app.settings.limits;
     validation::read_head(&app.db, job, limits.cell_bytes, limits.columns, rows)
@@ -88,10 +84,11 @@ pub async fn mapping(app: &App, actor: &KeyRecord, job_id: &str) -> Result<Mappi
         .as_ref()
         .map(|r| r.mapping.clone())
         .unwrap_or_default();
+    let names = header_names(module);
     let mut filled = vec![false; module.columns.len()];
     let mut headers = Vec::with_capacity(head.header.len());
     for (i, (header, suggestions)) in head.header.iter().zip(ranked).enumerate() {
-        let (column, how) = matched(module, &in_force, header);
+        let (column, how) = matched(module, &names, &in_force, header);
         let column = column.filter(|&c| !std::mem::replace(&mut filled[c], true));
         let left_out = how == "revision";
         headers.push(HeaderMatch {
@@ -133,24 +130,24 @@ pub async fn mapping(app: &App, actor: &KeyRecord, job_id: &str) -> Result<Mappi
 }
 
 /// The column a header fills and how: the revision's mapping first, then
-/// the module's names and aliases.
-fn matched(module: &Module, in_force: &Mapping, header: &str) -> (Option<usize>, &'static str) {
+/// the module's names and aliases (`names`, from [`header_names`]).
+fn matched(
+    module: &Module,
+    names: &HashMap<String, (usize, Named)>,
+    in_force: &Mapping,
+    header: &str,
+) -> (Option<usize>, &'static str) {
     if let Some(target) = mapped(in_force, header) {
         return (
             target.as_deref().and_then(|c| module.column_index(c)),
             "revision",
         );
     }
-    let norm = normalize_header(header);
-    for (i, c) in module.columns.iter().enumerate() {
-        if normalize_header(&c.name) == norm {
-            return (Some(i), "exact");
-        }
-        if c.aliases.iter().any(|a| normalize_header(a) == norm) {
-            return (Some(i), "alias");
-        }
+    match names.get(&normalize_header(header)) {
+        Some(&(i, Named::Exact)) => (Some(i), "exact"),
+        Some(&(i, Named::Alias)) => (Some(i), "alias"),
+        None => (None, "none"),
     }
-    (None, "none")
 }
 
 /// Mappings people confirmed in revisions of this module (the latest
@@ -195,10 +192,11 @@ pub async fn for_missing(
         .as_ref()
         .map(|r| r.mapping.clone())
         .unwrap_or_default();
+    let names = header_names(module);
     let mut taken = Vec::new();
     let mut filled = vec![false; module.columns.len()];
     for (i, h) in head.header.iter().enumerate() {
-        let (column, how) = matched(module, &in_force, h);
+        let (column, how) = matched(module, &names, &in_force, h);
         if let Some(c) = column {
             filled[c] = true;
         }

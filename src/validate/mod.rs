@@ -55,6 +55,28 @@ pub fn mapped<'m>(mapping: &'m Mapping, header: &str) -> Option<&'m Option<Strin
     })
 }
 
+/// How a header names a module column by the catalog alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Named {
+    /// The column's own name.
+    Exact,
+    Alias,
+}
+
+/// Every normalised name and alias of a module's columns: the column and
+/// how it is named. The one rule headers are matched by (uploads, and the
+/// mapping screen's `how`).
+pub fn header_names(module: &Module) -> HashMap<String, (usize, Named)> {
+    let mut names = HashMap::new();
+    for (i, c) in module.columns.iter().enumerate() {
+        names.insert(normalize_header(&c.name), (i, Named::Exact));
+        for a in &c.aliases {
+            names.insert(normalize_header(a), (i, Named::Alias));
+        }
+    }
+    names
+}
+
 /// Matches a file's header with a mapping first, then by the module's
 /// columns and aliases.
 pub fn match_header_with(
@@ -62,13 +84,9 @@ pub fn match_header_with(
     header: &[String],
     mapping: &Mapping,
 ) -> Result<HeaderMap, FileError> {
-    let mut names: HashMap<String, usize> = HashMap::new();
-    for (i, c) in module.columns.iter().enumerate() {
-        names.insert(normalize_header(&c.name), i);
-        for a in &c.aliases {
-            names.insert(normalize_header(a), i);
-        }
-    }
+    let names: HashMap<String, usize> = (header_names(module).into_iter())
+        .map(|(name, (i, _))| (name, i))
+        .collect();
     let mut position: Vec<Option<usize>> = vec![None; module.columns.len()];
     let mut unknown = Vec::new();
     for (file_idx, h) in header.iter().enumerate() {
