@@ -161,6 +161,7 @@ type-timestamp = a date and time
 warning-unknown-columns = Columns not in the module are ignored: { $columns }
 warning-references = { $rows_text } rows name { $columns } values that are not in { $module }
 warning-orphans = { $rows_text } rows of { $module } name rows this rollback removes
+warning-mapping-applied = the saved mapping { $mapping } was applied to the file's headers; upload with ?mapping=none to read them as they are
 
 job-problem-unreadable = The file cannot be read
 job-problem-unreadable-detail = The file is not in a format importgate reads, or breaks its limits.

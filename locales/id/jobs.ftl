@@ -169,6 +169,7 @@ type-timestamp = tanggal dan waktu
 warning-unknown-columns = Kolom yang tidak ada di modul diabaikan: { $columns }
 warning-references = { $rows_text } baris menyebut nilai { $columns } yang tidak ada di { $module }
 warning-orphans = { $rows_text } baris { $module } merujuk baris yang dihapus oleh pembatalan ini
+warning-mapping-applied = pemetaan tersimpan { $mapping } diterapkan pada judul kolom berkas; unggah dengan ?mapping=none untuk membacanya apa adanya
 
 job-problem-unreadable = Berkas tidak dapat dibaca
 job-problem-unreadable-detail = Berkas tidak dalam format yang dibaca importgate, atau melampaui batasnya.

@@ -104,6 +104,10 @@ pub fn warning(w: &Warning) -> String {
             module = module
         ),
         WarningCode::Orphans => t!("warning-orphans", rows = rows, module = module),
+        WarningCode::MappingApplied => t!(
+            "warning-mapping-applied",
+            mapping = w.mapping.as_deref().unwrap_or("")
+        ),
     }
 }
 

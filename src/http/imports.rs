@@ -90,6 +90,7 @@ pub struct UploadForm {
         ("delimiter" = Option<String>, Query, description = "CSV: one ASCII character other than a quote or a line break, or `\\t`/`tab` (default detected)", pattern = "^([\t -!#-~]|\\\\t|tab)$"),
         ("encoding" = Option<CsvEncoding>, Query, description = "CSV: the text's encoding, in any case (default UTF-8, BOM honoured)"),
         ("unknown_columns" = Option<UnknownColumns>, Query, description = "`ignore` (the default; listed as warnings) or `reject` (the job is `invalid`)"),
+        ("mapping" = Option<String>, Query, description = "`none`: read the file's headers as they are, even when a mapping is saved for them; `map_…`: the saved mapping to read them with (default: the one saved for the file's exact set of headers, if any; the job then has a `mapping_applied` warning)", pattern = "^(none|map_[0-9A-Za-z]{1,60})$", example = "none"),
         ("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters: the same request with the same key within 24 hours answers `200` with the first job and creates nothing; a different request is `422 idempotency_key_reused`"),
         ("Prefer" = Option<String>, Header, description = "`wait=N` (N ≤ 60): answer once validation has ended, or after N seconds"),
         ("Content-Disposition" = Option<String>, Header, description = "`attachment; filename=\"…\"`: the file's name, shown in the job"),

@@ -9,6 +9,7 @@ use serde_json::Value as Json;
 use super::JobState;
 use crate::ingest::Format;
 use crate::keys::Person;
+use crate::validate::Mapping;
 
 /// How rows meet the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -82,6 +83,10 @@ pub struct JobOptions {
     /// Excel: `?sheet=`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sheet: Option<String>,
+    /// `?mapping=`: `none` reads the headers as they are even when a
+    /// mapping is saved for them; `map_…` names the saved mapping to use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapping: Option<String>,
 }
 
 /// The uploaded file.
@@ -297,6 +302,9 @@ pub enum WarningCode {
     /// A rollback would leave rows of another module naming keys it
     /// deletes (`module`, `rows`).
     Orphans,
+    /// A mapping saved for the module was applied to the file's headers
+    /// (`mapping`: its id; API.md section 11).
+    MappingApplied,
 }
 
 /// A file-level remark that does not stop the job.
@@ -315,6 +323,10 @@ pub struct Warning {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub rows: Option<i64>,
+    /// `mapping_applied`: the saved mapping's id (`map_…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub mapping: Option<String>,
     pub message: String,
 }
 
@@ -349,6 +361,31 @@ pub struct Job {
     pub revision: Option<Revision>,
     /// The revision that took this job's place, once one did.
     pub revised_as: Option<String>,
+    /// The saved mapping an upload was read with (`?mapping=map_…`, or
+    /// the one saved for its exact set of headers), as it was then: a
+    /// mapping changed or deleted later does not change this job.
+    pub mapping_applied: Option<AppliedMapping>,
+}
+
+impl Job {
+    /// The header → column mapping the job's file is read with: a
+    /// revision's (which carries the whole mapping in force), else the
+    /// saved mapping an upload was given, else none.
+    pub fn mapping_in_force(&self) -> Mapping {
+        match (&self.revision, &self.mapping_applied) {
+            (Some(r), _) => r.mapping.clone(),
+            (None, Some(applied)) => applied.mapping.clone(),
+            (None, None) => Mapping::new(),
+        }
+    }
+}
+
+/// A saved mapping as an upload applied it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliedMapping {
+    /// The saved mapping's id (`map_…`).
+    pub id: String,
+    pub mapping: Mapping,
 }
 
 /// One cell set by a revision: by row number (as errors name rows) and
@@ -373,7 +410,7 @@ pub struct Revision {
     /// 1 for the first revision of an upload, 2 for a revision of it, …
     pub number: u32,
     /// File header as written → module column (`None`: ignore the column).
-    pub mapping: std::collections::BTreeMap<String, Option<String>>,
+    pub mapping: Mapping,
     /// In row order, one per (row, column).
     pub fixes: Vec<Fix>,
     /// Row numbers left out, ascending.

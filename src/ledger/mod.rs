@@ -16,7 +16,7 @@ pub mod revision;
 
 use serde::{Deserialize, Serialize};
 
-pub use job::Fix;
+pub use job::{AppliedMapping, Fix};
 pub use job::{
     ConflictRow, Counts, Decision, DecisionKind, FileInfo, Gate, GateAction, Job, JobOptions,
     JobProblem, Mode, OnError, ProblemCode, Revision, Warning, WarningCode,

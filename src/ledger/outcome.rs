@@ -282,6 +282,7 @@ pub(crate) mod tests {
             revision_of: None,
             revision: None,
             revised_as: None,
+            mapping_applied: None,
         }
     }
 

@@ -75,7 +75,8 @@ pub fn refusal(job: &Job) -> Option<String> {
 /// same cell; exclusions add up.
 pub fn combine(job: &Job, changes: Changes, by: &KeyRecord) -> Revision {
     let base = job.revision.clone().unwrap_or_default();
-    let mut mapping = base.mapping;
+    // An upload read with a saved mapping hands it on like a revision.
+    let mut mapping = job.mapping_in_force();
     mapping.extend(changes.mapping);
     let mut fixes: BTreeMap<(u64, String), Fix> = base
         .fixes
@@ -136,8 +137,7 @@ pub fn incremental(job: &Job, parent: &Job) -> bool {
     let (Some(own), Some(of)) = (&job.revision, &job.revision_of) else {
         return false;
     };
-    let inherited = parent.revision.as_ref().map(|r| &r.mapping);
-    let same_mapping = inherited.map_or(own.mapping.is_empty(), |m| *m == own.mapping);
+    let same_mapping = parent.mapping_in_force() == own.mapping;
     let read_whole = match parent.state {
         JobState::Failed => parent.problem.as_ref().map(|p| p.code) == Some(ProblemCode::RowErrors),
         JobState::Cancelled => true,

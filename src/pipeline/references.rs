@@ -133,6 +133,7 @@ impl<'a> Checks<'a> {
                     columns: Some(vec![r.column.clone()]),
                     module: Some(r.module.clone()),
                     rows: Some(c.missing),
+                    mapping: None,
                     message: format!(
                         "{} rows name a {} by {}: {found} found, {tail}",
                         c.named, r.module, r.column
@@ -209,6 +210,7 @@ impl Orphans {
             columns: Some(vec![r.column.clone()]),
             module: Some(self.referrer.module.key.clone()),
             rows: Some(self.rows),
+            mapping: None,
             message: format!(
                 "{} rows of {} name a {} this rollback deletes{}",
                 self.rows,

@@ -163,10 +163,45 @@ pub async fn validate(
             columns: Some(header.unknown.clone()),
             module: None,
             rows: None,
+            mapping: None,
         });
     }
     warnings.extend(checks.summary());
+    warnings.extend(mapping_applied(job));
     Ok(Outcome::Checked { counts, warnings })
+}
+
+/// Most header → column pairs a `mapping_applied` warning spells out.
+const SHOWN_PAIRS: usize = 12;
+
+/// The warning that an upload was read with a saved mapping, naming it
+/// and what it did (a revision shows its mapping itself).
+fn mapping_applied(job: &Job) -> Option<Warning> {
+    let applied = job
+        .mapping_applied
+        .as_ref()
+        .filter(|_| job.revision.is_none())?;
+    let mut pairs: Vec<String> = (applied.mapping.iter().take(SHOWN_PAIRS))
+        .map(|(header, column)| match column {
+            Some(c) => format!("{header:?} → {c}"),
+            None => format!("{header:?} left out"),
+        })
+        .collect();
+    if applied.mapping.len() > SHOWN_PAIRS {
+        pairs.push(format!("{} more", applied.mapping.len() - SHOWN_PAIRS));
+    }
+    Some(Warning {
+        code: WarningCode::MappingApplied,
+        message: format!(
+            "the saved mapping {} was applied: {}; upload with ?mapping=none to read the headers as they are",
+            applied.id,
+            pairs.join(", ")
+        ),
+        columns: None,
+        module: None,
+        rows: None,
+        mapping: Some(applied.id.clone()),
+    })
 }
 
 /// The first rows of a job's stored file: its header as written, and up to
@@ -308,7 +343,7 @@ fn read_file(
 ) -> Result<(), FileError> {
     let source = ingest::open(job.file.format, Box::new(blob), options)?;
     let revision = job.revision.clone().unwrap_or_default();
-    let header = match_header_with(module, &source.header, &revision.mapping)?;
+    let header = match_header_with(module, &source.header, &job.mapping_in_force())?;
     let fixes = Fixes::new(module, &header, &revision);
     if job.options.reject_unknown_columns && !header.unknown.is_empty() {
         return Err(FileError::new(

@@ -79,18 +79,14 @@ pub async fn mapping(app: &App, actor: &KeyRecord, job_id: &str) -> Result<Mappi
     let head = head(app, &job, SAMPLE_ROWS).await?;
     let confirmed = confirmed(app, module).await?;
     let ranked = suggest::suggest(module, &head.header, &head.samples, &confirmed);
-    let in_force = job
-        .revision
-        .as_ref()
-        .map(|r| r.mapping.clone())
-        .unwrap_or_default();
+    let in_force = InForce::of(&job);
     let names = header_names(module);
     let mut filled = vec![false; module.columns.len()];
     let mut headers = Vec::with_capacity(head.header.len());
     for (i, (header, suggestions)) in head.header.iter().zip(ranked).enumerate() {
         let (column, how) = matched(module, &names, &in_force, header);
         let column = column.filter(|&c| !std::mem::replace(&mut filled[c], true));
-        let left_out = how == "revision";
+        let left_out = how == in_force.how;
         headers.push(HeaderMatch {
             header: header.clone(),
             position: i + 1,
@@ -129,18 +125,39 @@ pub async fn mapping(app: &App, actor: &KeyRecord, job_id: &str) -> Result<Mappi
     })
 }
 
-/// The column a header fills and how: the revision's mapping first, then
+/// The mapping a job's file is read with, and how the mapping view names
+/// a header it maps: `revision`, or `saved` for a saved mapping an upload
+/// applied.
+struct InForce {
+    mapping: Mapping,
+    how: &'static str,
+}
+
+impl InForce {
+    fn of(job: &Job) -> InForce {
+        InForce {
+            mapping: job.mapping_in_force(),
+            how: if job.revision.is_none() && job.mapping_applied.is_some() {
+                "saved"
+            } else {
+                "revision"
+            },
+        }
+    }
+}
+
+/// The column a header fills and how: the mapping in force first, then
 /// the module's names and aliases (`names`, from [`header_names`]).
 fn matched(
     module: &Module,
     names: &HashMap<String, (usize, Named)>,
-    in_force: &Mapping,
+    in_force: &InForce,
     header: &str,
 ) -> (Option<usize>, &'static str) {
-    if let Some(target) = mapped(in_force, header) {
+    if let Some(target) = mapped(&in_force.mapping, header) {
         return (
             target.as_deref().and_then(|c| module.column_index(c)),
-            "revision",
+            in_force.how,
         );
     }
     match names.get(&normalize_header(header)) {
@@ -187,11 +204,7 @@ pub async fn for_missing(
     let Ok(head) = head(app, job, SAMPLE_ROWS).await else {
         return vec![];
     };
-    let in_force = job
-        .revision
-        .as_ref()
-        .map(|r| r.mapping.clone())
-        .unwrap_or_default();
+    let in_force = InForce::of(job);
     let names = header_names(module);
     let mut taken = Vec::new();
     let mut filled = vec![false; module.columns.len()];
@@ -200,7 +213,7 @@ pub async fn for_missing(
         if let Some(c) = column {
             filled[c] = true;
         }
-        if column.is_some() || how == "revision" {
+        if column.is_some() || how == in_force.how {
             taken.push(i);
         }
     }

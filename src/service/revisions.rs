@@ -85,6 +85,7 @@ pub async fn revise(app: &App, actor: &KeyRecord, job_id: &str, changes: Changes
         revision_of: Some(job.id.clone()),
         revision: Some(combined),
         revised_as: None,
+        mapping_applied: None,
         ..job.clone()
     };
     let after = revision::revised(&job, &new.id, actor, now);
@@ -221,8 +222,7 @@ async fn staged_columns(
     job: &Job,
     mapping: &Mapping,
 ) -> Result<Option<Vec<usize>>> {
-    let before = job.revision.as_ref().map(|r| &r.mapping);
-    if before.map_or(!mapping.is_empty(), |m| m != mapping) || job.counts.rows == 0 {
+    if job.mapping_in_force() != *mapping || job.counts.rows == 0 {
         return Ok(None);
     }
     let mut c = app.db.acquire().await?;

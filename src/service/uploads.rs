@@ -17,7 +17,7 @@ use crate::catalog::Module;
 use crate::ingest::decode::encoding_for;
 use crate::ingest::{Declared, Format};
 use crate::keys::KeyRecord;
-use crate::ledger::{Counts, FileInfo, Job, JobOptions, Mode, OnError, START};
+use crate::ledger::{AppliedMapping, Counts, FileInfo, Job, JobOptions, Mode, OnError, START};
 use crate::store::idempotency::Claim;
 use crate::store::{self, blobs};
 
@@ -52,6 +52,7 @@ pub struct Params {
     pub delimiter: Option<String>,
     pub encoding: Option<String>,
     pub unknown_columns: Option<UnknownColumns>,
+    pub mapping: Option<String>,
 }
 
 impl Params {
@@ -94,11 +95,24 @@ impl Params {
                 ));
             }
         };
+        let mapping = match self.mapping.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(m) if m == "none" || (m.starts_with("map_") && m.len() <= 64) => {
+                Some(m.to_string())
+            }
+            Some(_) => {
+                return Err(Error::invalid(
+                    "mapping",
+                    "mapping must be `none` or the id of a saved mapping (`map_…`, see GET /api/modules/{module}/mappings)",
+                ));
+            }
+        };
         Ok(JobOptions {
             delimiter,
             reject_unknown_columns: self.unknown_columns == Some(UnknownColumns::Reject),
             encoding,
             sheet,
+            mapping,
         })
     }
 }
@@ -226,6 +240,7 @@ where
     E: std::fmt::Display,
 {
     let module = target(app, actor, up.module)?;
+    let mapping_applied = named_mapping(app, module, &up.options).await?;
     let stored = store_body(app, body, app.settings.limits.body_bytes).await?;
     let format = match up.format {
         Some(f) => f.refine(&stored.prefix),
@@ -265,6 +280,7 @@ where
         revision_of: None,
         revision: None,
         revised_as: None,
+        mapping_applied,
     };
     let mut tx = app.db.begin().await?;
     if let Some(idem) = &up.idempotency_key {
@@ -314,6 +330,33 @@ fn fingerprint(job: &Job) -> String {
         serde_json::to_string(&job.options).unwrap_or_default(),
         job.file.sha256
     )))
+}
+
+/// The saved mapping `?mapping=map_…` names, as the upload applies it
+/// (read now: deleting or replacing it later does not change this job);
+/// a `422` naming `mapping` when the module has no such mapping.
+async fn named_mapping(
+    app: &App,
+    module: &Module,
+    options: &JobOptions,
+) -> Result<Option<AppliedMapping>> {
+    let Some(id) = options.mapping.as_deref().filter(|m| *m != "none") else {
+        return Ok(None);
+    };
+    let mut c = app.db.acquire().await?;
+    match store::mappings::get(&mut c.conn(), &module.key, id).await? {
+        Some(saved) => Ok(Some(AppliedMapping {
+            id: saved.id,
+            mapping: saved.mapping,
+        })),
+        None => Err(Error::invalid(
+            "mapping",
+            format!(
+                "{} has no saved mapping {id}; see GET /api/modules/{}/mappings",
+                module.key, module.key
+            ),
+        )),
+    }
 }
 
 /// The answer to an upload whose `Idempotency-Key` was seen before.

@@ -60,7 +60,22 @@ pub struct JobView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub revised_as: Option<String>,
+    /// The saved mapping this upload was read with (`?mapping=map_…`, or
+    /// the one saved for its set of headers), as it was applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub mapping_applied: Option<AppliedMappingView>,
     pub links: JobLinks,
+}
+
+/// A saved mapping as an upload applied it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AppliedMappingView {
+    /// The saved mapping (`map_…`; it may have been replaced or deleted since).
+    pub id: String,
+    /// File header → module column (null: the column is left out).
+    #[schema(value_type = Object)]
+    pub mapping: std::collections::BTreeMap<String, Option<String>>,
 }
 
 /// A revision as clients see it: the whole mapping in force, how many
@@ -130,6 +145,10 @@ impl JobView {
                 comment: r.comment.clone(),
             }),
             revised_as: job.revised_as.clone(),
+            mapping_applied: job.mapping_applied.as_ref().map(|m| AppliedMappingView {
+                id: m.id.clone(),
+                mapping: m.mapping.clone(),
+            }),
             links: JobLinks {
                 preview: format!("{base}/preview"),
                 errors: format!("{base}/errors"),

@@ -15,7 +15,7 @@ use tracing::{info, warn};
 use super::{App, Result, jobs};
 use crate::catalog::Module;
 use crate::ledger::outcome::{self, Commit, Rollback, Validation};
-use crate::ledger::{Job, JobState, Move, ProblemCode};
+use crate::ledger::{AppliedMapping, Job, JobState, Move, ProblemCode};
 use crate::pipeline::references::{self, Target};
 use crate::pipeline::validation::{self, Outcome, Setup};
 use crate::store::jobs::MoveBy;
@@ -68,6 +68,7 @@ fn module_of<'a>(app: &'a App, job: &Job) -> anyhow::Result<&'a Module> {
 
 async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
     let module = module_of(app, job)?;
+    let job = &with_saved_mapping(app, module, job).await?;
     let setup = Setup {
         zone: app.settings.zone,
         max_rows: app.settings.limits.rows,
@@ -102,6 +103,41 @@ async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
         stage_done("validate", started, after.counts.rows);
     }
     Ok(())
+}
+
+/// An upload whose exact set of headers has a mapping saved for its
+/// module is read with it (API.md section 11), unless it asked for
+/// `?mapping=none` or named one. The choice is recorded on the job before
+/// validation starts, so a retried validation, the mapping view and a
+/// revision read the file the same way whatever happens to the saved one.
+async fn with_saved_mapping(app: &App, module: &Module, job: &Job) -> anyhow::Result<Job> {
+    let mut job = job.clone();
+    if job.revision.is_some() || job.mapping_applied.is_some() || job.options.mapping.is_some() {
+        return Ok(job);
+    }
+    if !store::mappings::any(&mut app.db.acquire().await?.conn(), &module.key).await? {
+        return Ok(job);
+    }
+    let limits = &app.settings.limits;
+    // A file without a readable header has nothing to map: its
+    // validation says why.
+    let Ok(head) =
+        validation::read_head(&app.db, &job, limits.cell_bytes, limits.columns, 0).await?
+    else {
+        return Ok(job);
+    };
+    let mut c = app.db.acquire().await?;
+    let Some(saved) =
+        store::mappings::for_headers(&mut c.conn(), &module.key, &head.header).await?
+    else {
+        return Ok(job);
+    };
+    let chosen = AppliedMapping {
+        id: saved.id,
+        mapping: saved.mapping,
+    };
+    job.mapping_applied = store::jobs::set_mapping_applied(&mut c.conn(), &job.id, &chosen).await?;
+    Ok(job)
 }
 
 /// A job `invalid` for missing columns carries the best header for each

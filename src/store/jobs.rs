@@ -9,7 +9,9 @@ use super::ledger;
 use super::{Conn, Dialect, Result, StoreError, json_col};
 use crate::ingest::Format;
 use crate::ledger::chain::{ChainKey, Event};
-use crate::ledger::{Counts, FileInfo, Job, JobState, Mode, Move, OnError, Revision};
+use crate::ledger::{
+    AppliedMapping, Counts, FileInfo, Job, JobState, Mode, Move, OnError, Revision,
+};
 use crate::on_conn;
 
 /// The columns a job is written with.
@@ -17,7 +19,8 @@ macro_rules! job_columns {
     () => {
         "id, module, target_table, mode, on_error, options, simulated, \
          file_name, file_format, file_bytes, file_sha256, submitter, state, version, counts, \
-         warnings, problem, gate, decisions, created_at, updated_at, revision_of, revision"
+         warnings, problem, gate, decisions, created_at, updated_at, revision_of, revision, \
+         mapping_applied"
     };
 }
 const COLUMNS: &str = job_columns!();
@@ -90,6 +93,9 @@ where
             .map(|r| json_col(&r, "revision"))
             .transpose()?,
         revised_as: opt_text("revised_as")?,
+        mapping_applied: opt_text("mapping_applied")?
+            .map(|m| json_col(&m, "mapping_applied"))
+            .transpose()?,
     })
 }
 
@@ -117,7 +123,7 @@ pub async fn insert_by(
 ) -> Result<()> {
     let sql = format!(
         "INSERT INTO ig_jobs ({COLUMNS}) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)"
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)"
     );
     on_conn!(conn, c => sqlx::query(&sql)
         .bind(&job.id).bind(&job.module).bind(&job.table).bind(job.mode.as_str())
@@ -128,6 +134,7 @@ pub async fn insert_by(
         .bind(job.problem.as_ref().map(to_json)).bind(job.gate.as_ref().map(to_json))
         .bind(to_json(&job.decisions)).bind(job.created_at).bind(job.updated_at)
         .bind(&job.revision_of).bind(job.revision.as_ref().map(to_json))
+        .bind(job.mapping_applied.as_ref().map(to_json))
         .execute(c).await.map(|r| r.rows_affected()))?;
     add_event(
         conn,
@@ -174,6 +181,23 @@ pub async fn set_revision(conn: &mut Conn<'_>, id: &str, revision: &Revision) ->
     on_conn!(conn, c => sqlx::query("UPDATE ig_jobs SET revision = $1 WHERE id = $2")
         .bind(to_json(revision)).bind(id).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
+}
+
+/// Records the saved mapping a validation applies to an upload, unless
+/// one is recorded already (a retried validation keeps the first choice);
+/// the mapping in force afterwards.
+pub async fn set_mapping_applied(
+    conn: &mut Conn<'_>,
+    id: &str,
+    applied: &AppliedMapping,
+) -> Result<Option<AppliedMapping>> {
+    on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_jobs SET mapping_applied = $1 WHERE id = $2 AND mapping_applied IS NULL")
+        .bind(to_json(applied)).bind(id).execute(c).await.map(|r| r.rows_affected()))?;
+    let text: Option<String> = on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT mapping_applied FROM ig_jobs WHERE id = $1")
+        .bind(id).fetch_optional(c).await.map(Option::flatten))?;
+    text.map(|t| json_col(&t, "mapping_applied")).transpose()
 }
 
 pub async fn get(conn: &mut Conn<'_>, id: &str) -> Result<Option<Job>> {

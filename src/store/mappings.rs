@@ -77,3 +77,35 @@ pub async fn delete(conn: &mut Conn<'_>, module: &str, id: &str) -> Result<bool>
         .bind(module).bind(id).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(n > 0)
 }
+
+/// The module's mapping saved under exactly this set of headers.
+pub async fn for_headers(
+    conn: &mut Conn<'_>,
+    module: &str,
+    headers: &[String],
+) -> Result<Option<Saved>> {
+    let sql = format!("SELECT {COLUMNS} FROM ig_mappings WHERE module = $1 AND header_set = $2");
+    let set = header_set(headers);
+    on_conn!(conn, c => {
+        let row = sqlx::query(&sql).bind(module).bind(&set).fetch_optional(c).await?;
+        row.as_ref().map(saved).transpose()
+    })
+}
+
+/// One of the module's saved mappings, by id.
+pub async fn get(conn: &mut Conn<'_>, module: &str, id: &str) -> Result<Option<Saved>> {
+    let sql = format!("SELECT {COLUMNS} FROM ig_mappings WHERE module = $1 AND id = $2");
+    on_conn!(conn, c => {
+        let row = sqlx::query(&sql).bind(module).bind(id).fetch_optional(c).await?;
+        row.as_ref().map(saved).transpose()
+    })
+}
+
+/// Whether the module has any saved mapping: most have none, and then an
+/// upload's header need not be read twice.
+pub async fn any(conn: &mut Conn<'_>, module: &str) -> Result<bool> {
+    let found: Option<String> = on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT id FROM ig_mappings WHERE module = $1 LIMIT 1")
+        .bind(module).fetch_optional(c).await)?;
+    Ok(found.is_some())
+}

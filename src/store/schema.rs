@@ -297,6 +297,13 @@ CREATE TABLE ig_mappings (
 );
 CREATE UNIQUE INDEX ig_mappings_headers ON ig_mappings (module, header_set);
 "#,
+    // 12: the saved mapping an upload was read with (JSON: its id and the
+    // mapping as it was applied), so a retried validation, the mapping
+    // view and a revision of the job see the same mapping after the
+    // saved one changes or goes.
+    r#"
+ALTER TABLE ig_jobs ADD COLUMN mapping_applied TEXT;
+"#,
 ];
 
 fn fill(sql: &str, dialect: Dialect) -> String {

@@ -585,3 +585,107 @@ async fn row_warnings_travel_with_the_rows_and_a_fix_can_clear_one() {
     assert_eq!(page["rows"][1]["warnings"], json!([]), "{page}");
     assert_eq!(page["rows"][1]["fixed"]["sku"]["was"], "P-9");
 }
+
+/// A mapping remembered by a revision is applied to the next upload with
+/// the same set of headers (in any order), says so in a warning, and
+/// shows `how: "saved"`; `?mapping=none` reads the headers as they are,
+/// `?mapping=map_…` names one for other headers, a revision of such an
+/// upload inherits it, and deleting it changes no job that used it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_mapping_reads_the_next_upload_with_the_same_headers() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let first = app.upload(&sub, "customers", "", CRM).await;
+    let mapping = json!({"No. WA": "wa_number", "Kota": "city", "Catatan": null});
+    revised(
+        &app,
+        &sub,
+        first["id"].as_str().unwrap(),
+        json!({"mapping": mapping, "remember_mapping": true}),
+    )
+    .await;
+    let saved = app.get_json(&sub, "/api/modules/customers/mappings").await;
+    let map_id = saved["mappings"][0]["id"].as_str().unwrap().to_string();
+
+    // The same headers in another order, and other people.
+    let reordered = "Kota,Catatan,No. WA,Nama Pelanggan\n\
+        Bogor,,081234567811,Rina Wati\n\
+        Depok,baru,081234567812,Agus Salim\n";
+    let job = app.upload(&sub, "customers", "", reordered).await;
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    assert_eq!(job["mapping_applied"]["id"], map_id.as_str(), "{job}");
+    assert_eq!(job["mapping_applied"]["mapping"], mapping);
+    let warning = &job["warnings"][0];
+    assert_eq!(warning["code"], "mapping_applied", "{job}");
+    assert_eq!(warning["mapping"], map_id.as_str());
+    let message = warning["message"].as_str().unwrap();
+    assert!(
+        message.contains(&map_id) && message.contains("\"No. WA\" → wa_number"),
+        "{message}"
+    );
+    let id = job["id"].as_str().unwrap();
+    let m = app.get_json(&sub, &format!("/api/jobs/{id}/mapping")).await;
+    let how: Vec<(&str, &str)> = (m["headers"].as_array().unwrap().iter())
+        .map(|h| (h["header"].as_str().unwrap(), h["how"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        how,
+        [
+            ("Kota", "saved"),
+            ("Catatan", "saved"),
+            ("No. WA", "saved"),
+            ("Nama Pelanggan", "alias")
+        ],
+        "{m}"
+    );
+    let preview = app.get_json(&sub, &format!("/api/jobs/{id}/preview")).await;
+    assert_eq!(preview["rows"][0]["values"]["city"], "Bogor", "{preview}");
+
+    // A revision of it inherits the saved mapping and adds to it.
+    let rev = revised(&app, &sub, id, json!({"exclude": [3]})).await;
+    assert_eq!(rev["revision"]["mapping"], mapping, "{rev}");
+    assert!(rev.get("mapping_applied").is_none(), "{rev}");
+    assert_eq!(rev["counts"]["excluded"], 1, "{rev}");
+
+    let none = app
+        .upload(&sub, "customers", "?mapping=none", reordered)
+        .await;
+    assert_eq!(none["state"], "invalid", "{none}");
+    assert_eq!(none["problem"]["code"], "missing_columns");
+    assert!(none.get("mapping_applied").is_none());
+
+    // Named explicitly, it reads a file with one more column.
+    let wider = "Nama Pelanggan,No. WA,Kota,Catatan,Sumber\n\
+        Rudi Hartono,081234567821,Solo,,toko\n";
+    let named = app
+        .upload(&sub, "customers", &format!("?mapping={map_id}"), wider)
+        .await;
+    assert_eq!(named["state"], "awaiting_approval", "{named}");
+    assert_eq!(named["mapping_applied"]["id"], map_id.as_str());
+    let unsaved = app.upload(&sub, "customers", "", wider).await;
+    assert_eq!(unsaved["state"], "invalid", "other headers: {unsaved}");
+
+    for query in ["?mapping=map_01NOSUCHMAPPING", "?mapping=everything"] {
+        let jobs_before = app.count("ig_jobs").await;
+        let resp = app
+            .upload_raw(&sub, "customers", query, "text/csv", reordered.to_string())
+            .await;
+        let p = problem(resp, StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter").await;
+        assert_eq!(p["parameter"], "mapping", "{query}: {p}");
+        assert_eq!(app.count("ig_jobs").await, jobs_before);
+    }
+
+    let url = app.url(&format!("/api/modules/customers/mappings/{map_id}"));
+    let resp = app
+        .client
+        .delete(url)
+        .header("X-API-Key", &app.admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::NO_CONTENT);
+    let kept = app.get_json(&sub, &format!("/api/jobs/{id}")).await;
+    assert_eq!(kept["mapping_applied"]["id"], map_id.as_str());
+    let after = app.upload(&sub, "customers", "", reordered).await;
+    assert_eq!(after["state"], "invalid", "{after}");
+}
