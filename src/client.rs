@@ -4,9 +4,10 @@
 //! job and its first errors. Exit status: 0 when the job waits at the gate
 //! (or is further along), 1 when it is invalid or failed, 2 on a refused
 //! request. [`events`]: `importgate events tail`, following the event
-//! stream.
+//! stream. [`revise`]: `importgate revise`, a revision of a job.
 
 pub mod events;
+pub mod revise;
 
 use std::path::Path;
 use std::time::Duration;
@@ -24,12 +25,14 @@ pub struct Upload<'a> {
     pub file: &'a Path,
     pub mode: Option<&'a str>,
     pub on_error: Option<&'a str>,
+    /// `none`, or a saved mapping's id (`map_…`).
+    pub mapping: Option<&'a str>,
     pub wait: bool,
 }
 
 /// The content type for a file, from its extension (the server sniffs the
 /// bytes when it is unknown).
-fn content_type(file: &Path) -> &'static str {
+pub(crate) fn content_type(file: &Path) -> &'static str {
     match file
         .extension()
         .and_then(|e| e.to_str())
@@ -76,6 +79,9 @@ pub async fn run(u: Upload<'_>) -> anyhow::Result<i32> {
     if let Some(e) = u.on_error {
         query.push(("on_error", e));
     }
+    if let Some(m) = u.mapping {
+        query.push(("mapping", m));
+    }
     let query = serde_urlencoded::to_string(&query)?;
     let name = u
         .file
@@ -96,23 +102,39 @@ pub async fn run(u: Upload<'_>) -> anyhow::Result<i32> {
         .send()
         .await?;
     upload.finish_and_clear();
+    report(&client, base, u.key, resp, u.wait).await
+}
+
+/// Prints the job a request created (after its validation, with `wait`)
+/// and its first errors; the process exit status.
+pub(crate) async fn report(
+    client: &reqwest::Client,
+    base: &str,
+    key: &str,
+    resp: reqwest::Response,
+    wait: bool,
+) -> anyhow::Result<i32> {
     let status = resp.status();
     let mut job: Value = resp.json().await.unwrap_or(Value::Null);
     if !status.is_success() {
+        let member = job["parameter"]
+            .as_str()
+            .map(|p| format!(" [{p}]"))
+            .unwrap_or_default();
         eprintln!(
-            "refused ({status}): {}",
+            "refused ({status}){member}: {}",
             job["detail"].as_str().unwrap_or("")
         );
         return Ok(2);
     }
     let id = job["id"].as_str().unwrap_or_default().to_string();
-    if u.wait {
+    if wait {
         let progress = bar(0, "validating {pos} rows {spinner}");
         progress.enable_steady_tick(Duration::from_millis(120));
         while matches!(job["state"].as_str(), Some("validating")) {
             job = client
                 .get(format!("{base}/api/jobs/{id}"))
-                .header("X-API-Key", u.key)
+                .header("X-API-Key", key)
                 .header("Prefer", "wait=1")
                 .send()
                 .await?
@@ -126,7 +148,7 @@ pub async fn run(u: Upload<'_>) -> anyhow::Result<i32> {
     if job["counts"]["errors"].as_i64().unwrap_or(0) > 0 {
         let errors: Value = client
             .get(format!("{base}/api/jobs/{id}/errors?limit=20"))
-            .header("X-API-Key", u.key)
+            .header("X-API-Key", key)
             .send()
             .await?
             .json()

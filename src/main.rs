@@ -67,6 +67,51 @@ enum Command {
         mode: Option<String>,
         #[arg(long, value_parser = ["fail", "skip"])]
         on_error: Option<String>,
+        /// `none` to read the headers as they are, or the saved mapping
+        /// (map_…) to read them with [default: the one saved for the file's headers]
+        #[arg(long)]
+        mapping: Option<String>,
+        /// Wait for validation to end and print the result.
+        #[arg(long)]
+        wait: bool,
+    },
+    /// Revise a job: map its columns, fix cells, leave rows out, or send
+    /// back its corrected errored-rows file (a client of the API). The
+    /// revision is a new job; the approver sees what it changed.
+    #[command(after_help = "Examples:\n  \
+        importgate revise job_01J… --map 'No. WA=wa_number' --map 'Catatan=' --remember-mapping --wait\n  \
+        importgate revise job_01J… --fix 4:consumable_cycle_days=30 --exclude 7,12 --comment 'typos from the CRM' --wait\n  \
+        importgate revise job_01J… --file errors-corrected.xlsx --wait   # from GET /api/jobs/{id}/errors?layout=rows")]
+    Revise {
+        /// The job to revise (job_…).
+        job: String,
+        /// The service's base URL.
+        #[arg(long, env = "IMPORTGATE_URL", default_value = "http://127.0.0.1:8080")]
+        url: String,
+        /// The API key (better given as IMPORTGATE_KEY than on a command line).
+        #[arg(long, env = "IMPORTGATE_KEY", hide_env_values = true)]
+        key: String,
+        /// A JSON file mapping the file's headers to columns (null: leave out).
+        #[arg(long, value_name = "FILE")]
+        mapping: Option<PathBuf>,
+        /// HEADER=COLUMN, repeatable (HEADER= leaves the column out).
+        #[arg(long, value_name = "HEADER=COLUMN")]
+        map: Vec<String>,
+        /// ROW:COLUMN=VALUE, repeatable (an empty VALUE empties the cell).
+        #[arg(long, value_name = "ROW:COLUMN=VALUE")]
+        fix: Vec<String>,
+        /// Row numbers to leave out, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        exclude: Vec<u64>,
+        /// Why, for the approver.
+        #[arg(long)]
+        comment: Option<String>,
+        /// Save the mapping for the module's next files with these headers.
+        #[arg(long)]
+        remember_mapping: bool,
+        /// The corrected errored-rows file (CSV or XLSX), sent as it is.
+        #[arg(long, conflicts_with_all = ["mapping", "map", "fix", "exclude", "comment", "remember_mapping"])]
+        file: Option<PathBuf>,
         /// Wait for validation to end and print the result.
         #[arg(long)]
         wait: bool,
@@ -301,6 +346,7 @@ async fn main() -> anyhow::Result<()> {
             key,
             mode,
             on_error,
+            mapping,
             wait,
         } => {
             let code = importgate::client::run(importgate::client::Upload {
@@ -310,6 +356,37 @@ async fn main() -> anyhow::Result<()> {
                 file: &file,
                 mode: mode.as_deref(),
                 on_error: on_error.as_deref(),
+                mapping: mapping.as_deref(),
+                wait,
+            })
+            .await?;
+            std::process::exit(code)
+        }
+        Command::Revise {
+            job,
+            url,
+            key,
+            mapping,
+            map,
+            fix,
+            exclude,
+            comment,
+            remember_mapping,
+            file,
+            wait,
+        } => {
+            use importgate::client::revise;
+            let code = revise::run(revise::Revise {
+                url: &url,
+                key: &key,
+                job: &job,
+                mapping_file: mapping.as_deref(),
+                map: &map,
+                fix: &fix,
+                exclude: &exclude,
+                comment: comment.as_deref(),
+                remember_mapping,
+                file: file.as_deref(),
                 wait,
             })
             .await?;

@@ -320,3 +320,74 @@ async fn the_import_command_uploads_waits_and_reports() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(app.count("uc_scrm_customers").await, 0);
 }
+
+/// `importgate revise`: a mapping, fixes and exclusions given as flags
+/// become a revision; the command waits for it and prints it, and a
+/// refused revision names the member and exits 2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_revise_command_maps_fixes_and_leaves_rows_out() {
+    let app = crate::common::spawn_app().await;
+    let sub = app.submitter().await;
+    let run = |args: &[&str]| {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("revise")
+            .args(args)
+            .args(["--url", &app.base, "--wait"]);
+        cmd.env("IMPORTGATE_KEY", &sub);
+        cmd.output().unwrap()
+    };
+    let crm = "Nama Pelanggan,No. WA,Kota,Catatan\nBudi,0812,Bandung,lama\n";
+    let invalid = app.upload(&sub, "customers", "", crm).await;
+    let id = invalid["id"].as_str().unwrap();
+    let out = run(&[
+        id,
+        "--map",
+        "No. WA=wa_number",
+        "--map",
+        "Kota=city",
+        "--map",
+        "Catatan=",
+        "--remember-mapping",
+        "--comment",
+        "dari CRM",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    assert_eq!(job["revision_of"], id);
+    assert_eq!(
+        job["revision"]["mapping"],
+        serde_json::json!({"No. WA": "wa_number", "Kota": "city", "Catatan": null})
+    );
+    assert_eq!(job["revision"]["comment"], "dari CRM");
+    let saved = app.get_json(&sub, "/api/modules/customers/mappings").await;
+    assert_eq!(saved["mappings"].as_array().unwrap().len(), 1, "{saved}");
+
+    let bad = "customer_name,wa_number,consumable_cycle_days\n\
+        Andi,0899,lots\nBudi,0898,30\nCici,0897,banyak\n";
+    let failed = app.upload(&sub, "customers", "", bad).await;
+    let id = failed["id"].as_str().unwrap();
+    let out = run(&[
+        id,
+        "--fix",
+        "2:consumable_cycle_days=45",
+        "--fix",
+        "2:nope=1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("[fixes[1].column]"), "{stderr}");
+    let out = run(&[id, "--fix", "x:city=1"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ROW:COLUMN=VALUE"));
+
+    let out = run(&[id, "--fix", "2:consumable_cycle_days=45", "--exclude", "4"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    assert_eq!(job["counts"]["excluded"], 1);
+    assert_eq!(job["counts"]["insert"], 2);
+    assert_eq!(job["revision"]["fixes"], 1);
+}
