@@ -417,9 +417,11 @@ fn failing_row(s: &Screen, r: &PreviewRow) -> Markup {
                 @for n in &others { span.cell-msg { (n) } }
             }
             td.exclude {
-                input id=(exclude) type="checkbox" name="exclude" value=(row)
-                    checked[s.entered.exclude.contains(&row)];
-                label for=(exclude) { (t!("fix-exclude-row", row = row)) }
+                div.field.check {
+                    input id=(exclude) type="checkbox" name="exclude" value=(row)
+                        checked[s.entered.exclude.contains(&row)];
+                    label for=(exclude) { (t!("fix-exclude-row", row = row)) }
+                }
             }
         }
     }

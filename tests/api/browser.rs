@@ -807,6 +807,9 @@ async fn browser_a_crm_export_is_mapped_fixed_and_approved_from_the_fix_page() {
     b.type_into("#fix-comment", "Nomor Siti dari CRM; Budi Kedua dobel.")
         .await;
     b.shot("fix-rows-1280").await;
+    b.client.set_window_size(390, 844).await.unwrap();
+    b.shot("fix-rows-390").await;
+    b.client.set_window_size(1280, 900).await.unwrap();
     b.click("#fix-revalidate").await;
     b.wait_text("h1 .badge", "Awaiting approval").await;
     let second = b.path().await;

@@ -886,6 +886,11 @@ async fn the_fix_page_keeps_what_was_entered_when_the_service_refuses_it() {
     assert!(row.contains("at most 65536 bytes"));
     assert!(element(&html, "exclude-3", ">").contains("checked"));
 
+    // The page in Indonesian.
+    s.speak("id");
+    let html = s.page(&format!("/jobs/{id}/fix")).await;
+    assert!(html.contains("Baris dengan kesalahan") && html.contains("Validasi ulang"));
+
     // Nothing was made, nothing was revised.
     assert_eq!(app.count("ig_jobs").await, jobs);
     for job in [&invalid, &failed] {
