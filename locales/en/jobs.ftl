@@ -191,3 +191,26 @@ job-problem-rollback_conflict = Rows changed since the commit
 job-problem-rollback_conflict-detail = Rows written by this import changed since; nothing was undone.
 job-problem-work_failed = The work kept failing
 job-problem-work_failed-detail = The service tried several times and failed the same way each time.
+
+count-excluded = Excluded
+preview-fixed-was = file had
+event-revised = Revised: a revision took its place
+revision-heading = Revision { $number } of
+revision-mapping = Mapping in force
+revision-mapping-none = The file's headers as they are: no header was mapped by hand.
+revision-goes-to = goes to
+revision-ignored = ignored
+revision-fixes = { $n ->
+    [one] 1 fixed cell
+   *[other] { $n_text } fixed cells
+}
+revision-cell = Row { $row }
+revision-was-unread = (not read yet)
+revision-more = … and { $n_text } more, each marked in the preview.
+revision-excluded = { $n ->
+    [one] 1 excluded row
+   *[other] { $n_text } excluded rows
+}
+revision-excluded-rows = Row numbers:
+revision-excluded-see = see them in the preview
+revision-revisers = Revised by

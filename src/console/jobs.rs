@@ -293,12 +293,6 @@ async fn render_detail(
             @if let Some(at) = &job.purged_at {
                 p.note { (t!("job-purged", when = moment(&ctx, at))) }
             }
-            @if let Some(of) = &job.revision_of {
-                p.note #revision-of {
-                    (t!("job-revision-of")) " "
-                    a href=(format!("/jobs/{of}")) { (of) }
-                }
-            }
             @if let Some(to) = &job.revised_as {
                 p.note #revised-as {
                     (t!("job-revised-as")) " "
@@ -324,9 +318,14 @@ async fn render_detail(
             }
             (counts_panel(&job))
             (problem_panel(&job))
+            // A job that failed is there to be fixed; one at the gate is
+            // there to be decided, so its Fix comes after the decision.
+            @if job.state != JobState::AwaitingApproval { (fix_panel(app, signed, &job)) }
             (warnings_panel(&job))
+            (revision_panel(&job, &people))
             (gate_panel(&ctx, &job, &people, &events))
             (actions_panel(app, signed, &job, &ctx, &rule))
+            @if job.state == JobState::AwaitingApproval { (fix_panel(app, signed, &job)) }
         }
         (preview_section(ctx.zone, &job, &module, filter, offset, total, &rows))
         (timeline(&ctx, &events, &people))
@@ -359,6 +358,9 @@ fn counts_panel(job: &Job) -> Markup {
     ];
     if c.warnings > 0 {
         items.push((t!("count-warnings"), c.warnings, "stat-warn"));
+    }
+    if c.excluded > 0 {
+        items.push((t!("count-excluded"), c.excluded, ""));
     }
     html! {
         dl.stats aria-label=(t!("job-counts")) {
@@ -603,7 +605,7 @@ fn actions_panel(
 }
 
 /// A JSON value as plain text (strings without quotes).
-fn plain(v: &JsonValue) -> String {
+pub(super) fn plain(v: &JsonValue) -> String {
     match v {
         JsonValue::String(s) => s.clone(),
         JsonValue::Null => String::new(),
@@ -668,7 +670,7 @@ fn preview_section(
         warned: false,
     };
     let mut tabs = vec![
-        (by(None), t!("tab-all"), c.rows),
+        (by(None), t!("tab-all"), c.rows - c.excluded),
         (by(Some(RowAction::Insert)), t!("count-insert"), c.insert),
         (by(Some(RowAction::Update)), t!("count-update"), c.update),
         (
@@ -678,6 +680,10 @@ fn preview_section(
         ),
         (by(Some(RowAction::Error)), t!("count-errors"), c.errors),
     ];
+    if c.excluded > 0 {
+        let excluded = by(Some(RowAction::Excluded));
+        tabs.push((excluded, t!("count-excluded"), c.excluded));
+    }
     if c.warnings > 0 {
         let warned = PreviewFilter {
             action: None,
@@ -770,30 +776,157 @@ fn preview_row(module: &Module, zone: Tz, r: &PreviewRow, cols: &[&str]) -> Mark
             @for col in cols {
                 @let after = row.vals.get(*col);
                 @let before = row.before.as_ref().and_then(|b| b.get(*col));
+                @let was = r.fixed.iter().find(|(c, _)| c == col).map(|(_, was)| was);
+                @let fixed = was.is_some();
+                @let mark = was.map(|w| fixed_mark(w.as_deref()));
                 @if let Some(msgs) = by_col.get(col) {
-                    td.cell-error {
+                    td.cell-error.cell-fixed[fixed] {
                         (cell_value(after))
                         @for m in msgs { span.cell-msg { (m) } }
+                        @if let Some(m) = &mark { (m) }
                     }
                 } @else if let Some(msgs) = warned.get(col) {
-                    td.cell-warn {
+                    td.cell-warn.cell-fixed[fixed] {
                         (cell_value(after))
                         @for m in msgs { span.cell-msg { (m) } }
+                        @if let Some(m) = &mark { (m) }
                     }
                 } @else if row.action == RowAction::Update && row.before.as_ref().is_some_and(|b| b.contains_key(*col)) && before != after {
-                    td.cell-changed {
+                    td.cell-changed.cell-fixed[fixed] {
                         span.sr-only { (t!("preview-was")) " " }
                         del { (shown(col, before)) }
                         span aria-hidden="true" { " → " }
                         span.sr-only { ", " (t!("preview-becomes")) " " }
                         ins { (shown(col, after)) }
+                        @if let Some(m) = &mark { (m) }
                     }
                 } @else {
-                    td { (shown(col, after)) }
+                    td.cell-fixed[fixed] { (shown(col, after)) @if let Some(m) = &mark { (m) } }
                 }
             }
             td.notes {
                 @for n in &row_notes { span.cell-msg { (n) } }
+            }
+        }
+    }
+}
+
+/// What the file said in a cell a revision fixed (the value shown is the
+/// fixed one).
+fn fixed_mark(was: Option<&str>) -> Markup {
+    html! {
+        span.cell-was {
+            (t!("preview-fixed-was")) " "
+            @match was {
+                Some(w) if !w.is_empty() => del { (w) },
+                _ => span.null { (t!("empty-value")) },
+            }
+        }
+    }
+}
+
+/// Where a job that can be revised is fixed: offered to keys that may
+/// upload to its module (as the service requires).
+fn fix_panel(app: &App, signed: &Signed, job: &Job) -> Markup {
+    if !super::fix::offered(app, &signed.key, job) {
+        return html! {};
+    }
+    let waiting = job.state == JobState::AwaitingApproval;
+    html! {
+        section.panel.fix-offer aria-labelledby="fix-offer-title" {
+            h2 #fix-offer-title { (t!("fix-offer-title")) }
+            p {
+                @if waiting { (t!("fix-offer-waiting")) } @else { (t!("fix-offer-text")) }
+            }
+            a #fix-button class=(if waiting { "btn" } else { "btn btn-primary" })
+                href=(format!("/jobs/{}/fix", job.id)) { (t!("fix-offer-button")) }
+        }
+    }
+}
+
+/// Most fixed cells and excluded rows the revision panel lists one by one.
+const LISTED: usize = 100;
+
+/// What a revision changed, for the approver: whose revision of which job,
+/// the mapping in force, each fixed cell as was → now, the excluded rows,
+/// and everyone who revised the upload.
+fn revision_panel(job: &Job, people: &People) -> Markup {
+    let (Some(r), Some(of)) = (&job.revision, &job.revision_of) else {
+        return html! {};
+    };
+    let excluded_link = preview_link(
+        job,
+        PreviewFilter {
+            action: Some(RowAction::Excluded),
+            warned: false,
+        },
+        0,
+    );
+    let revisers: Vec<_> = r.revisers.iter().map(|k| people.person(k)).collect();
+    html! {
+        section.panel.revision #revision aria-labelledby="revision-title" {
+            h2 #revision-title {
+                (t!("revision-heading", number = u64::from(r.number))) " "
+                a #revision-of href=(format!("/jobs/{of}")) { code { (of) } } " "
+                (t!("gate-by")) " " (person(&people.person(&r.by)))
+            }
+            @if let Some(c) = &r.comment { blockquote #revision-comment { (c) } }
+            h3 { (t!("revision-mapping")) }
+            @if r.mapping.is_empty() {
+                p.muted #revision-mapping { (t!("revision-mapping-none")) }
+            } @else {
+                ul #revision-mapping {
+                    @for (header, column) in &r.mapping {
+                        li {
+                            code { (header) } span aria-hidden="true" { " → " } span.sr-only { " " (t!("revision-goes-to")) " " }
+                            @match column {
+                                Some(c) => code { (c) },
+                                None => em { (t!("revision-ignored")) },
+                            }
+                        }
+                    }
+                }
+            }
+            h3 { (t!("revision-fixes", n = r.fixes.len())) }
+            @if !r.fixes.is_empty() {
+                ul #revision-fixes {
+                    @for f in r.fixes.iter().take(LISTED) {
+                        li {
+                            (t!("revision-cell", row = f.row)) " · " code { (f.column) } ": "
+                            span.sr-only { (t!("preview-was")) " " }
+                            @match f.was.as_deref() {
+                                Some(w) if !w.is_empty() => del { (w) },
+                                Some(_) => span.null { (t!("empty-value")) },
+                                None => span.muted { (t!("revision-was-unread")) },
+                            }
+                            span aria-hidden="true" { " → " }
+                            span.sr-only { ", " (t!("preview-becomes")) " " }
+                            @match f.value.as_deref() {
+                                Some(v) => ins { (v) },
+                                None => span.null { (t!("empty-value")) },
+                            }
+                        }
+                    }
+                }
+                @if r.fixes.len() > LISTED {
+                    p.muted { (t!("revision-more", n = r.fixes.len() - LISTED)) }
+                }
+            }
+            h3 { (t!("revision-excluded", n = r.exclude.len())) }
+            @if !r.exclude.is_empty() {
+                p #revision-excluded {
+                    (t!("revision-excluded-rows")) " "
+                    (r.exclude.iter().take(LISTED).map(u64::to_string).collect::<Vec<_>>().join(", "))
+                    @if r.exclude.len() > LISTED { " …" }
+                    " · " a href=(excluded_link) { (t!("revision-excluded-see")) }
+                }
+            }
+            p #revision-revisers {
+                (t!("revision-revisers")) " "
+                @for (i, p) in revisers.iter().enumerate() {
+                    @if i > 0 { ", " }
+                    (person(p))
+                }
             }
         }
     }
@@ -817,6 +950,7 @@ fn event_label(e: &str) -> String {
         "gave_up" => t!("event-gave_up"),
         "interrupted" => t!("event-interrupted"),
         "purged" => t!("event-purged"),
+        "revised" => t!("event-revised"),
         _ => t!("event-other"),
     }
 }

@@ -11,7 +11,7 @@
 //! Where things are:
 //! - [`session`]: sign-in with a key, the server-side session, CSRF;
 //! - [`layout`]: the page shell and small shared pieces (badges, people, time);
-//! - [`jobs`], [`upload`], [`keys`], [`developers`]: the pages;
+//! - [`jobs`], [`fix`], [`upload`], [`keys`], [`developers`]: the pages;
 //! - [`assets`]: the stylesheet, the script and the icon.
 //!
 //! Pages live at `/`, `/jobs`, `/upload`, `/keys`, `/developers`; the few
@@ -20,6 +20,7 @@
 
 pub mod assets;
 pub mod developers;
+pub mod fix;
 pub mod i18n;
 pub mod jobs;
 pub mod keys;
@@ -52,6 +53,7 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/", get(home))
         .merge(session::routes())
         .merge(jobs::routes())
+        .merge(fix::routes())
         .merge(upload::routes())
         .merge(keys::routes())
         .merge(webhooks::routes())

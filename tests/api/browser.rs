@@ -754,3 +754,113 @@ async fn browser_an_indonesian_team_uploads_and_approves_in_their_language() {
     b.wait_text("form.filters", "Semua modul").await;
     b.close().await;
 }
+
+/// A CRM export: its headers are not the module's ("No. WA", "Kota"), one
+/// row has no WhatsApp number, another repeats one.
+const CRM_EXPORT: &str = "Nama Pelanggan,No. WA,Kota,Catatan\n\
+Budi Santoso,081234567801,Bandung,pelanggan lama\n\
+Siti Rahayu,,Surabaya,\n\
+Dewi Lestari,081234567803,Medan,minta katalog\n\
+Budi Kedua,081234567801,Bogor,\n";
+
+/// Issue 14 in the console: a file that does not fit is fixed on its Fix
+/// page (the columns mapped from the suggestions, a wrong cell corrected
+/// inline, a row left out), and the approver sees what the revisions
+/// changed before approving; the person who revised may not approve.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_a_crm_export_is_mapped_fixed_and_approved_from_the_fix_page() {
+    let app = spawn_app().await;
+    let sub = app.key("Budi Santoso", "submitter", &["*"]).await.0;
+    let reviser = app.key("Rina Kusuma", "approver", &["*"]).await.0;
+    let apr = app.key("Siti Rahayu", "approver", &["*"]).await.0;
+    let job = app.upload(&sub, "customers", "", CRM_EXPORT).await;
+    assert_eq!(job["problem"]["code"], "missing_columns", "{job}");
+    let id = job["id"].as_str().unwrap().to_string();
+    let b = Browser::start(&app.base, 1280, 900).await;
+
+    // The mapping screen: every header has its best column preselected,
+    // with why and the file's values.
+    b.sign_in(&reviser).await;
+    b.goto(&format!("/jobs/{id}")).await;
+    b.click("#fix-button").await;
+    b.wait_path(&format!("/jobs/{id}/fix")).await;
+    assert_eq!(b.value("#map-1").await, "customer_name");
+    assert_eq!(b.value("#map-2").await, "wa_number");
+    assert_eq!(b.value("#map-3").await, "city");
+    assert!(b.text("#map-2-why").await.contains("wa_number"));
+    assert!(b.text("#fix-mapping").await.contains("081234567801"));
+    b.shot("fix-mapping-1280").await;
+    b.click("#fix-revalidate").await;
+    b.wait_text("h1 .badge", "Failed").await;
+    let first = b.path().await;
+    assert_ne!(first, format!("/jobs/{id}"));
+    assert!(b.text("#revision").await.contains("No. WA"));
+
+    // The wrong cells, inline: the missing number typed in, the repeated
+    // one left out.
+    b.click("#fix-button").await;
+    b.wait_path(&format!("{first}/fix")).await;
+    assert_eq!(b.value("#cell-3-wa_number").await, "");
+    assert!(b.text("#fix-row-3").await.contains("wa_number"));
+    b.type_into("#cell-3-wa_number", "081234567802").await;
+    b.click("#exclude-5").await;
+    b.type_into("#fix-comment", "Nomor Siti dari CRM; Budi Kedua dobel.")
+        .await;
+    b.shot("fix-rows-1280").await;
+    b.client.set_window_size(390, 844).await.unwrap();
+    b.shot("fix-rows-390").await;
+    b.client.set_window_size(1280, 900).await.unwrap();
+    b.click("#fix-revalidate").await;
+    b.wait_text("h1 .badge", "Awaiting approval").await;
+    let second = b.path().await;
+    assert_ne!(second, first);
+    // Four-eyes: whoever revised does not approve.
+    assert_eq!(b.count("details.action-approve").await, 0);
+    assert!(b.text("section.actions").await.contains("four-eyes"));
+    b.sign_out().await;
+
+    // The approver reads what the revisions changed, and approves.
+    b.sign_in(&apr).await;
+    b.goto(&second).await;
+    let panel = b.text("#revision").await;
+    assert!(panel.contains("Revision 2 of"), "{panel}");
+    // (Read without the words only screen readers get.)
+    let read = |text: String| {
+        let words = ["\ngoes to\n", "was\n", "\n, becomes\n", "\n"];
+        words.iter().fold(text, |t, w| t.replace(w, " "))
+    };
+    let mapping = read(b.text("#revision-mapping").await);
+    assert!(
+        mapping.contains("No. WA → wa_number") && mapping.contains("Kota → city"),
+        "{mapping}"
+    );
+    let fixes = read(b.text("#revision-fixes").await);
+    assert!(
+        fixes.contains("Row 3 · wa_number:") && fixes.contains("empty → 081234567802"),
+        "{fixes}"
+    );
+    assert!(b.text("#revision-excluded").await.contains('5'));
+    assert!(b.text("#revision-revisers").await.contains("Ri***a"));
+    assert!(
+        b.text("#revision-comment")
+            .await
+            .contains("Budi Kedua dobel")
+    );
+    assert!(b.text("td.cell-fixed").await.contains("081234567802"));
+    b.shot("revision-approver-1280").await;
+    b.click("nav.tabs a[href*='action=excluded']").await;
+    b.wait_text("table.preview", "Budi Kedua").await;
+    b.goto(&second).await;
+    b.decide("approve", "").await;
+    b.wait_text("h1 .badge", "Committed").await;
+    let rows = app
+        .sql(&format!(
+            "SELECT customer_name, wa_number, city FROM {TABLE} ORDER BY wa_number"
+        ))
+        .await;
+    let names: Vec<_> = rows.iter().map(|r| r[0].clone().unwrap()).collect();
+    assert_eq!(names, ["Budi Santoso", "Siti Rahayu", "Dewi Lestari"]);
+    assert_eq!(rows[1][1].as_deref(), Some("081234567802"));
+    assert_eq!(rows[1][2].as_deref(), Some("Surabaya"));
+    b.close().await;
+}

@@ -799,3 +799,103 @@ async fn the_key_pages_speak_indonesian() {
         assert!(!html.contains(en), "{en}");
     }
 }
+
+/// The text of the `<select>` (or other element) whose id is `id`, up to
+/// its end tag.
+fn element<'h>(html: &'h str, id: &str, end: &str) -> &'h str {
+    let at = html
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no #{id}"));
+    let rest = &html[at..];
+    &rest[..rest.find(end).unwrap_or(rest.len())]
+}
+
+const CRM_EXPORT: &str = "Nama Pelanggan,No. WA,Kota,Catatan\n\
+Budi Santoso,081234567801,Bandung,pelanggan lama\n\
+Siti Rahayu,081234567802,Surabaya,\n";
+
+const ONE_WRONG: &str = "customer_name,wa_number,city,consumable_cycle_days\n\
+Budi Santoso,081234567801,Bandung,30\n\
+Siti Rahayu,081234567802,Surabaya,tiga puluh\n";
+
+/// The Fix page sends what a person entered to the service's revision;
+/// when the service refuses it (`422`), the page comes back with the
+/// message beside what it names and everything entered still there, and
+/// no job is made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fix_page_keeps_what_was_entered_when_the_service_refuses_it() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let invalid = app.upload(&sub, "customers", "", CRM_EXPORT).await;
+    assert_eq!(invalid["problem"]["code"], "missing_columns");
+    let failed = app.upload(&sub, "customers", "", ONE_WRONG).await;
+    assert_eq!(failed["state"], "failed");
+    let jobs = app.count("ig_jobs").await;
+    let mut s = Console::new(&app);
+    s.sign_in(&sub).await;
+
+    // Two headers mapped to one column.
+    let id = invalid["id"].as_str().unwrap();
+    let html = s.page(&format!("/jobs/{id}")).await;
+    assert!(
+        html.contains(&format!("href=\"/jobs/{id}/fix\"")),
+        "Fix offered"
+    );
+    let html = s.page(&format!("/jobs/{id}/fix")).await;
+    assert!(element(&html, "map-2", "</select>").contains("value=\"wa_number\" selected"));
+    let csrf = csrf_of(&html);
+    let form = [
+        ("_csrf", csrf.as_str()),
+        ("map-1", "customer_name"),
+        ("map-2", "customer_name"),
+        ("map-3", "city"),
+        ("map-4", ""),
+        ("comment", "dari ekspor CRM"),
+    ];
+    let resp = s.post(&format!("/jobs/{id}/fix"), &form).await;
+    assert_eq!(resp.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = resp.text().await.unwrap();
+    let mapping = element(&html, "fix-mapping", "</section>");
+    assert!(mapping.contains("class=\"field-error\""), "{mapping}");
+    assert!(mapping.contains("customer_name"), "{mapping}");
+    assert!(element(&html, "map-2", "</select>").contains("value=\"customer_name\" selected"));
+    assert!(element(&html, "fix-comment", "</textarea>").contains("dari ekspor CRM"));
+
+    // A fixed cell too long for a cell, on a failed job.
+    let id = failed["id"].as_str().unwrap();
+    let html = s.page(&format!("/jobs/{id}/fix")).await;
+    let cell = element(&html, "cell-3-consumable_cycle_days", ">");
+    assert!(cell.contains("value=\"tiga puluh\""), "{cell}");
+    let long = "3".repeat(70_000);
+    let form = [
+        ("_csrf", csrf.as_str()),
+        ("cell-3-consumable_cycle_days", long.as_str()),
+        ("orig-3-consumable_cycle_days", "tiga puluh"),
+        ("exclude", "3"),
+    ];
+    let resp = s.post(&format!("/jobs/{id}/fix"), &form).await;
+    assert_eq!(resp.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = resp.text().await.unwrap();
+    let row = element(&html, "fix-row-3", "</tr>");
+    assert!(row.contains(&long), "the value is kept");
+    assert!(
+        row.contains("class=\"field-error\""),
+        "{}",
+        &row[row.len() - 400..]
+    );
+    assert!(row.contains("at most 65536 bytes"));
+    assert!(element(&html, "exclude-3", ">").contains("checked"));
+
+    // The page in Indonesian.
+    s.speak("id");
+    let html = s.page(&format!("/jobs/{id}/fix")).await;
+    assert!(html.contains("Baris dengan kesalahan") && html.contains("Validasi ulang"));
+
+    // Nothing was made, nothing was revised.
+    assert_eq!(app.count("ig_jobs").await, jobs);
+    for job in [&invalid, &failed] {
+        let now = app.job(&sub, job["id"].as_str().unwrap()).await;
+        assert_eq!(now["revised_as"], serde_json::Value::Null, "{now}");
+        assert_eq!(now["state"], job["state"]);
+    }
+}
