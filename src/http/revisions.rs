@@ -34,6 +34,13 @@ pub fn routes() -> OpenApiRouter<Arc<App>> {
 /// What a revision changes; every member is optional.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({
+    "mapping": {"Nama Pelanggan": "customer_name", "No. WA": "wa_number", "Catatan": null},
+    "fixes": [{"row": 4, "column": "consumable_cycle_days", "value": "30"}],
+    "exclude": [7, 12],
+    "remember_mapping": true,
+    "comment": "header from the CRM export"
+}))]
 pub struct RevisionBody {
     /// The file's headers, as written, → module columns (null: leave the
     /// column out).
