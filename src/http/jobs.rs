@@ -223,26 +223,7 @@ async fn preview(
     }))
 }
 
-/// Cells a spreadsheet could run as a formula get a leading apostrophe.
-/// Spreadsheets skip spaces (a no-break space too) before `=`, read the
-/// fullwidth signs as the ASCII ones, and split a cell at `;` or `,` when
-/// that is the list separator of the locale that opens it (Indonesian Excel
-/// splits at `;`): so any part of the cell that starts, after white space,
-/// with a formula sign makes the cell dangerous.
-pub fn neutralise(cell: &str) -> String {
-    let formula = |part: &str| {
-        matches!(
-            part.trim_start().chars().next(),
-            Some('=' | '+' | '-' | '@' | '＝' | '＋' | '－' | '＠')
-        )
-    };
-    let dangerous = cell.starts_with(['\t', '\r']) || cell.split([';', ',', '\t']).any(formula);
-    if dangerous {
-        format!("'{cell}")
-    } else {
-        cell.to_string()
-    }
-}
+pub use crate::service::formula::neutralise;
 
 /// The formats of the errors report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -454,34 +435,6 @@ async fn events(
     let people = People(&names);
     let events = list.iter().map(|e| EventView::new(e, &people)).collect();
     Ok(Json(EventList { events }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::neutralise;
-
-    #[test]
-    fn every_way_a_spreadsheet_finds_a_formula_is_neutralised() {
-        for cell in [
-            "=1+1",
-            "+1",
-            "-1",
-            "@SUM(A1)",
-            "\t=1",
-            "\r=1",
-            " =1+1",
-            "\u{a0}=1+1",
-            "＝1+1",
-            ";=1+1",
-            "a;=HYPERLINK(\"x\")",
-            "a, =1",
-        ] {
-            assert_eq!(neutralise(cell), format!("'{cell}"), "{cell:?}");
-        }
-        for cell in ["1+1", "Budi Santoso", "0812-3456", "a;b", ""] {
-            assert_eq!(neutralise(cell), cell);
-        }
-    }
 }
 
 /// The optional `{"comment": "..."}` body of a gate move (and of a

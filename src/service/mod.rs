@@ -24,6 +24,7 @@
 pub mod audit;
 pub mod error;
 pub mod events;
+pub mod formula;
 pub mod gate;
 pub mod jobs;
 pub mod key_requests;
