@@ -34,6 +34,7 @@ pub mod mapping;
 pub mod modules;
 pub mod retention;
 pub mod revisions;
+pub mod rows_file;
 pub mod seal;
 pub mod sessions;
 pub mod uploads;
