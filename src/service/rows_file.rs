@@ -5,23 +5,33 @@
 //! transport's; what the file says, and what it changes, is decided here
 //! so that every front door reads it the same way.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::io::Cursor;
 
+use bytes::Bytes;
 use serde_json::Value as Json;
 
-use super::{App, Error, Result};
-use crate::ledger::Job;
+use super::formula::restore;
+use super::revisions::MAX_FIXES;
+use super::{App, Error, Result, jobs, uploads};
+use crate::catalog::Module;
+use crate::ingest::{self, Cell, FileError, Format, RawRow, RowSource};
+use crate::keys::KeyRecord;
+use crate::ledger::revision::Changes;
+use crate::ledger::{Fix, Job};
 use crate::store::rows::{self, Notes, StoredRow};
 use crate::store::stage::Stage;
-use crate::validate::RowError;
+use crate::validate::{RowError, header_names, normalize_header};
 
 /// The file's first column: the row number as the errors name it.
 pub const ROW: &str = "row";
-/// The file's last column: the row's messages.
+/// The file's last column: the row's messages. Ignored when it comes back.
 pub const ERRORS: &str = "errors";
 
 /// Failing rows a report page reads at a time.
 const PAGE: i64 = 1000;
+/// Lines of a corrected file compared with the staged rows at a time.
+const CHUNK: usize = 500;
 
 /// One failing row as the job read it.
 pub struct ErroredRow {
@@ -167,9 +177,281 @@ fn staged_text(value: Option<&Json>) -> String {
     }
 }
 
+/// A corrected errored-rows file as received.
+pub struct RowsFile {
+    /// CSV or a spreadsheet (the bytes decide between XLSX, XLS and ODS).
+    pub format: Format,
+    /// CSV: the `charset` the request named (UTF-8, BOM honoured, else).
+    pub encoding: Option<String>,
+    pub body: Bytes,
+}
+
+/// The fixes a corrected errored-rows file makes to `job_id`: for each
+/// line, each non-empty cell of a module column whose text is not what
+/// the job read for that row (a round trip fixes only what was edited).
+/// The `errors` column is ignored; a cell neutralised on the way out reads
+/// back as its value. The file is read with the upload's readers
+/// (encoding, BOM, separator, Excel date cells) and compared a chunk of
+/// lines at a time. Refused with the member named: no `row` first column
+/// (`row`), a row that is not a whole number (`row`, with the line), a
+/// header that names no column (that header), more fixes than a revision
+/// may carry (`fixes`), no fix at all (`fixes`). Rows the job does not
+/// have are left for [`super::revisions::revise`] to refuse.
+pub async fn changes_from_rows_file(
+    app: &App,
+    actor: &KeyRecord,
+    job_id: &str,
+    file: RowsFile,
+) -> Result<Changes> {
+    let job = jobs::get(app, actor, job_id).await?;
+    let module = uploads::target(app, actor, &job.module)?;
+    let stage = staged(app, &job).await?;
+    let source = open(app, file).await?;
+    let layout = layout(module, &source.header)?;
+    let mut fixes = Vec::new();
+    let mut source = Some(source);
+    while let Some(open) = source.take() {
+        let (rest, lines) = next_chunk(open).await?;
+        if lines.is_empty() {
+            break;
+        }
+        source = Some(rest);
+        chunk_fixes(app, module, stage.as_ref(), &layout, &lines, &mut fixes).await?;
+        if fixes.len() > MAX_FIXES {
+            return Err(Error::invalid(
+                "fixes",
+                format!(
+                    "a revision fixes at most {MAX_FIXES} cells and this file changes more; \
+                     upload a corrected file instead"
+                ),
+            ));
+        }
+    }
+    if fixes.is_empty() {
+        return Err(Error::invalid(
+            "fixes",
+            "the file fixes no cell: each cell is empty or as the job read it",
+        ));
+    }
+    Ok(Changes {
+        fixes,
+        ..Changes::default()
+    })
+}
+
+/// Opens the file with the upload's readers, on a blocking thread (the
+/// spreadsheet readers hand their header over from a thread of their own).
+async fn open(app: &App, file: RowsFile) -> Result<RowSource> {
+    let prefix = &file.body[..file.body.len().min(4096)];
+    let format = file.format.refine(prefix);
+    let options = ingest::Options {
+        delimiter: None,
+        max_cell_bytes: app.settings.limits.cell_bytes,
+        max_columns: app.settings.limits.columns,
+        encoding: file.encoding,
+        sheet: None,
+    };
+    let body = Box::new(Cursor::new(file.body));
+    tokio::task::spawn_blocking(move || ingest::open(format, body, &options))
+        .await
+        .map_err(Error::internal)?
+        .map_err(unreadable)
+}
+
+/// The next lines of the file (none at its end), read on a blocking thread.
+async fn next_chunk(mut source: RowSource) -> Result<(RowSource, Vec<RawRow>)> {
+    let (source, lines) = tokio::task::spawn_blocking(move || {
+        let lines: std::result::Result<Vec<RawRow>, FileError> =
+            source.rows.by_ref().take(CHUNK).collect();
+        (source, lines)
+    })
+    .await
+    .map_err(Error::internal)?;
+    Ok((source, lines.map_err(unreadable)?))
+}
+
+fn unreadable(e: FileError) -> Error {
+    Error::invalid("body", format!("the file could not be read: {e}"))
+}
+
+/// The catalog column of each of the file's columns; `None` for `row`,
+/// `errors` and columns without a header. Headers match as an upload's do
+/// (case, spaces, aliases).
+fn layout(module: &Module, header: &[String]) -> Result<Vec<Option<usize>>> {
+    let first = header.first().map(String::as_str).unwrap_or("");
+    if normalize_header(first) != ROW {
+        return Err(Error::invalid(
+            ROW,
+            format!(
+                "the first column must be `row`, the row number as the errors name it; \
+                 this file's first column is {first:?}"
+            ),
+        ));
+    }
+    let names = header_names(module);
+    let mut seen = HashSet::new();
+    let mut layout = vec![None];
+    for h in &header[1..] {
+        let norm = normalize_header(h);
+        if norm.is_empty() || norm == ERRORS {
+            layout.push(None);
+            continue;
+        }
+        let Some(&(col, _)) = names.get(&norm) else {
+            return Err(Error::invalid(
+                h.trim(),
+                format!(
+                    "{h:?} is not a column of {}; a corrected errored-rows file has `row`, \
+                     columns of the module and `errors`",
+                    module.key
+                ),
+            ));
+        };
+        if !seen.insert(col) {
+            return Err(Error::invalid(
+                h.trim(),
+                format!("two columns of the file name {}", module.columns[col].name),
+            ));
+        }
+        layout.push(Some(col));
+    }
+    Ok(layout)
+}
+
+/// Adds the fixes of some lines of the file, compared with the rows the
+/// job staged under their row numbers.
+async fn chunk_fixes(
+    app: &App,
+    module: &Module,
+    stage: Option<&Stage<'_>>,
+    layout: &[Option<usize>],
+    lines: &[RawRow],
+    fixes: &mut Vec<Fix>,
+) -> Result<()> {
+    let mut numbered = Vec::with_capacity(lines.len());
+    for line in lines {
+        if let Some(row) = row_number(line, layout)? {
+            numbered.push((row, line));
+        }
+    }
+    let wanted: Vec<i64> = numbered.iter().map(|&(row, _)| row as i64).collect();
+    let staged: HashMap<i64, StoredRow> = match stage {
+        Some(stage) => {
+            let mut c = app.db.acquire().await?;
+            let found = rows::rows_numbered(&mut c.conn(), stage, &wanted).await?;
+            found.into_iter().map(|r| (r.row_no, r)).collect()
+        }
+        None => HashMap::new(),
+    };
+    for (row, line) in numbered {
+        let read = staged.get(&(row as i64));
+        for (pos, col) in layout.iter().enumerate() {
+            let (Some(col), Some(cell)) = (col, line.cells.get(pos)) else {
+                continue;
+            };
+            let column = &module.columns[*col].name;
+            let Some(text) = fix_text(cell, line.row, column)? else {
+                continue;
+            };
+            if read.is_some_and(|r| staged_text(r.vals.get(column)) == text) {
+                continue;
+            }
+            fixes.push(Fix {
+                row,
+                column: column.clone(),
+                value: Some(text),
+                was: None,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The row a line fixes; `None` for a line with nothing to fix.
+fn row_number(line: &RawRow, layout: &[Option<usize>]) -> Result<Option<u64>> {
+    let text = line.cells.first().map(Cell::plain_text).unwrap_or_default();
+    let text = text.trim();
+    let nothing = || {
+        (line.cells.iter().zip(layout).skip(1))
+            .all(|(cell, col)| col.is_none() || cell.plain_text().trim().is_empty())
+    };
+    match text.parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ if text.is_empty() && nothing() => Ok(None),
+        _ => Err(Error::invalid(
+            ROW,
+            format!(
+                "line {}: row must be a whole number from 1, got {text:?}",
+                line.row
+            ),
+        )),
+    }
+}
+
+/// A cell's text as a fix: `None` when empty (an empty cell fixes
+/// nothing; a JSON revision's `null` empties a cell), the value a
+/// neutralised cell held, and never a spreadsheet error.
+fn fix_text(cell: &Cell, line: u64, column: &str) -> Result<Option<String>> {
+    if let Cell::Error(e) = cell {
+        return Err(Error::invalid(
+            column,
+            format!("line {line}: {column} holds the spreadsheet error {e}, which is no value"),
+        ));
+    }
+    let text = cell.plain_text();
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(restore(&text).to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::formula::neutralise;
+
+    fn line(row: u64, cells: &[&str]) -> RawRow {
+        RawRow {
+            row,
+            cells: cells
+                .iter()
+                .map(|c| match *c {
+                    "" => Cell::Empty,
+                    c => Cell::Text(c.to_string()),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_neutralised_cell_reads_back_as_the_value_it_was() {
+        for value in ["=HYPERLINK(\"x\")", "-12", "@home", "Bandung; =1"] {
+            let cell = Cell::Text(neutralise(value));
+            assert_eq!(fix_text(&cell, 2, "city").unwrap().as_deref(), Some(value));
+        }
+        let own = Cell::Text("'90s".into());
+        assert_eq!(fix_text(&own, 2, "city").unwrap().as_deref(), Some("'90s"));
+        assert_eq!(fix_text(&Cell::Text("  ".into()), 2, "city").unwrap(), None);
+        let error = fix_text(&Cell::Error("#N/A".into()), 4, "city").unwrap_err();
+        assert!(error.to_string().contains("line 4"), "{error}");
+    }
+
+    #[test]
+    fn rows_are_whole_numbers_and_empty_lines_fix_nothing() {
+        let layout = [None, Some(0), None];
+        assert_eq!(
+            row_number(&line(2, &["3", "x", ""]), &layout).unwrap(),
+            Some(3)
+        );
+        assert_eq!(
+            row_number(&line(3, &["", "", "msg"]), &layout).unwrap(),
+            None
+        );
+        for bad in ["abc", "0", "2.5", "-1", ""] {
+            let e = row_number(&line(3, &[bad, "x"]), &layout).unwrap_err();
+            assert!(e.to_string().contains("line 3"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn messages_lose_the_place_the_file_already_shows() {
