@@ -21,7 +21,7 @@ use super::views::{CommentBody, ErrorsPage, EventList, EventView, JobList, JobVi
 use crate::ledger::job::People;
 use crate::ledger::{Job, JobState, Move};
 use crate::service::modules::XLSX_TYPE;
-use crate::service::{App, gate, jobs};
+use crate::service::{App, gate, jobs, rows_file};
 use crate::validate::RowAction;
 
 pub fn routes() -> OpenApiRouter<Arc<App>> {
@@ -223,26 +223,7 @@ async fn preview(
     }))
 }
 
-/// Cells a spreadsheet could run as a formula get a leading apostrophe.
-/// Spreadsheets skip spaces (a no-break space too) before `=`, read the
-/// fullwidth signs as the ASCII ones, and split a cell at `;` or `,` when
-/// that is the list separator of the locale that opens it (Indonesian Excel
-/// splits at `;`): so any part of the cell that starts, after white space,
-/// with a formula sign makes the cell dangerous.
-pub fn neutralise(cell: &str) -> String {
-    let formula = |part: &str| {
-        matches!(
-            part.trim_start().chars().next(),
-            Some('=' | '+' | '-' | '@' | '＝' | '＋' | '－' | '＠')
-        )
-    };
-    let dangerous = cell.starts_with(['\t', '\r']) || cell.split([';', ',', '\t']).any(formula);
-    if dangerous {
-        format!("'{cell}")
-    } else {
-        cell.to_string()
-    }
-}
+pub use crate::service::formula::neutralise;
 
 /// The formats of the errors report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -253,20 +234,34 @@ enum ReportFormat {
     Xlsx,
 }
 
+/// The shapes of the errors report: one line an error, or one line a
+/// failing row (API.md section 11).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Layout {
+    #[default]
+    Errors,
+    Rows,
+}
+
 #[derive(Debug, Deserialize)]
 struct ErrorsParams {
     format: Option<ReportFormat>,
+    layout: Option<Layout>,
     offset: Option<i64>,
     limit: Option<i64>,
 }
 
 /// The job's row errors: JSON pages, or the whole report as CSV or XLSX
 /// (`?format=`, or `Accept`). Report cells that a spreadsheet would run
-/// as a formula are neutralised.
+/// as a formula are neutralised. `?layout=rows` (CSV or XLSX only) is the
+/// errored-rows file of API.md section 11: one line a failing row, as the
+/// job read it, to correct and send back as a revision.
 #[utoipa::path(get, path = "/api/jobs/{id}/errors", operation_id = "get_errors", tag = "jobs",
     params(
         ("id" = String, Path, description = "The job's id (`job_…`)"),
         ("format" = Option<String>, Query, description = "`json` (the default), `csv` or `xlsx`", pattern = "^(json|csv|xlsx)$"),
+        ("layout" = Option<String>, Query, description = "`errors` (the default): one line an error (`row`, `column`, `value`, `code`, `message`); `rows`: one line a failing row (`row`, the columns the job's file gave as the job read them, `errors`: the row's messages), CSV or XLSX only; in XLSX each wrong cell is highlighted and carries its messages as a note. Corrected, the file is a revision's body (`POST /api/jobs/{id}/revisions`)", pattern = "^(errors|rows)$"),
         ("offset" = Option<i64>, Query, description = "JSON: errors to skip (default 0)", minimum = 0),
         ("limit" = Option<i64>, Query, description = "JSON: errors a page (default 1000)", minimum = 0, maximum = 10000),
         ("Accept" = Option<String>, Header, description = "`text/csv` or the XLSX type asks for that report when `format` is not given"),
@@ -276,10 +271,11 @@ struct ErrorsParams {
             (ErrorsPage = "application/json"),
             (String = "text/csv"),
             (Binary = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
-        ), headers(("Content-Disposition" = String, description = "CSV and XLSX: `attachment; filename=\"errors.{ext}\"`"))),
+        ), headers(("Content-Disposition" = String, description = "CSV and XLSX: `attachment; filename=\"errors.{ext}\"` (`errored-rows.{ext}` with `layout=rows`)"))),
         (status = 403, description = "`forbidden`: outside the key's module scope"),
         (status = 404, description = "`not_found`: no such job"),
-        (status = 422, description = "`invalid_parameter`"),
+        (status = 410, description = "`layout=rows`: `purged`, the job's staged rows were purged (API.md section 10); `revised`, the job handed its rows to its revision"),
+        (status = 422, description = "`invalid_parameter`; `layout=rows` without `format=csv|xlsx` names `layout`"),
     ))]
 async fn errors(
     State(app): State<Arc<App>>,
@@ -299,6 +295,16 @@ async fn errors(
         None if accept.contains("text/csv") => ReportFormat::Csv,
         None => ReportFormat::Json,
     };
+    if q.layout == Some(Layout::Rows) {
+        return match wanted {
+            ReportFormat::Csv => rows_csv(app, job).await,
+            ReportFormat::Xlsx => rows_xlsx(&app, &job).await,
+            ReportFormat::Json => Err(Problem::invalid_parameter(
+                "layout",
+                "layout=rows is a file to correct in a spreadsheet: ask for format=csv or format=xlsx",
+            )),
+        };
+    }
     match wanted {
         ReportFormat::Csv => return Ok(errors_csv(app, job)),
         ReportFormat::Xlsx => return errors_xlsx(&app, &job).await,
@@ -319,43 +325,70 @@ async fn errors(
 /// Excel's last row: a report longer than this ends with a note.
 const XLSX_MAX_ROWS: u32 = 1_048_575;
 
-/// The whole error report as XLSX. Cells are written as strings, never as
-/// formulas, so a spreadsheet shows `=HYPERLINK(…)` as the text the file
-/// held and runs nothing; the values stay exactly as in the other reports.
-/// Rows go to a temporary file as they are written (rust_xlsxwriter's
-/// constant-memory mode); only the compressed result is held to send.
-async fn errors_xlsx(app: &App, job: &Job) -> ApiResult<Response> {
+/// A workbook with one sheet, written row by row to a temporary file
+/// (rust_xlsxwriter's constant-memory mode), its header in bold.
+fn report_book(name: &str, header: &[&str]) -> ApiResult<rust_xlsxwriter::Workbook> {
     use rust_xlsxwriter::{Format, Workbook};
     let mut book = Workbook::new();
     let sheet = book
         .add_worksheet_with_constant_memory()
         .map_err(Problem::internal)?;
-    sheet.set_name("errors").map_err(Problem::internal)?;
+    sheet.set_name(name).map_err(Problem::internal)?;
     let bold = Format::new().set_bold();
-    for (col, name) in ["row", "column", "value", "code", "message"]
-        .iter()
-        .enumerate()
-    {
+    for (col, name) in header.iter().enumerate() {
         sheet
             .write_string_with_format(0, col as u16, *name, &bold)
             .map_err(Problem::internal)?;
     }
+    Ok(book)
+}
+
+/// The last row's note of a report longer than a sheet.
+fn cut_note(sheet: &mut rust_xlsxwriter::Worksheet, note: String) -> ApiResult<()> {
+    sheet
+        .write_string(XLSX_MAX_ROWS, 0, note)
+        .map_err(Problem::internal)?;
+    Ok(())
+}
+
+/// The finished workbook as a download; only the compressed result is
+/// held to send.
+async fn xlsx_download(
+    mut book: rust_xlsxwriter::Workbook,
+    file_name: &str,
+) -> ApiResult<Response> {
+    let body = tokio::task::spawn_blocking(move || book.save_to_buffer())
+        .await
+        .map_err(Problem::internal)?
+        .map_err(Problem::internal)?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, XLSX_TYPE.to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{file_name}\""),
+            ),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+/// The whole error report as XLSX. Cells are written as strings, never as
+/// formulas, so a spreadsheet shows `=HYPERLINK(…)` as the text the file
+/// held and runs nothing; the values stay exactly as in the other reports.
+async fn errors_xlsx(app: &App, job: &Job) -> ApiResult<Response> {
+    let mut book = report_book("errors", &["row", "column", "value", "code", "message"])?;
+    let sheet = book.worksheet_from_index(0).map_err(Problem::internal)?;
     let mut row = 1u32;
     let mut written = 0i64;
     let mut pages = jobs::error_pages(app, job);
     'pages: while let Some((total, list)) = pages.next().await? {
         for e in &list {
             if row > XLSX_MAX_ROWS {
-                sheet
-                    .write_string(
-                        XLSX_MAX_ROWS,
-                        0,
-                        format!(
-                            "{} more errors: download the CSV report for all {total}",
-                            total - written
-                        ),
-                    )
-                    .map_err(Problem::internal)?;
+                let more = total - written;
+                let note = format!("{more} more errors: download the CSV report for all {total}");
+                cut_note(sheet, note)?;
                 break 'pages;
             }
             sheet
@@ -369,70 +402,183 @@ async fn errors_xlsx(app: &App, job: &Job) -> ApiResult<Response> {
             written += 1;
         }
     }
-    let body = tokio::task::spawn_blocking(move || book.save_to_buffer())
-        .await
-        .map_err(Problem::internal)?
-        .map_err(Problem::internal)?;
-    Ok((
+    xlsx_download(book, "errors.xlsx").await
+}
+
+/// Wrong cells of the errored-rows workbook that carry their messages as
+/// a note: notes are held in memory until the workbook is saved, so past
+/// this many the cells are only highlighted (the `errors` column still
+/// says everything).
+const MAX_NOTES: usize = 10_000;
+
+/// The errored-rows file as XLSX (API.md section 11): strings, never
+/// formulas, as in the error report (a string cell runs nothing, so it is
+/// not neutralised, and reads back as it was); each wrong cell filled and
+/// carrying its messages as a note; a last `errors` column with all of the
+/// row's messages, those that name no cell of the file too.
+async fn rows_xlsx(app: &App, job: &Job) -> ApiResult<Response> {
+    use rust_xlsxwriter::{Color, Format, Note};
+    let mut pages = rows_file::errored_rows(app, job).await?;
+    let header = rows_header(&pages.columns);
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut book = report_book("errored rows", &header)?;
+    let sheet = book.worksheet_from_index(0).map_err(Problem::internal)?;
+    let wrong = Format::new().set_background_color(Color::RGB(0xFFC7CE));
+    let last = pages.columns.len() as u16 + 1;
+    let (mut row, mut notes) = (1u32, 0usize);
+    'pages: while let Some(list) = pages.next().await? {
+        for r in &list {
+            if row > XLSX_MAX_ROWS {
+                let note = "more failing rows than a sheet holds: download the CSV \
+                            (format=csv&layout=rows) for all of them";
+                cut_note(sheet, note.to_string())?;
+                break 'pages;
+            }
+            sheet
+                .write_number(row, 0, r.row as f64)
+                .and_then(|s| s.write_string(row, last, &r.errors))
+                .map_err(Problem::internal)?;
+            for (k, (text, note)) in r.cells.iter().zip(&r.notes).enumerate() {
+                let col = k as u16 + 1;
+                let Some(note) = note else {
+                    sheet
+                        .write_string(row, col, text)
+                        .map_err(Problem::internal)?;
+                    continue;
+                };
+                sheet
+                    .write_string_with_format(row, col, text, &wrong)
+                    .map_err(Problem::internal)?;
+                if notes < MAX_NOTES {
+                    let note = Note::new(note).add_author_prefix(false);
+                    sheet
+                        .insert_note(row, col, &note)
+                        .map_err(Problem::internal)?;
+                    notes += 1;
+                }
+            }
+            row += 1;
+        }
+    }
+    xlsx_download(book, "errored-rows.xlsx").await
+}
+
+/// `row`, the columns, `errors`.
+fn rows_header(columns: &[String]) -> Vec<String> {
+    let mut header = vec![rows_file::ROW.to_string()];
+    header.extend(columns.iter().cloned());
+    header.push(rows_file::ERRORS.to_string());
+    header
+}
+
+/// Where the task writing a CSV download sends its pages.
+struct CsvSink(tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>);
+
+impl CsvSink {
+    /// Sends records as one chunk; false once the client has gone.
+    async fn records<R: IntoIterator<Item = Vec<String>>>(&self, records: R) -> bool {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        for r in records {
+            let _ = w.write_record(r);
+        }
+        let bytes = w.into_inner().unwrap_or_default();
+        bytes.is_empty() || self.0.send(Ok(Bytes::from(bytes))).await.is_ok()
+    }
+
+    /// Ends the download cut short: the client sees the body fail.
+    async fn fail(&self, e: impl std::fmt::Display) {
+        let _ = self.0.send(Err(std::io::Error::other(e.to_string()))).await;
+    }
+}
+
+/// A CSV download streamed as a task sends it: the sink, and the answer.
+fn csv_download(file_name: &str) -> (CsvSink, Response) {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    let response = (
         [
-            (header::CONTENT_TYPE, XLSX_TYPE.to_string()),
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
             (
                 header::CONTENT_DISPOSITION,
-                "attachment; filename=\"errors.xlsx\"".to_string(),
+                format!("attachment; filename=\"{file_name}\""),
             ),
         ],
-        body,
+        Body::from_stream(stream),
     )
-        .into_response())
+        .into_response();
+    (CsvSink(tx), response)
 }
 
 /// The whole error report as CSV, streamed page by page.
 fn errors_csv(app: Arc<App>, job: Job) -> Response {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+    let (sink, response) = csv_download("errors.csv");
     tokio::spawn(async move {
-        let mut head = csv::Writer::from_writer(Vec::new());
-        let _ = head.write_record(["row", "column", "value", "code", "message"]);
-        let mut chunk = head.into_inner().unwrap_or_default();
+        let head = ["row", "column", "value", "code", "message"].map(String::from);
+        if !sink.records([head.to_vec()]).await {
+            return;
+        }
         let mut pages = jobs::error_pages(&app, &job);
         loop {
             let list = match pages.next().await {
                 Ok(Some((_, list))) => list,
                 Ok(None) => return,
-                Err(e) => {
-                    let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
-                    return;
-                }
+                Err(e) => return sink.fail(e).await,
             };
-            let mut w = csv::Writer::from_writer(std::mem::take(&mut chunk));
-            for e in &list {
-                let _ = w.write_record([
+            let records = list.iter().map(|e| {
+                vec![
                     e.row.to_string(),
                     neutralise(e.column.as_deref().unwrap_or("")),
                     neutralise(e.value.as_deref().unwrap_or("")),
                     e.code.clone(),
                     neutralise(&e.message),
-                ]);
-            }
-            let bytes = w.into_inner().unwrap_or_default();
-            if !bytes.is_empty() && tx.send(Ok(Bytes::from(bytes))).await.is_err() {
+                ]
+            });
+            if !sink.records(records).await {
                 return;
             }
         }
     });
-    let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
+    response
+}
+
+/// The errored-rows file as CSV (API.md section 11), streamed page by
+/// page; every cell neutralised (section 5), the `errors` column too.
+async fn rows_csv(app: Arc<App>, job: Job) -> ApiResult<Response> {
+    // Asked first, so a purged or revised job is a problem, not a cut body.
+    let columns = rows_file::errored_rows(&app, &job).await?.columns;
+    let (sink, response) = csv_download("errored-rows.csv");
+    tokio::spawn(async move {
+        let head = rows_header(&columns)
+            .iter()
+            .map(|h| neutralise(h))
+            .collect();
+        if !sink.records([head]).await {
+            return;
+        }
+        let mut pages = match rows_file::errored_rows(&app, &job).await {
+            Ok(pages) => pages,
+            Err(e) => return sink.fail(e).await,
+        };
+        loop {
+            let list = match pages.next().await {
+                Ok(Some(list)) => list,
+                Ok(None) => return,
+                Err(e) => return sink.fail(e).await,
+            };
+            let records = list.iter().map(|r| {
+                let mut record = vec![r.row.to_string()];
+                record.extend(r.cells.iter().map(|c| neutralise(c)));
+                record.push(neutralise(&r.errors));
+                record
+            });
+            if !sink.records(records).await {
+                return;
+            }
+        }
     });
-    (
-        [
-            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
-            (
-                header::CONTENT_DISPOSITION,
-                "attachment; filename=\"errors.csv\"".to_string(),
-            ),
-        ],
-        Body::from_stream(stream),
-    )
-        .into_response()
+    Ok(response)
 }
 
 /// The job's ledger: every move with its actor (masked), time and comment.
@@ -454,34 +600,6 @@ async fn events(
     let people = People(&names);
     let events = list.iter().map(|e| EventView::new(e, &people)).collect();
     Ok(Json(EventList { events }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::neutralise;
-
-    #[test]
-    fn every_way_a_spreadsheet_finds_a_formula_is_neutralised() {
-        for cell in [
-            "=1+1",
-            "+1",
-            "-1",
-            "@SUM(A1)",
-            "\t=1",
-            "\r=1",
-            " =1+1",
-            "\u{a0}=1+1",
-            "＝1+1",
-            ";=1+1",
-            "a;=HYPERLINK(\"x\")",
-            "a, =1",
-        ] {
-            assert_eq!(neutralise(cell), format!("'{cell}"), "{cell:?}");
-        }
-        for cell in ["1+1", "Budi Santoso", "0812-3456", "a;b", ""] {
-            assert_eq!(neutralise(cell), cell);
-        }
-    }
 }
 
 /// The optional `{"comment": "..."}` body of a gate move (and of a

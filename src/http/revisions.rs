@@ -7,25 +7,36 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
 use utoipa_axum::routes;
 
 use super::auth::Caller;
+use super::openapi::Binary;
 use super::problem::{ApiResult, Problem};
 use super::views::JobView;
+use crate::ingest::{Declared, Format};
 use crate::ledger::Fix;
 use crate::ledger::revision::Changes;
 use crate::service::mapping::{MappingView, SavedView};
-use crate::service::{App, mapping as mappings, revisions};
+use crate::service::rows_file::{self, RowsFile};
+use crate::service::uploads::Declaration;
+use crate::service::{App, Error as ServiceError, mapping as mappings, revisions};
+
+/// Most bytes a corrected errored-rows file may have: people send back
+/// the whole file they downloaded, thousands of rows, not only the ones
+/// they fixed. It is held in memory while it is compared.
+const ROWS_FILE_BYTES: usize = 32 << 20;
+/// Most bytes of a JSON revision: 10,000 fixes fit many times over.
+const JSON_BYTES: usize = 2 << 20;
 
 pub fn routes() -> OpenApiRouter<Arc<App>> {
     OpenApiRouter::new()
-        .routes(routes!(revise))
+        .routes(routes!(revise).layer(axum::extract::DefaultBodyLimit::max(ROWS_FILE_BYTES)))
         .routes(routes!(mapping))
         .routes(routes!(saved_mappings))
         .routes(routes!(forget_mapping))
@@ -132,26 +143,62 @@ fn parse(body: &[u8]) -> ApiResult<Changes> {
     })
 }
 
+/// The errored-rows file a body is, by its `Content-Type` (a CSV or a
+/// spreadsheet type of the upload's); `None` for JSON, which is also what
+/// a body without a type (or of another type) is taken to be.
+fn rows_file_of(headers: &HeaderMap, body: Bytes) -> Option<RowsFile> {
+    let declared = Declaration::from_headers(|name| headers.get(name)?.to_str().ok()).ok()?;
+    match declared.declared {
+        Declared::Format(Format::Json | Format::Ndjson) => None,
+        Declared::Format(format) => Some(RowsFile {
+            format,
+            encoding: declared.charset,
+            body,
+        }),
+        Declared::Sniff | Declared::Multipart => None,
+    }
+}
+
 /// Revises a job: a new job over the same file with the mapping, fixes
 /// and exclusions (its own on top of those it inherits), validated again.
+/// The body is JSON, or the job's errored-rows file (`GET
+/// /api/jobs/{id}/errors?layout=rows`) corrected: CSV (`text/csv`, …) or
+/// a spreadsheet, whose first column is `row`; each non-empty cell that
+/// differs from what the job read is a fix, the `errors` column is
+/// ignored, a neutralised cell reads back as its value.
 #[utoipa::path(post, path = "/api/jobs/{id}/revisions", tag = "jobs", operation_id = "revise_job",
     params(("id" = String, Path, description = "The job to revise (`job_…`)")),
-    request_body(content = RevisionBody, description = "What the revision changes"),
+    request_body(description = "What the revision changes: JSON, or the corrected errored-rows file (CSV or XLSX, at most 32 MiB; JSON at most 2 MiB)", content(
+        (RevisionBody = "application/json"),
+        (String = "text/csv"),
+        (Binary = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+    )),
     responses(
         (status = 201, description = "The new job, `validating`, with `revision_of` and `revision`; `Location` names it", body = JobView),
         (status = 400, description = "`bad_request`: the body is not a JSON object"),
         (status = 403, description = "`forbidden`: the key may not upload to the job's module"),
         (status = 404, description = "`not_found`: no such job"),
         (status = 409, description = "`invalid_state`: the job cannot be revised from its state (or was revised already)"),
-        (status = 422, description = "`invalid_parameter`: an unknown column, a column mapped twice, a header the file lacks, a row the file lacks, a fix of a column the file does not give, over the limits; the member is named"),
+        (status = 413, description = "`too_large`: a file over 32 MiB, or JSON over 2 MiB"),
+        (status = 422, description = "`invalid_parameter`: an unknown column, a column mapped twice, a header the file lacks, a row the file lacks, a fix of a column the file does not give, over the limits; the member is named. A corrected errored-rows file: no `row` first column or a row that is not a whole number (`row`), a header that names no column (that header), no cell changed (`fixes`), an unreadable file (`body`)"),
     ))]
 async fn revise(
     State(app): State<Arc<App>>,
     caller: Caller,
     Path(id): Path<String>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let changes = parse(&body)?;
+    let changes = match rows_file_of(&headers, body.clone()) {
+        Some(file) => rows_file::changes_from_rows_file(&app, &caller.0, &id, file).await?,
+        None if body.len() > JSON_BYTES => {
+            return Err(ServiceError::TooLarge {
+                limit: JSON_BYTES as u64,
+            }
+            .into());
+        }
+        None => parse(&body)?,
+    };
     let job = revisions::revise(&app, &caller.0, &id, changes).await?;
     super::jobs::job_response(&app, &job, StatusCode::CREATED).await
 }

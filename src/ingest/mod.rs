@@ -182,6 +182,23 @@ pub enum Cell {
     Error(String),
 }
 
+impl Cell {
+    /// The cell as a person reads it: numbers in their shortest form,
+    /// dates as `YYYY-MM-DD` and date-times as `YYYY-MM-DD HH:MM:SS` (both
+    /// as the date rules read them back), text as it is.
+    pub fn plain_text(&self) -> String {
+        match self {
+            Cell::Empty => String::new(),
+            Cell::Text(s) | Cell::Number(s) | Cell::Error(s) => s.clone(),
+            Cell::Int(i) => i.to_string(),
+            Cell::Float(f) => f.to_string(),
+            Cell::Bool(b) => b.to_string(),
+            Cell::Date(d) => d.format("%Y-%m-%d").to_string(),
+            Cell::DateTime(d) => d.format("%Y-%m-%d %H:%M:%S").to_string(),
+        }
+    }
+}
+
 /// One data row of the file.
 #[derive(Debug, Clone)]
 pub struct RawRow {

@@ -457,15 +457,7 @@ pub(super) fn date_time(dt: chrono::NaiveDateTime) -> Cell {
 
 /// A header cell as text.
 fn header_text(cell: &Cell) -> String {
-    match cell {
-        Cell::Empty => String::new(),
-        Cell::Text(s) | Cell::Number(s) | Cell::Error(s) => s.trim().to_string(),
-        Cell::Int(i) => i.to_string(),
-        Cell::Float(f) => f.to_string(),
-        Cell::Bool(b) => b.to_string(),
-        Cell::Date(d) => d.format("%Y-%m-%d").to_string(),
-        Cell::DateTime(d) => d.format("%Y-%m-%d %H:%M:%S").to_string(),
-    }
+    cell.plain_text().trim().to_string()
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@
 pub mod audit;
 pub mod error;
 pub mod events;
+pub mod formula;
 pub mod gate;
 pub mod jobs;
 pub mod key_requests;
@@ -33,6 +34,7 @@ pub mod mapping;
 pub mod modules;
 pub mod retention;
 pub mod revisions;
+pub mod rows_file;
 pub mod seal;
 pub mod sessions;
 pub mod uploads;

@@ -510,6 +510,27 @@ pub async fn page_included(
     })
 }
 
+/// Up to `limit` rows with errors after sequence number `after`, in file
+/// order: a report of every failing row reads them page by page from
+/// where the last page ended (the `(job, action, seq)` index), never by
+/// counting off an offset.
+pub async fn errored_after(
+    conn: &mut Conn<'_>,
+    stage: &Stage<'_>,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<StoredRow>> {
+    let sql = format!(
+        "{} WHERE job = $1 AND action = 'error' AND seq > $2 ORDER BY seq LIMIT $3",
+        select(stage)
+    );
+    on_conn!(conn, c => {
+        let rows = sqlx::query(&sql)
+            .bind(stage.job).bind(after).bind(limit).fetch_all(c).await?;
+        rows.iter().map(|r| stored(stage, r)).collect()
+    })
+}
+
 /// Errors (or warnings) of the rows with sequence numbers in a range.
 pub async fn notes_of(
     conn: &mut Conn<'_>,

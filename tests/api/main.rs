@@ -32,6 +32,7 @@ mod references;
 mod replicas;
 mod retention;
 mod revisions;
+mod rows_file;
 mod upserts;
 mod validation;
 mod webhooks;
