@@ -13,10 +13,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Form, Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Form, Multipart, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect};
-use axum::routing::get;
+use axum::routing::{get, post};
 use maud::{Markup, html};
 use serde::Deserialize;
 
@@ -26,18 +27,31 @@ use super::notes;
 use super::session::Signed;
 use super::{PageResult, Shown};
 use crate::catalog::Module;
+use crate::ingest::Format;
 use crate::keys::KeyRecord;
 use crate::ledger::revision::{self, Changes};
 use crate::ledger::{Fix, Job, JobState};
 use crate::service::jobs::{self, PreviewFilter, PreviewRow};
 use crate::service::mapping::{self as mappings, HeaderMatch, MappingView};
+use crate::service::reports::{self, FileFormat, Report};
+use crate::service::rows_file::{self, RowsFile};
 use crate::service::{self, App, uploads};
 use crate::t;
 use crate::validate::RowAction;
 
 pub fn routes() -> Router<Arc<App>> {
-    Router::new().route("/jobs/{id}/fix", get(page).post(revalidate))
+    Router::new()
+        .route("/jobs/{id}/fix", get(page).post(revalidate))
+        .route("/jobs/{id}/fix/rows", get(rows_download))
+        .route(
+            "/jobs/{id}/fix/file",
+            post(send_back).layer(DefaultBodyLimit::max(ROWS_FILE_BYTES)),
+        )
 }
+
+/// Most bytes of a corrected errored-rows file sent from the page (as the
+/// API takes): the whole file people downloaded.
+const ROWS_FILE_BYTES: usize = 32 << 20;
 
 /// Whether the Fix button belongs on a job's page: the job can be revised
 /// and the key may upload to its module (the service checks both again).
@@ -211,6 +225,9 @@ async fn render(
                 (rows_section(&screen))
             }
             (submit_section(&screen))
+        }
+        @if screen.rows_read() && screen.failing > 0 {
+            (file_section(&screen, &signed.csrf))
         }
     };
     Ok((status, layout::page(&ctx, &title, content)).into_response())
@@ -446,6 +463,140 @@ fn submit_section(s: &Screen) -> Markup {
             @if s.rows_read() { p.help { (t!("fix-submit-help")) } }
             button.btn.btn-primary #fix-revalidate type="submit" { (t!("fix-revalidate")) }
             " " a.btn href=(format!("/jobs/{}", s.job.id)) { (t!("fix-back")) }
+        }
+    }
+}
+
+/// The errored rows to download, correct in a spreadsheet and send back
+/// (its own form: a file goes as multipart, the page's form does not).
+fn file_section(s: &Screen, csrf: &str) -> Markup {
+    let rows = format!("/jobs/{}/fix/rows", s.job.id);
+    html! {
+        section.panel #fix-file aria-labelledby="fix-file-title" {
+            h2 #fix-file-title { (t!("fix-file-title")) }
+            p.help { (t!("fix-file-help")) }
+            p {
+                a.btn #fix-download-xlsx href=(format!("{rows}?format=xlsx")) download { (t!("fix-file-xlsx")) }
+                " "
+                a.btn #fix-download-csv href=(format!("{rows}?format=csv")) download { (t!("fix-file-csv")) }
+            }
+            form method="post" action=(format!("/jobs/{}/fix/file", s.job.id)) enctype="multipart/form-data" {
+                input type="hidden" name="_csrf" value=(csrf);
+                div.field {
+                    label for="fix-file-input" { (t!("fix-file-choose")) }
+                    input #fix-file-input type="file" name="file" required
+                        accept=".csv,.xlsx,text/csv,application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+                    @if let Some(msg) = s.said("file") { p.field-error role="alert" { (msg) } }
+                }
+                div.field {
+                    label for="fix-file-comment" { (t!("fix-comment")) }
+                    textarea #fix-file-comment name="comment" rows="2" maxlength="2000" {}
+                }
+                button.btn.btn-primary #fix-file-send type="submit" { (t!("fix-file-send")) }
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct RowsQuery {
+    format: Option<String>,
+}
+
+/// `GET /jobs/{id}/fix/rows?format=xlsx|csv`: the errored-rows file.
+async fn rows_download(
+    State(app): State<Arc<App>>,
+    signed: Signed,
+    Path(id): Path<String>,
+    Query(q): Query<RowsQuery>,
+) -> PageResult {
+    let job = jobs::get(&app, &signed.key, &id).await?;
+    let format = match q.format.as_deref() {
+        Some("csv") => FileFormat::Csv,
+        _ => FileFormat::Xlsx,
+    };
+    let d = reports::download(&app, job, Report::Rows, format).await?;
+    let headers = [
+        (header::CONTENT_TYPE, d.content_type.to_string()),
+        (header::CONTENT_DISPOSITION, d.disposition()),
+    ];
+    Ok((headers, Body::from_stream(d.into_stream())).into_response())
+}
+
+/// The multipart form of the file section: its fields and the file.
+#[derive(Default)]
+struct SentFile {
+    csrf: String,
+    comment: String,
+    file: Option<RowsFile>,
+}
+
+async fn read_sent(mut form: Multipart) -> Result<SentFile, service::Error> {
+    let unreadable = |e: axum::extract::multipart::MultipartError| {
+        service::Error::invalid("file", format!("the form could not be read: {e}"))
+    };
+    let mut sent = SentFile::default();
+    while let Some(part) = form.next_field().await.map_err(unreadable)? {
+        match part.name().unwrap_or("") {
+            "_csrf" => sent.csrf = part.text().await.map_err(unreadable)?,
+            "comment" => sent.comment = part.text().await.map_err(unreadable)?,
+            "file" => {
+                let declared = uploads::part_format(part.content_type(), part.file_name())
+                    .ok()
+                    .flatten();
+                let body = part.bytes().await.map_err(unreadable)?;
+                let format = declared
+                    .unwrap_or_else(|| Format::sniff(&body))
+                    .refine(&body);
+                sent.file = Some(RowsFile {
+                    format,
+                    encoding: None,
+                    body,
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(sent)
+}
+
+/// `POST /jobs/{id}/fix/file`: the corrected errored-rows file as a
+/// revision ([`service::rows_file::changes_from_rows_file`], as the API
+/// reads it); the new job's page, or the Fix page with why not.
+async fn send_back(
+    State(app): State<Arc<App>>,
+    signed: Signed,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    form: Multipart,
+) -> PageResult {
+    let sent = read_sent(form).await;
+    let csrf = sent.as_ref().map(|s| s.csrf.as_str()).unwrap_or_default();
+    signed.check_form(&headers, csrf)?;
+    let job = fixable(&app, &signed.key, &id).await?;
+    let result = async {
+        let sent = sent?;
+        let file = sent
+            .file
+            .ok_or_else(|| service::Error::invalid("file", "choose the corrected file to send"))?;
+        let mut changes = rows_file::changes_from_rows_file(&app, &signed.key, &id, file).await?;
+        changes.comment = Some(sent.comment.trim().to_string()).filter(|c| !c.is_empty());
+        service::revisions::revise(&app, &signed.key, &id, changes).await
+    }
+    .await;
+    match result {
+        Ok(new) => Ok(Redirect::to(&format!("/jobs/{}", new.id)).into_response()),
+        Err(e) => {
+            let view = mappings::mapping(&app, &signed.key, &id).await?;
+            let entered = Entered {
+                mapping: current_mapping(&job, &view),
+                ..Entered::default()
+            };
+            let refused = Refused {
+                shown: Shown::from(e),
+                member: Some("file".to_string()),
+            };
+            render(&app, &signed, &job, &view, entered, Some(refused)).await
         }
     }
 }

@@ -21,7 +21,8 @@ use super::views::{CommentBody, ErrorsPage, EventList, EventView, JobList, JobVi
 use crate::ledger::job::People;
 use crate::ledger::{Job, JobState, Move};
 use crate::service::modules::XLSX_TYPE;
-use crate::service::{App, gate, jobs, rows_file};
+use crate::service::reports::{self, Download, FileFormat, Report};
+use crate::service::{App, gate, jobs};
 use crate::validate::RowAction;
 
 pub fn routes() -> OpenApiRouter<Arc<App>> {
@@ -295,20 +296,27 @@ async fn errors(
         None if accept.contains("text/csv") => ReportFormat::Csv,
         None => ReportFormat::Json,
     };
-    if q.layout == Some(Layout::Rows) {
-        return match wanted {
-            ReportFormat::Csv => rows_csv(app, job).await,
-            ReportFormat::Xlsx => rows_xlsx(&app, &job).await,
-            ReportFormat::Json => Err(Problem::invalid_parameter(
+    let report = match q.layout.unwrap_or_default() {
+        Layout::Errors => Report::Errors,
+        Layout::Rows => Report::Rows,
+    };
+    let file = match wanted {
+        ReportFormat::Csv => Some(FileFormat::Csv),
+        ReportFormat::Xlsx => Some(FileFormat::Xlsx),
+        ReportFormat::Json => None,
+    };
+    match (report, file) {
+        (_, Some(format)) => {
+            let d = reports::download(&app, job, report, format).await?;
+            return Ok(download_response(d));
+        }
+        (Report::Rows, None) => {
+            return Err(Problem::invalid_parameter(
                 "layout",
                 "layout=rows is a file to correct in a spreadsheet: ask for format=csv or format=xlsx",
-            )),
-        };
-    }
-    match wanted {
-        ReportFormat::Csv => return Ok(errors_csv(app, job)),
-        ReportFormat::Xlsx => return errors_xlsx(&app, &job).await,
-        ReportFormat::Json => {}
+            ));
+        }
+        (Report::Errors, None) => {}
     }
     let offset = bounded("offset", q.offset, 0, i64::MAX)?;
     let limit = bounded("limit", q.limit, 1000, 10_000)?.max(1);
@@ -322,263 +330,13 @@ async fn errors(
     .into_response())
 }
 
-/// Excel's last row: a report longer than this ends with a note.
-const XLSX_MAX_ROWS: u32 = 1_048_575;
-
-/// A workbook with one sheet, written row by row to a temporary file
-/// (rust_xlsxwriter's constant-memory mode), its header in bold.
-fn report_book(name: &str, header: &[&str]) -> ApiResult<rust_xlsxwriter::Workbook> {
-    use rust_xlsxwriter::{Format, Workbook};
-    let mut book = Workbook::new();
-    let sheet = book
-        .add_worksheet_with_constant_memory()
-        .map_err(Problem::internal)?;
-    sheet.set_name(name).map_err(Problem::internal)?;
-    let bold = Format::new().set_bold();
-    for (col, name) in header.iter().enumerate() {
-        sheet
-            .write_string_with_format(0, col as u16, *name, &bold)
-            .map_err(Problem::internal)?;
-    }
-    Ok(book)
-}
-
-/// The last row's note of a report longer than a sheet.
-fn cut_note(sheet: &mut rust_xlsxwriter::Worksheet, note: String) -> ApiResult<()> {
-    sheet
-        .write_string(XLSX_MAX_ROWS, 0, note)
-        .map_err(Problem::internal)?;
-    Ok(())
-}
-
-/// The finished workbook as a download; only the compressed result is
-/// held to send.
-async fn xlsx_download(
-    mut book: rust_xlsxwriter::Workbook,
-    file_name: &str,
-) -> ApiResult<Response> {
-    let body = tokio::task::spawn_blocking(move || book.save_to_buffer())
-        .await
-        .map_err(Problem::internal)?
-        .map_err(Problem::internal)?;
-    Ok((
-        [
-            (header::CONTENT_TYPE, XLSX_TYPE.to_string()),
-            (
-                header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"{file_name}\""),
-            ),
-        ],
-        body,
-    )
-        .into_response())
-}
-
-/// The whole error report as XLSX. Cells are written as strings, never as
-/// formulas, so a spreadsheet shows `=HYPERLINK(…)` as the text the file
-/// held and runs nothing; the values stay exactly as in the other reports.
-async fn errors_xlsx(app: &App, job: &Job) -> ApiResult<Response> {
-    let mut book = report_book("errors", &["row", "column", "value", "code", "message"])?;
-    let sheet = book.worksheet_from_index(0).map_err(Problem::internal)?;
-    let mut row = 1u32;
-    let mut written = 0i64;
-    let mut pages = jobs::error_pages(app, job);
-    'pages: while let Some((total, list)) = pages.next().await? {
-        for e in &list {
-            if row > XLSX_MAX_ROWS {
-                let more = total - written;
-                let note = format!("{more} more errors: download the CSV report for all {total}");
-                cut_note(sheet, note)?;
-                break 'pages;
-            }
-            sheet
-                .write_number(row, 0, e.row as f64)
-                .and_then(|s| s.write_string(row, 1, e.column.as_deref().unwrap_or("")))
-                .and_then(|s| s.write_string(row, 2, e.value.as_deref().unwrap_or("")))
-                .and_then(|s| s.write_string(row, 3, &e.code))
-                .and_then(|s| s.write_string(row, 4, &e.message))
-                .map_err(Problem::internal)?;
-            row += 1;
-            written += 1;
-        }
-    }
-    xlsx_download(book, "errors.xlsx").await
-}
-
-/// Wrong cells of the errored-rows workbook that carry their messages as
-/// a note: notes are held in memory until the workbook is saved, so past
-/// this many the cells are only highlighted (the `errors` column still
-/// says everything).
-const MAX_NOTES: usize = 10_000;
-
-/// The errored-rows file as XLSX (API.md section 11): strings, never
-/// formulas, as in the error report (a string cell runs nothing, so it is
-/// not neutralised, and reads back as it was); each wrong cell filled and
-/// carrying its messages as a note; a last `errors` column with all of the
-/// row's messages, those that name no cell of the file too.
-async fn rows_xlsx(app: &App, job: &Job) -> ApiResult<Response> {
-    use rust_xlsxwriter::{Color, Format, Note};
-    let mut pages = rows_file::errored_rows(app, job).await?;
-    let header = rows_header(&pages.columns);
-    let header: Vec<&str> = header.iter().map(String::as_str).collect();
-    let mut book = report_book("errored rows", &header)?;
-    let sheet = book.worksheet_from_index(0).map_err(Problem::internal)?;
-    let wrong = Format::new().set_background_color(Color::RGB(0xFFC7CE));
-    let last = pages.columns.len() as u16 + 1;
-    let (mut row, mut notes) = (1u32, 0usize);
-    'pages: while let Some(list) = pages.next().await? {
-        for r in &list {
-            if row > XLSX_MAX_ROWS {
-                let note = "more failing rows than a sheet holds: download the CSV \
-                            (format=csv&layout=rows) for all of them";
-                cut_note(sheet, note.to_string())?;
-                break 'pages;
-            }
-            sheet
-                .write_number(row, 0, r.row as f64)
-                .and_then(|s| s.write_string(row, last, &r.errors))
-                .map_err(Problem::internal)?;
-            for (k, (text, note)) in r.cells.iter().zip(&r.notes).enumerate() {
-                let col = k as u16 + 1;
-                let Some(note) = note else {
-                    sheet
-                        .write_string(row, col, text)
-                        .map_err(Problem::internal)?;
-                    continue;
-                };
-                sheet
-                    .write_string_with_format(row, col, text, &wrong)
-                    .map_err(Problem::internal)?;
-                if notes < MAX_NOTES {
-                    let note = Note::new(note).add_author_prefix(false);
-                    sheet
-                        .insert_note(row, col, &note)
-                        .map_err(Problem::internal)?;
-                    notes += 1;
-                }
-            }
-            row += 1;
-        }
-    }
-    xlsx_download(book, "errored-rows.xlsx").await
-}
-
-/// `row`, the columns, `errors`.
-fn rows_header(columns: &[String]) -> Vec<String> {
-    let mut header = vec![rows_file::ROW.to_string()];
-    header.extend(columns.iter().cloned());
-    header.push(rows_file::ERRORS.to_string());
-    header
-}
-
-/// Where the task writing a CSV download sends its pages.
-struct CsvSink(tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>);
-
-impl CsvSink {
-    /// Sends records as one chunk; false once the client has gone.
-    async fn records<R: IntoIterator<Item = Vec<String>>>(&self, records: R) -> bool {
-        let mut w = csv::Writer::from_writer(Vec::new());
-        for r in records {
-            let _ = w.write_record(r);
-        }
-        let bytes = w.into_inner().unwrap_or_default();
-        bytes.is_empty() || self.0.send(Ok(Bytes::from(bytes))).await.is_ok()
-    }
-
-    /// Ends the download cut short: the client sees the body fail.
-    async fn fail(&self, e: impl std::fmt::Display) {
-        let _ = self.0.send(Err(std::io::Error::other(e.to_string()))).await;
-    }
-}
-
-/// A CSV download streamed as a task sends it: the sink, and the answer.
-fn csv_download(file_name: &str) -> (CsvSink, Response) {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
-    let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    });
-    let response = (
-        [
-            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
-            (
-                header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"{file_name}\""),
-            ),
-        ],
-        Body::from_stream(stream),
-    )
-        .into_response();
-    (CsvSink(tx), response)
-}
-
-/// The whole error report as CSV, streamed page by page.
-fn errors_csv(app: Arc<App>, job: Job) -> Response {
-    let (sink, response) = csv_download("errors.csv");
-    tokio::spawn(async move {
-        let head = ["row", "column", "value", "code", "message"].map(String::from);
-        if !sink.records([head.to_vec()]).await {
-            return;
-        }
-        let mut pages = jobs::error_pages(&app, &job);
-        loop {
-            let list = match pages.next().await {
-                Ok(Some((_, list))) => list,
-                Ok(None) => return,
-                Err(e) => return sink.fail(e).await,
-            };
-            let records = list.iter().map(|e| {
-                vec![
-                    e.row.to_string(),
-                    neutralise(e.column.as_deref().unwrap_or("")),
-                    neutralise(e.value.as_deref().unwrap_or("")),
-                    e.code.clone(),
-                    neutralise(&e.message),
-                ]
-            });
-            if !sink.records(records).await {
-                return;
-            }
-        }
-    });
-    response
-}
-
-/// The errored-rows file as CSV (API.md section 11), streamed page by
-/// page; every cell neutralised (section 5), the `errors` column too.
-async fn rows_csv(app: Arc<App>, job: Job) -> ApiResult<Response> {
-    // Asked first, so a purged or revised job is a problem, not a cut body.
-    let columns = rows_file::errored_rows(&app, &job).await?.columns;
-    let (sink, response) = csv_download("errored-rows.csv");
-    tokio::spawn(async move {
-        let head = rows_header(&columns)
-            .iter()
-            .map(|h| neutralise(h))
-            .collect();
-        if !sink.records([head]).await {
-            return;
-        }
-        let mut pages = match rows_file::errored_rows(&app, &job).await {
-            Ok(pages) => pages,
-            Err(e) => return sink.fail(e).await,
-        };
-        loop {
-            let list = match pages.next().await {
-                Ok(Some(list)) => list,
-                Ok(None) => return,
-                Err(e) => return sink.fail(e).await,
-            };
-            let records = list.iter().map(|r| {
-                let mut record = vec![r.row.to_string()];
-                record.extend(r.cells.iter().map(|c| neutralise(c)));
-                record.push(neutralise(&r.errors));
-                record
-            });
-            if !sink.records(records).await {
-                return;
-            }
-        }
-    });
-    Ok(response)
+/// A report as a download: the whole file, or its pages as they come.
+pub fn download_response(d: Download) -> Response {
+    let headers = [
+        (header::CONTENT_TYPE, d.content_type.to_string()),
+        (header::CONTENT_DISPOSITION, d.disposition()),
+    ];
+    (headers, Body::from_stream(d.into_stream())).into_response()
 }
 
 /// The job's ledger: every move with its actor (masked), time and comment.

@@ -32,6 +32,7 @@ pub mod keys;
 pub mod limits;
 pub mod mapping;
 pub mod modules;
+pub mod reports;
 pub mod retention;
 pub mod revisions;
 pub mod rows_file;

@@ -864,3 +864,50 @@ async fn browser_a_crm_export_is_mapped_fixed_and_approved_from_the_fix_page() {
     assert_eq!(rows[1][2].as_deref(), Some("Surabaya"));
     b.close().await;
 }
+
+/// The Fix page's spreadsheet way: the failing rows are offered to
+/// download, the corrected file is chosen in the browser's file input
+/// and sent back, and the revision shows the fixed cell as was → now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_the_corrected_failing_rows_go_back_from_the_fix_page() {
+    let app = spawn_app().await;
+    let sub = app.key("Budi Santoso", "submitter", &["*"]).await.0;
+    let csv = "customer_name,wa_number,city,consumable_cycle_days\n\
+        Budi Santoso,081234567801,Bandung,30\n\
+        Siti Rahayu,081234567802,Surabaya,tiga puluh\n\
+        Dewi Lestari,081234567803,Medan,sebulan\n";
+    let job = app.upload(&sub, "customers", "", csv).await;
+    assert_eq!(job["state"], "failed", "{job}");
+    let id = job["id"].as_str().unwrap().to_string();
+    let rows = app.errored_rows_csv(&sub, &id).await;
+    let dir = tempfile::tempdir().unwrap();
+    let corrected = dir.path().join("errored-rows.csv");
+    std::fs::write(
+        &corrected,
+        rows.replace("tiga puluh", "30").replace("sebulan", "31"),
+    )
+    .unwrap();
+
+    let b = Browser::start(&app.base, 1280, 900).await;
+    b.sign_in(&sub).await;
+    b.goto(&format!("/jobs/{id}/fix")).await;
+    let link = b.find("#fix-download-xlsx").await;
+    let href = link.attr("href").await.unwrap().unwrap_or_default();
+    assert_eq!(href, format!("/jobs/{id}/fix/rows?format=xlsx"));
+    b.find("#fix-file-input")
+        .await
+        .send_keys(corrected.to_str().unwrap())
+        .await
+        .unwrap();
+    b.type_into("#fix-file-comment", "diperbaiki di Excel")
+        .await;
+    b.shot("fix-file-1280").await;
+    b.click("#fix-file-send").await;
+    b.wait_text("h1 .badge", "Awaiting approval").await;
+    assert_ne!(b.path().await, format!("/jobs/{id}"));
+    let revision = b.text("#revision").await;
+    assert!(revision.contains("tiga puluh"), "{revision}");
+    assert!(revision.contains("sebulan"), "{revision}");
+    assert!(revision.contains("diperbaiki di Excel"), "{revision}");
+    b.close().await;
+}

@@ -170,6 +170,14 @@ impl TestApp {
         resp.json().await.expect("json")
     }
 
+    /// A job's errored-rows file as CSV (API.md section 11).
+    pub async fn errored_rows_csv(&self, key: &str, id: &str) -> String {
+        let path = format!("/api/jobs/{id}/errors?layout=rows&format=csv");
+        let resp = self.get(key, &path).await;
+        assert_eq!(resp.status(), StatusCode::OK, "GET {path}");
+        resp.text().await.expect("text")
+    }
+
     pub async fn job(&self, key: &str, id: &str) -> Value {
         self.get_json(key, &format!("/api/jobs/{id}")).await
     }

@@ -899,3 +899,98 @@ async fn the_fix_page_keeps_what_was_entered_when_the_service_refuses_it() {
         assert_eq!(now["state"], job["state"]);
     }
 }
+
+/// A multipart form as a browser sends one: fields, then one file.
+fn multipart(fields: &[(&str, &str)], file: (&str, &str, &[u8])) -> (String, Vec<u8>) {
+    let boundary = "----importgate-test-boundary";
+    let mut body = Vec::new();
+    for (name, value) in fields {
+        body.extend(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+            )
+            .as_bytes(),
+        );
+    }
+    let (name, content_type, bytes) = file;
+    body.extend(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n\
+             Content-Type: {content_type}\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    body.extend(bytes);
+    body.extend(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+/// The Fix page's spreadsheet section: the failing rows download as the
+/// API gives them, and the corrected file sent back from the page is a
+/// revision fixing only the edited cell; a file that changes nothing
+/// comes back to the page with the service's message, nothing created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fix_page_downloads_the_failing_rows_and_takes_the_corrected_file() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let failed = app.upload(&sub, "customers", "", ONE_WRONG).await;
+    let id = failed["id"].as_str().unwrap();
+    let mut s = Console::new(&app);
+    s.sign_in(&sub).await;
+    let html = s.page(&format!("/jobs/{id}/fix")).await;
+    let section = element(&html, "fix-file", "</section>");
+    assert!(
+        section.contains(&format!("/jobs/{id}/fix/rows?format=xlsx")),
+        "{section}"
+    );
+    let csrf = csrf_of(&html);
+
+    let resp = s.get(&format!("/jobs/{id}/fix/rows?format=xlsx")).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(
+        resp.headers()["content-disposition"]
+            .to_str()
+            .unwrap()
+            .contains("errored-rows.xlsx")
+    );
+    assert!(resp.bytes().await.unwrap().starts_with(b"PK"));
+    let resp = s.get(&format!("/jobs/{id}/fix/rows?format=csv")).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let csv = resp.text().await.unwrap();
+    let api = app.errored_rows_csv(&sub, id).await;
+    assert_eq!(csv, api, "the page gives the API's file");
+    assert!(csv.starts_with("row,customer_name"), "{csv}");
+    assert!(csv.contains("tiga puluh"), "{csv}");
+
+    let jobs = app.count("ig_jobs").await;
+    let send = |file: Vec<u8>| {
+        let (content_type, body) = multipart(
+            &[("_csrf", csrf.as_str()), ("comment", "diperbaiki di Excel")],
+            ("errored-rows.csv", "text/csv", &file),
+        );
+        let req = s
+            .client
+            .post(app.url(&format!("/jobs/{id}/fix/file")))
+            .header("Cookie", s.cookie_header())
+            .header("Content-Type", content_type)
+            .body(body);
+        async move { req.send().await.unwrap() }
+    };
+    let resp = send(csv.clone().into_bytes()).await;
+    assert_eq!(resp.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = resp.text().await.unwrap();
+    assert!(
+        element(&html, "fix-file", "</section>").contains("class=\"field-error\""),
+        "the message is at the file"
+    );
+    assert_eq!(app.count("ig_jobs").await, jobs, "nothing was created");
+
+    let resp = send(csv.replace("tiga puluh", "30").into_bytes()).await;
+    assert_eq!(resp.status(), StatusCode::SEE_OTHER);
+    let new_id = location(&resp).trim_start_matches("/jobs/").to_string();
+    let new = app.wait_done(&sub, &new_id).await;
+    assert_eq!(new["state"], "awaiting_approval", "{new}");
+    assert_eq!(new["revision_of"], id);
+    assert_eq!(new["revision"]["fixes"], 1, "only the edited cell");
+    assert_eq!(new["revision"]["comment"], "diperbaiki di Excel");
+}
