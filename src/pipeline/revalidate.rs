@@ -16,7 +16,7 @@ use super::references::Checks;
 use super::validation::{Decide, Outcome, Setup, check_references, decide, duplicate_error};
 use crate::catalog::Module;
 use crate::ingest::{Cell, RawRow};
-use crate::ledger::{Counts, Job, Revision, revision};
+use crate::ledger::{Counts, Job, Revision, WarningCode, revision};
 use crate::store::rows::{self, StagedRow, StoredRow};
 use crate::store::stage::{self, Stage};
 use crate::store::{self, Db};
@@ -91,10 +91,14 @@ pub async fn revalidate(
     store::jobs::set_counts(&mut tx.conn(), &job.id, &counts).await?;
     store::jobs::set_revision(&mut tx.conn(), &job.id, &own).await?;
     tx.commit().await?;
-    Ok(Some(Outcome::Checked {
-        counts,
-        warnings: parent.warnings.clone(),
-    }))
+    // The parent's file-level warnings hold for the same file, but for
+    // the saved mapping it was read with: a revision shows its mapping
+    // itself, as one read from the file again would.
+    let warnings = (parent.warnings.iter())
+        .filter(|w| w.code != WarningCode::MappingApplied)
+        .cloned()
+        .collect();
+    Ok(Some(Outcome::Checked { counts, warnings }))
 }
 
 /// The staged rows to check again: those the revision touches, and every

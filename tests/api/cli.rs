@@ -390,4 +390,20 @@ async fn the_revise_command_maps_fixes_and_leaves_rows_out() {
     assert_eq!(job["counts"]["excluded"], 1);
     assert_eq!(job["counts"]["insert"], 2);
     assert_eq!(job["revision"]["fixes"], 1);
+
+    // The errored-rows file, corrected, sent back as it is.
+    let again = app.upload(&sub, "customers", "", bad).await;
+    let id = again["id"].as_str().unwrap();
+    let rows = app.errored_rows_csv(&sub, id).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("errored-rows.csv");
+    std::fs::write(&file, rows.replace("lots", "45").replace("banyak", "60")).unwrap();
+    let out = run(&[id, "--file", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    assert_eq!(job["revision"]["fixes"], 2);
+    let out = run(&[id, "--file", file.to_str().unwrap(), "--exclude", "2"]);
+    assert_ne!(out.status.code(), Some(0), "a file carries only fixes");
 }

@@ -646,6 +646,11 @@ async fn a_saved_mapping_reads_the_next_upload_with_the_same_headers() {
     assert_eq!(rev["revision"]["mapping"], mapping, "{rev}");
     assert!(rev.get("mapping_applied").is_none(), "{rev}");
     assert_eq!(rev["counts"]["excluded"], 1, "{rev}");
+    assert_eq!(
+        rev["warnings"],
+        json!([]),
+        "the revision shows its mapping itself"
+    );
 
     let none = app
         .upload(&sub, "customers", "?mapping=none", reordered)
