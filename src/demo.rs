@@ -19,10 +19,11 @@ use serde_json::{Map, Value as Json};
 
 use crate::ingest::Format;
 use crate::keys::{KeyRecord, Role};
-use crate::ledger::{Job, JobState as State, Mode, Move, OnError};
+use crate::ledger::revision::Changes;
+use crate::ledger::{Fix, Job, JobState as State, Mode, Move, OnError};
 use crate::service::keys::NewKey;
 use crate::service::uploads::{self, Params};
-use crate::service::{self, App, gate, jobs, work};
+use crate::service::{self, App, gate, jobs, revisions, work};
 use crate::store::{self, tables};
 
 /// The keys the demo prints (secrets, shown once) and who they belong to.
@@ -307,6 +308,61 @@ fn expect(job: &Job, state: State) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A CRM export whose headers do not fit (`invalid`), mapped by a
+/// revision that remembers the mapping (`failed`: a row lacks its WhatsApp
+/// number), and that cell fixed by a second revision, now waiting for the
+/// approver, who sees the mapping and the fix next to what the file said.
+async fn crm_export(app: &App, who: &KeyRecord, d: &mut Dice) -> anyhow::Result<Job> {
+    let mut text = String::from("Nama Pelanggan,No. WA,Kota,Catatan\n");
+    for i in 300..306 {
+        let note = d.pick(&["pelanggan lama", "", "minta katalog"]);
+        let _ = writeln!(text, "{},{},{},{note}", name(d), wa(i), d.pick(&CITIES));
+    }
+    let _ = writeln!(text, "{},,{},dari pameran", name(d), d.pick(&CITIES));
+    let file = Upload(who, "customers", "", "kontak-crm-juni.csv");
+    let job = story(app, file, text, &[], State::Invalid).await?;
+    let mapping = [
+        ("No. WA", "wa_number"),
+        ("Kota", "city"),
+        ("Catatan", "notes"),
+    ]
+    .map(|(h, c)| (h.to_string(), Some(c.to_string())));
+    let mapped = Changes {
+        mapping: mapping.into_iter().collect(),
+        remember_mapping: true,
+        comment: Some("Header dari ekspor CRM.".into()),
+        ..Changes::default()
+    };
+    let job = revise(app, who, &job, mapped, State::Failed).await?;
+    let fixed = Changes {
+        fixes: vec![Fix {
+            row: 8,
+            column: "wa_number".into(),
+            value: Some(wa(306)),
+            was: None,
+        }],
+        comment: Some("Nomor WA baris 8 dari kartu nama di pameran.".into()),
+        ..Changes::default()
+    };
+    revise(app, who, &job, fixed, State::AwaitingApproval).await
+}
+
+/// One revision of a demo job, validated; it must end in `end`.
+async fn revise(
+    app: &App,
+    who: &KeyRecord,
+    job: &Job,
+    changes: Changes,
+    end: State,
+) -> anyhow::Result<Job> {
+    let new = revisions::revise(app, who, &job.id, changes)
+        .await
+        .map_err(|e| anyhow::anyhow!("demo revision of {}: {e}", job.id))?;
+    let new = settle(app, &new.id).await?;
+    expect(&new, end)?;
+    Ok(new)
+}
+
 /// Makes the demo keys and the ledger's jobs. The app must be serving (its
 /// workers validate and commit). Returns when every persistent state exists;
 /// one job is left `validating` for [`HOLD`].
@@ -536,6 +592,9 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     let file = Upload(&budi, "customers", "", "pelanggan-baru-pameran.csv");
     let text = customers_csv(&mut d, 100, 24);
     story(app, file, text, &[], State::AwaitingApproval).await?;
+
+    // Awaiting approval, revised twice: a CRM export fixed inside importgate.
+    crm_export(app, &agus, &mut d).await?;
 
     // Awaiting approval: a large catalogue export, to page through.
     let file = Upload(&agus, "products", "", "katalog-lengkap-2024.csv");

@@ -106,6 +106,12 @@ async fn the_demo_has_jobs_in_every_state_and_says_it_simulates() {
         assert!(states.contains(state), "no {state} job: {states:?}");
     }
     assert!(jobs.iter().all(|j| j["simulated"] == true));
+    // A revision waits too: a CRM export mapped, then one cell fixed.
+    let revised = (jobs.iter())
+        .find(|j| j["state"] == "awaiting_approval" && j["revision"]["number"] == 2)
+        .expect("a revision at the gate");
+    assert_eq!(revised["revision"]["fixes"], 1, "{revised}");
+    assert_eq!(revised["revision"]["mapping"]["No. WA"], "wa_number");
     let modules: BTreeSet<&str> = jobs.iter().filter_map(|j| j["module"].as_str()).collect();
     assert!(modules.len() >= 5, "{modules:?}");
     // The approver has something to decide and the submitter may not.
