@@ -545,9 +545,8 @@ async fn read_sent(mut form: Multipart) -> Result<SentFile, service::Error> {
                     .ok()
                     .flatten();
                 let body = part.bytes().await.map_err(unreadable)?;
-                let format = declared
-                    .unwrap_or_else(|| Format::sniff(&body))
-                    .refine(&body);
+                // `rows_file` refines the format from the bytes itself.
+                let format = declared.unwrap_or_else(|| Format::sniff(&body));
                 sent.file = Some(RowsFile {
                     format,
                     encoding: None,

@@ -224,8 +224,6 @@ async fn preview(
     }))
 }
 
-pub use crate::service::formula::neutralise;
-
 /// The formats of the errors report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
