@@ -73,7 +73,7 @@ async fn webhook_loop(app: Arc<App>, owner: String) {
             continue;
         }
         tokio::select! {
-            _ = app.job_moved.notified() => {},
+            _ = app.moves.any().notified() => {},
             _ = tokio::time::sleep(Duration::from_millis(250)) => {},
             _ = stop.changed() => {},
         }

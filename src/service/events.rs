@@ -242,7 +242,7 @@ async fn shown(
 
 /// The events after `after_seq` the key may see, live: the events there
 /// are, then each new one as it is appended. Woken at once by this
-/// process's appends ([`App::job_moved`]); other replicas' are found by
+/// process's appends ([`App::moves`]); other replicas' are found by
 /// reading the ledger again every `events_poll_ms`. No connection is held
 /// between reads. Ends when the service shuts down or the key stops being
 /// live; a database that cannot answer is waited out.
@@ -267,7 +267,7 @@ pub fn follow(
             if *s.stop.borrow() {
                 return None;
             }
-            let woken = s.app.job_moved.notified();
+            let woken = s.app.moves.any().notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
             if s.checked.elapsed() >= KEY_CHECK {

@@ -97,7 +97,7 @@ pub async fn make_move(app: &App, actor: &KeyRecord, req: MoveRequest<'_>) -> Re
         return Err(Error::job_state(&now, req.event));
     }
     tx.commit().await?;
-    app.job_moved.notify_waiters();
+    app.moves.job(&job.id);
     tracing::info!(job = %job.id, event = req.event.as_str(), to = after.state.as_str(), "gate move");
     if let Err(e) = app.seal.checkpoint(&app.db).await {
         tracing::warn!(error = %e, "could not append the ledger's head to the checkpoint");

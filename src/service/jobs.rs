@@ -235,13 +235,14 @@ pub async fn events(app: &App, job: &Job) -> Result<Vec<Event>> {
 }
 
 /// Waits until a job has left the states in which the service works on it,
-/// or the time is up. Woken at once by moves made in this process; moves
-/// made by another replica are seen by re-reading the job at least every
-/// quarter second.
+/// or the time is up. Woken at once by this job's moves made in this
+/// process; moves made by another replica are seen by re-reading the job at
+/// least every quarter second.
 pub async fn wait(app: &App, id: &str, wait: Duration) -> Result<()> {
     let deadline = tokio::time::Instant::now() + wait;
+    let watch = app.moves.watch(id);
     loop {
-        let moved = app.job_moved.notified();
+        let moved = watch.notify().notified();
         tokio::pin!(moved);
         moved.as_mut().enable();
         let job = {

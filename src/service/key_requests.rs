@@ -136,7 +136,7 @@ pub async fn submit(app: &App, client: &str, ask: Ask) -> Result<(KeyRequest, St
     )
     .await?;
     tx.commit().await?;
-    app.job_moved.notify_waiters();
+    app.moves.other();
     tracing::info!(request = %r.id, role = r.role.as_str(), "key requested");
     Ok((r, token))
 }
@@ -185,7 +185,7 @@ pub async fn withdraw(app: &App, actor: &KeyRecord, id: &str) -> Result<KeyReque
         .await?
         .ok_or_else(|| Error::not_found("key request", id))?;
     tx.commit().await?;
-    app.job_moved.notify_waiters();
+    app.moves.other();
     tracing::info!(request = %id, by = %actor.id, "key request withdrawn");
     Ok(r)
 }
@@ -265,7 +265,7 @@ pub async fn decide(
         .await?
         .ok_or_else(|| Error::not_found("key request", id))?;
     tx.commit().await?;
-    app.job_moved.notify_waiters();
+    app.moves.other();
     tracing::info!(request = %id, by = %actor.id, decision = to.as_str(), "key request decided");
     Ok(r)
 }
@@ -340,7 +340,7 @@ pub async fn claim(app: &App, id: &str, token: &str) -> Result<(KeyRequest, Opti
                 .await?
                 .ok_or_else(unknown)?;
             tx.commit().await?;
-            app.job_moved.notify_waiters();
+            app.moves.other();
             tracing::info!(request = %id, key_id = %record.id, "key collected");
             Ok((r, Some(secret)))
         }

@@ -145,7 +145,7 @@ pub async fn issue(
     let mut tx = app.db.begin().await?;
     let (record, secret) = issue_in(app, &mut tx.conn(), new, issuer, None).await?;
     tx.commit().await?;
-    app.job_moved.notify_waiters();
+    app.moves.other();
     Ok((record, secret))
 }
 
@@ -299,7 +299,7 @@ pub async fn revoke(app: &App, actor: &KeyRecord, id: &str) -> Result<KeyRecord>
         .await?
         .ok_or_else(|| Error::not_found("key", id))?;
     tx.commit().await?;
-    app.job_moved.notify_waiters();
+    app.moves.other();
     tracing::info!(key_id = %id, by = %actor.id, "key revoked");
     Ok(record)
 }
@@ -323,6 +323,6 @@ pub async fn first_admin_key(app: &App) -> Result<Option<String>> {
     };
     let (_, secret) = issue_in(app, &mut tx.conn(), &new, None, None).await?;
     tx.commit().await?;
-    app.job_moved.notify_waiters();
+    app.moves.other();
     Ok(Some(secret))
 }

@@ -32,6 +32,7 @@ pub mod keys;
 pub mod limits;
 pub mod mapping;
 pub mod modules;
+pub mod moves;
 pub mod reports;
 pub mod retention;
 pub mod revisions;
@@ -63,12 +64,12 @@ pub struct App {
     pub settings: Settings,
     /// Woken when a job needs a worker (an upload, an approval).
     pub work: Notify,
-    /// Woken (all waiters) whenever a transaction of this process that
-    /// appended to the ledger commits: a job's move, a key's or a key
-    /// request's event. [`jobs::wait`] and the event streams
-    /// ([`events::follow`]) listen; another replica's events are found by
-    /// reading the database again.
-    pub job_moved: Notify,
+    /// Told whenever a transaction of this process that appended to the
+    /// ledger commits: a job's move, a key's or a key request's event.
+    /// [`jobs::wait`] listens to its job, the event streams
+    /// ([`events::follow`]) and the webhook worker to every append; another
+    /// replica's events are found by reading the database again.
+    pub moves: moves::Moves,
     /// Flips to true when the process is shutting down.
     pub shutdown: watch::Sender<bool>,
     /// Requests per key counted by this process.
@@ -98,7 +99,7 @@ impl App {
             catalog: Arc::new(catalog),
             settings,
             work: Notify::new(),
-            job_moved: Notify::new(),
+            moves: moves::Moves::default(),
             shutdown,
             seal,
         }))

@@ -74,7 +74,7 @@ pub async fn sweep(app: &App) -> Result<Swept> {
         }
     }
     if swept.jobs > 0 {
-        app.job_moved.notify_waiters();
+        app.moves.other();
         info!(
             jobs = swept.jobs,
             rows = swept.rows,

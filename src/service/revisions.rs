@@ -124,7 +124,7 @@ pub async fn revise(app: &App, actor: &KeyRecord, job_id: &str, changes: Changes
         store::mappings::save(&mut tx.conn(), saved).await?;
     }
     tx.commit().await?;
-    app.job_moved.notify_waiters();
+    app.moves.job(&job.id);
     app.work.notify_one();
     tracing::info!(job = %new.id, revision_of = %job.id, "revision accepted");
     Ok(new)

@@ -311,7 +311,7 @@ where
     .await?;
     store::jobs::insert(&mut tx.conn(), &app.seal.key, &job).await?;
     tx.commit().await?;
-    app.job_moved.notify_waiters();
+    app.moves.job(&job.id);
     tracing::info!(job = %job.id, module = %module.key, bytes = stored.bytes, format = format.as_str(), "upload accepted");
     app.work.notify_one();
     Ok(Accepted {

@@ -344,7 +344,7 @@ async fn finish(
     };
     if store::jobs::transition(&mut tx.conn(), &app.seal.key, job, after, by).await? {
         tx.commit().await?;
-        app.job_moved.notify_waiters();
+        app.moves.job(&job.id);
         info!(job = %job.id, event = event.as_str(), state = after.state.as_str(), "job moved");
         Ok(true)
     } else {
@@ -403,7 +403,7 @@ pub async fn take_back(app: &App, instance: &str, this_process: &str) -> Result<
     }
     if taken > 0 {
         app.work.notify_waiters();
-        app.job_moved.notify_waiters();
+        app.moves.other();
     }
     Ok(taken)
 }
@@ -442,7 +442,7 @@ pub async fn expire(app: &App, id: &str) -> Result<bool> {
     };
     if store::jobs::transition(&mut tx.conn(), &app.seal.key, &job, &after, by).await? {
         tx.commit().await?;
-        app.job_moved.notify_waiters();
+        app.moves.job(&job.id);
         Ok(true)
     } else {
         tx.rollback().await?;
