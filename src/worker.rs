@@ -48,7 +48,10 @@ pub fn spawn(app: Arc<App>, owner: &str) -> Vec<tokio::task::JoinHandle<()>> {
 
 /// Delivers webhooks: leases the due deliveries and sends them, looking
 /// again when this process moves a job (its outbox grew) and at least
-/// every second (other replicas' moves, retries coming due).
+/// every quarter second (other replicas' moves, retries coming due). A
+/// move's wake-up waits [`GATHER`] for the moves right behind it: under
+/// load one lease query then takes a burst of deliveries, instead of one
+/// query (a committed write) for every move.
 async fn webhook_loop(app: Arc<App>, owner: String) {
     let mut stop = app.shutdown.subscribe();
     let deliverer = match crate::service::webhooks::Deliverer::start(app.clone(), owner.clone()) {
@@ -73,12 +76,15 @@ async fn webhook_loop(app: Arc<App>, owner: String) {
             continue;
         }
         tokio::select! {
-            _ = app.moves.any().notified() => {},
+            _ = app.moves.any().notified() => tokio::time::sleep(GATHER).await,
             _ = tokio::time::sleep(Duration::from_millis(250)) => {},
             _ = stop.changed() => {},
         }
     }
 }
+
+/// How long a delivery round waits after a move for the moves behind it.
+const GATHER: Duration = Duration::from_millis(50);
 
 async fn work_loop(app: Arc<App>, owner: String) {
     let mut stop = app.shutdown.subscribe();

@@ -157,22 +157,32 @@ pub async fn list(app: &App, actor: &KeyRecord, after_seq: i64, limit: i64) -> R
     })
 }
 
-/// One link as the event clients see (what a webhook delivers), whoever
-/// reads it; `None` for a private note or a subject that is gone.
-pub async fn payload(app: &App, link: &Event) -> Result<Option<serde_json::Value>> {
-    let Some(ty) = client_type(&link.event, &link.to_state) else {
-        return Ok(None);
-    };
+/// Links as the events clients see (what webhooks deliver), whoever reads
+/// them, by the link's number: read together, a round of deliveries costs
+/// three queries, not three a delivery. A private note or a subject that is
+/// gone has none.
+pub async fn payloads(app: &App, seqs: &[i64]) -> Result<HashMap<i64, serde_json::Value>> {
     let mut pooled = app.db.acquire().await?;
     let mut c = pooled.conn();
-    let names = store::keys::names(&mut c).await?;
-    let shown = shown(&mut c, &names, vec![(link.clone(), ty)]).await?;
-    match shown.into_iter().next() {
-        Some((e, _)) => Ok(Some(
-            serde_json::to_value(e).map_err(|e| Error::Internal(e.to_string()))?,
-        )),
-        None => Ok(None),
+    let links: Vec<(Event, &'static str)> = store::ledger::links_numbered(&mut c, seqs)
+        .await?
+        .into_iter()
+        .filter_map(|l| client_type(&l.event, &l.to_state).map(|t| (l, t)))
+        .collect();
+    if links.is_empty() {
+        return Ok(HashMap::new());
     }
+    let by_id: HashMap<String, i64> = links.iter().map(|(l, _)| (id(l.seq), l.seq)).collect();
+    let names = store::keys::names(&mut c).await?;
+    let mut out = HashMap::with_capacity(links.len());
+    for (e, _) in shown(&mut c, &names, links).await? {
+        let Some(&seq) = by_id.get(&e.id) else {
+            continue;
+        };
+        let value = serde_json::to_value(e).map_err(|e| Error::Internal(e.to_string()))?;
+        out.insert(seq, value);
+    }
+    Ok(out)
 }
 
 /// The events of named links, their subjects read as they are now, each

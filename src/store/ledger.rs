@@ -53,6 +53,11 @@ where
 
 /// Appends a link, in the caller's transaction.
 pub async fn append(conn: &mut Conn<'_>, key: &ChainKey, e: Entry<'_>) -> Result<()> {
+    let event_type = crate::ledger::events::client_type(e.event, e.to);
+    let webhooks = match event_type {
+        Some(t) => super::webhooks::wanting(conn, t, e.module).await?,
+        None => Vec::new(),
+    };
     // One link at a time: the chain is global, so concurrent moves take
     // turns here (until their transaction ends).
     super::lock(conn, super::Lock::Ledger).await?;
@@ -82,8 +87,8 @@ pub async fn append(conn: &mut Conn<'_>, key: &ChainKey, e: Entry<'_>) -> Result
         .bind(link.seq).bind(&prev_hash).bind(&hash)
         .execute(c).await.map(|r| r.rows_affected()))?;
     // The outbox: the link's webhook deliveries, in the same transaction.
-    if let Some(t) = crate::ledger::events::client_type(e.event, e.to) {
-        super::webhooks::enqueue(conn, link.seq, e.subject, t, e.module, e.at).await?;
+    if let Some(t) = event_type {
+        super::webhooks::enqueue(conn, &webhooks, link.seq, e.subject, t, e.at).await?;
     }
     Ok(())
 }
@@ -111,6 +116,26 @@ pub async fn links(
         rows.iter().map(|r| {
             Ok((event(r)?, r.try_get("prev_hash")?, r.try_get("hash")?))
         }).collect()
+    })
+}
+
+/// The links with these numbers (those the ledger has), in chain order.
+pub async fn links_numbered(conn: &mut Conn<'_>, seqs: &[i64]) -> Result<Vec<Event>> {
+    if seqs.is_empty() {
+        return Ok(vec![]);
+    }
+    let marks: Vec<String> = (1..=seqs.len()).map(|i| format!("${i}")).collect();
+    let sql = format!(
+        "SELECT job_id, n, at, event, from_state, to_state, actor, comment, detail, seq \
+         FROM ig_job_events WHERE seq IN ({}) ORDER BY seq",
+        marks.join(", ")
+    );
+    on_conn!(conn, c => {
+        let mut q = sqlx::query(&sql);
+        for seq in seqs {
+            q = q.bind(seq);
+        }
+        q.fetch_all(c).await?.iter().map(event).collect()
     })
 }
 

@@ -304,6 +304,15 @@ CREATE UNIQUE INDEX ig_mappings_headers ON ig_mappings (module, header_set);
     r#"
 ALTER TABLE ig_jobs ADD COLUMN mapping_applied TEXT;
 "#,
+    // 13: the delivery claim reads pending deliveries only: indexes over
+    // them alone stay small however many were delivered, where the
+    // claim's scan of the whole-table indexes grew with the log.
+    r#"
+DROP INDEX ig_webhook_deliveries_due;
+DROP INDEX ig_webhook_deliveries_order;
+CREATE INDEX ig_webhook_deliveries_due ON ig_webhook_deliveries (next_at) WHERE state = 'pending';
+CREATE INDEX ig_webhook_deliveries_order ON ig_webhook_deliveries (webhook_id, subject, seq) WHERE state = 'pending';
+"#,
 ];
 
 fn fill(sql: &str, dialect: Dialect) -> String {

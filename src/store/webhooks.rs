@@ -130,22 +130,37 @@ pub async fn delete(conn: &mut Conn<'_>, id: &str) -> Result<bool> {
     Ok(done > 0)
 }
 
-/// Writes the deliveries of one new ledger link to every enabled endpoint
-/// that wants it, in the caller's transaction (the outbox).
-pub async fn enqueue(
+/// The enabled endpoints that want an event of this type (about a job of
+/// `module`). Read before a move takes the ledger's lock, so that the lock
+/// is held for the outbox's rows only.
+pub async fn wanting(
     conn: &mut Conn<'_>,
-    seq: i64,
-    subject: &str,
     event_type: &str,
     module: Option<&str>,
-    at: DateTime<Utc>,
-) -> Result<()> {
+) -> Result<Vec<String>> {
     let sql = format!("SELECT {COLUMNS} FROM ig_webhooks WHERE enabled = $1");
     let hooks: Vec<Webhook> = on_conn!(conn, c => sqlx::query(&sql).bind(true).fetch_all(c).await?
         .iter().map(webhook).collect::<Result<_>>())?;
-    for w in hooks.iter().filter(|w| w.wants(event_type, module)) {
+    Ok(hooks
+        .into_iter()
+        .filter(|w| w.wants(event_type, module))
+        .map(|w| w.id)
+        .collect())
+}
+
+/// Writes the deliveries of one new ledger link to the endpoints that want
+/// it ([`wanting`]), in the caller's transaction (the outbox).
+pub async fn enqueue(
+    conn: &mut Conn<'_>,
+    webhooks: &[String],
+    seq: i64,
+    subject: &str,
+    event_type: &str,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    for id in webhooks {
         let d = NewDelivery {
-            webhook_id: &w.id,
+            webhook_id: id,
             seq: Some(seq),
             subject,
             event_type,
@@ -273,31 +288,78 @@ pub struct Outcome<'a> {
     pub body: &'a str,
 }
 
-/// Records an attempt and where the delivery goes next. Only while
-/// `owner` holds the lease; false otherwise (another worker took it over).
-pub async fn record(
+/// An attempt to record with [`record_all`].
+pub struct Settled<'a> {
+    pub delivery: &'a Delivery,
+    pub attempt: &'a Attempt,
+    pub next: Outcome<'a>,
+}
+
+/// Records attempts and where each delivery goes next, only while `owner`
+/// holds its lease (otherwise another worker took it over), in two
+/// statements whatever the batch's size (at most a few hundred): the ids
+/// of the deliveries recorded.
+pub async fn record_all(
     conn: &mut Conn<'_>,
-    d: &Delivery,
     owner: &str,
-    attempt: &Attempt,
-    next: &Outcome<'_>,
-) -> Result<bool> {
-    let done = on_conn!(conn, c => sqlx::query(
-        "UPDATE ig_webhook_deliveries SET state = $1, attempts = attempts + 1, next_at = $2, \
-             lease_owner = NULL, lease_until = NULL, body = COALESCE(body, $5) \
-         WHERE id = $3 AND lease_owner = $4 AND state = 'pending'")
-        .bind(next.state).bind(next.next_at_ms).bind(&d.id).bind(owner).bind(next.body)
-        .execute(c).await.map(|r| r.rows_affected()))?;
-    if done == 0 {
-        return Ok(false);
+    batch: &[Settled<'_>],
+) -> Result<std::collections::HashSet<String>> {
+    if batch.is_empty() {
+        return Ok(Default::default());
     }
-    on_conn!(conn, c => sqlx::query(
+    let rows: Vec<String> = (0..batch.len())
+        .map(|i| {
+            let p = 2 + i * 4;
+            format!("(${p}, ${}, CAST(${} AS BIGINT), ${})", p + 1, p + 2, p + 3)
+        })
+        .collect();
+    // A VALUES list's columns are column1… in both SQLite and PostgreSQL.
+    let sql = format!(
+        "UPDATE ig_webhook_deliveries SET state = v.column2, attempts = attempts + 1, \
+             next_at = v.column3, lease_owner = NULL, lease_until = NULL, \
+             body = COALESCE(body, v.column4) \
+         FROM (VALUES {}) AS v \
+         WHERE id = v.column1 AND lease_owner = $1 AND state = 'pending' RETURNING id",
+        rows.join(", ")
+    );
+    let recorded: std::collections::HashSet<String> = on_conn!(conn, c => {
+        let mut q = sqlx::query_scalar::<_, String>(&sql).bind(owner);
+        for s in batch {
+            q = q.bind(&s.delivery.id).bind(s.next.state).bind(s.next.next_at_ms).bind(s.next.body);
+        }
+        q.fetch_all(c).await?
+    })
+    .into_iter()
+    .collect();
+    let kept: Vec<&Settled> = batch
+        .iter()
+        .filter(|s| recorded.contains(&s.delivery.id))
+        .collect();
+    if kept.is_empty() {
+        return Ok(recorded);
+    }
+    let rows: Vec<String> = (0..kept.len())
+        .map(|i| {
+            let p = 1 + i * 7;
+            let marks: Vec<String> = (p..p + 7).map(|n| format!("${n}")).collect();
+            format!("({})", marks.join(", "))
+        })
+        .collect();
+    let sql = format!(
         "INSERT INTO ig_webhook_attempts (delivery_id, n, at, status, latency_ms, error, answer) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)")
-        .bind(&d.id).bind(d.attempts + 1).bind(attempt.at).bind(attempt.status)
-        .bind(attempt.latency_ms).bind(&attempt.error).bind(&attempt.answer)
-        .execute(c).await.map(|r| r.rows_affected()))?;
-    Ok(true)
+         VALUES {}",
+        rows.join(", ")
+    );
+    on_conn!(conn, c => {
+        let mut q = sqlx::query(&sql);
+        for s in &kept {
+            let (d, a) = (s.delivery, s.attempt);
+            q = q.bind(&d.id).bind(d.attempts + 1).bind(a.at).bind(a.status)
+                .bind(a.latency_ms).bind(&a.error).bind(&a.answer);
+        }
+        q.execute(c).await.map(|r| r.rows_affected())
+    })?;
+    Ok(recorded)
 }
 
 /// Marks an endpoint failing since `since` unless it already is; clears it
