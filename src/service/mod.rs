@@ -19,6 +19,7 @@
 //! - [`seal`]: the ledger's key and checkpoint, kept outside the database;
 //! - [`limits`]: the per-key rate limits both front doors count against;
 //! - [`events`]: the ledger as events for clients (the feed and the stream);
+//! - [`moves`]: telling those who wait that a job moved;
 //! - [`views`]: the job as clients see it, in answers and in events.
 
 pub mod audit;
