@@ -470,7 +470,16 @@ pub async fn problems(req: Request, next: Next) -> Response {
     } else {
         detail
     };
-    Problem::new(status, code_for(status), title, detail).render(Some(&path))
+    let problem = Problem::new(status, code_for(status), title, detail);
+    // A body refused for its size was not read to its end: the connection
+    // cannot carry another request, and a client must be told so, or it
+    // reuses the connection and its next request fails.
+    let problem = if status == StatusCode::PAYLOAD_TOO_LARGE {
+        problem.header(header::CONNECTION, "close".to_string())
+    } else {
+        problem
+    };
+    problem.render(Some(&path))
 }
 
 /// The detail of the `400` for a URL holding `%00`.

@@ -262,6 +262,12 @@ async fn a_wrong_rows_file_is_refused_naming_the_member_and_creates_nothing() {
     }
     let big = format!("row,city\n{}", "3,Bogor\n".repeat(4_300_000));
     let resp = send_back(&app, &sub, &id, "text/csv", big.into()).await;
+    // The rest of the body was never read: the connection is not reused.
+    let connection = resp.headers().get("connection").cloned();
+    assert_eq!(
+        connection.as_ref().map(|v| v.as_bytes()),
+        Some(&b"close"[..])
+    );
     problem(resp, StatusCode::PAYLOAD_TOO_LARGE, "too_large").await;
     assert_eq!(jobs().await, before, "nothing was created");
 
