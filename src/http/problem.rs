@@ -284,6 +284,16 @@ impl Problem {
                 headers.insert(name.clone(), v);
             }
         }
+        // A body refused for its size or its pace was not read to its end,
+        // whether the service or the framework refused it: the connection
+        // cannot carry another request, and a client must be told so, or it
+        // reuses the connection and its next request fails.
+        if matches!(
+            self.0.status,
+            StatusCode::PAYLOAD_TOO_LARGE | StatusCode::REQUEST_TIMEOUT
+        ) {
+            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         resp
     }
 }
@@ -359,17 +369,13 @@ impl From<ServiceError> for Problem {
                 "File too large",
                 detail,
             )
-            .with("limit", json!(limit))
-            // The rest of the body is not read, so the connection cannot
-            // carry another request: say so, or a client may reuse it and fail.
-            .header(header::CONNECTION, "close".to_string()),
+            .with("limit", json!(limit)),
             ServiceError::SlowBody { .. } => Problem::new(
                 StatusCode::REQUEST_TIMEOUT,
                 Code::RequestTimeout,
                 "The body arrived too slowly",
                 detail,
-            )
-            .header(header::CONNECTION, "close".to_string()),
+            ),
             ServiceError::AlreadyCollected { .. } => Problem::new(
                 StatusCode::GONE,
                 Code::AlreadyCollected,
@@ -470,16 +476,7 @@ pub async fn problems(req: Request, next: Next) -> Response {
     } else {
         detail
     };
-    let problem = Problem::new(status, code_for(status), title, detail);
-    // A body refused for its size was not read to its end: the connection
-    // cannot carry another request, and a client must be told so, or it
-    // reuses the connection and its next request fails.
-    let problem = if status == StatusCode::PAYLOAD_TOO_LARGE {
-        problem.header(header::CONNECTION, "close".to_string())
-    } else {
-        problem
-    };
-    problem.render(Some(&path))
+    Problem::new(status, code_for(status), title, detail).render(Some(&path))
 }
 
 /// The detail of the `400` for a URL holding `%00`.

@@ -124,11 +124,10 @@ pub async fn links_numbered(conn: &mut Conn<'_>, seqs: &[i64]) -> Result<Vec<Eve
     if seqs.is_empty() {
         return Ok(vec![]);
     }
-    let marks: Vec<String> = (1..=seqs.len()).map(|i| format!("${i}")).collect();
     let sql = format!(
         "SELECT job_id, n, at, event, from_state, to_state, actor, comment, detail, seq \
-         FROM ig_job_events WHERE seq IN ({}) ORDER BY seq",
-        marks.join(", ")
+         FROM ig_job_events WHERE seq IN {} ORDER BY seq",
+        super::tuples(conn.dialect(), 1, seqs.len())
     );
     on_conn!(conn, c => {
         let mut q = sqlx::query(&sql);

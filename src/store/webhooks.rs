@@ -307,27 +307,30 @@ pub async fn record_all(
     if batch.is_empty() {
         return Ok(Default::default());
     }
+    let dialect = conn.dialect();
     let rows: Vec<String> = (0..batch.len())
         .map(|i| {
-            let p = 2 + i * 4;
-            format!("(${p}, ${}, CAST(${} AS BIGINT), ${})", p + 1, p + 2, p + 3)
+            let p = |k| super::param(dialect, i * 4 + k);
+            format!("({}, {}, CAST({} AS BIGINT), {})", p(1), p(2), p(3), p(4))
         })
         .collect();
-    // A VALUES list's columns are column1… in both SQLite and PostgreSQL.
+    // A VALUES list's columns are column1… in both SQLite and PostgreSQL;
+    // the parameters are used once each, in order (`param`).
     let sql = format!(
         "UPDATE ig_webhook_deliveries SET state = v.column2, attempts = attempts + 1, \
              next_at = v.column3, lease_owner = NULL, lease_until = NULL, \
              body = COALESCE(body, v.column4) \
          FROM (VALUES {}) AS v \
-         WHERE id = v.column1 AND lease_owner = $1 AND state = 'pending' RETURNING id",
-        rows.join(", ")
+         WHERE id = v.column1 AND lease_owner = {} AND state = 'pending' RETURNING id",
+        rows.join(", "),
+        super::param(dialect, batch.len() * 4 + 1)
     );
     let recorded: std::collections::HashSet<String> = on_conn!(conn, c => {
-        let mut q = sqlx::query_scalar::<_, String>(&sql).bind(owner);
+        let mut q = sqlx::query_scalar::<_, String>(&sql);
         for s in batch {
             q = q.bind(&s.delivery.id).bind(s.next.state).bind(s.next.next_at_ms).bind(s.next.body);
         }
-        q.fetch_all(c).await?
+        q.bind(owner).fetch_all(c).await?
     })
     .into_iter()
     .collect();
@@ -338,17 +341,10 @@ pub async fn record_all(
     if kept.is_empty() {
         return Ok(recorded);
     }
-    let rows: Vec<String> = (0..kept.len())
-        .map(|i| {
-            let p = 1 + i * 7;
-            let marks: Vec<String> = (p..p + 7).map(|n| format!("${n}")).collect();
-            format!("({})", marks.join(", "))
-        })
-        .collect();
     let sql = format!(
         "INSERT INTO ig_webhook_attempts (delivery_id, n, at, status, latency_ms, error, answer) \
          VALUES {}",
-        rows.join(", ")
+        super::tuples(dialect, kept.len(), 7)
     );
     on_conn!(conn, c => {
         let mut q = sqlx::query(&sql);
