@@ -476,6 +476,17 @@ impl Server {
             .map(|kb| kb / 1024.0)
             .unwrap_or(0.0)
     }
+
+    /// The peak since the last call (printed on stderr with `phase`), and
+    /// the overall peak so far kept in `overall`: writing 5 to
+    /// `clear_refs` resets the kernel's high-water mark, so each phase's
+    /// own peak shows which one needs the memory.
+    fn phase_peak(&self, phase: &str, overall: &mut f64) {
+        let mb = self.peak_mb();
+        eprintln!("peak RSS during {phase}: {mb:.0} MB");
+        *overall = overall.max(mb);
+        let _ = std::fs::write(format!("/proc/{}/clear_refs", self.child.id()), "5");
+    }
 }
 
 fn content_type(format: &str) -> &'static str {
@@ -784,6 +795,8 @@ async fn one_run(
         .await;
     expect_state(&job, "awaiting_approval", "validation");
     f.validate.push(d.as_secs_f64());
+    let mut peak = 0.0;
+    server.phase_peak("validation", &mut peak);
     let id = job["id"].as_str().unwrap().to_string();
     let mut previews: Vec<f64> = Vec::new();
     for _ in 0..10 {
@@ -793,6 +806,7 @@ async fn one_run(
     let (d, job) = api.act(&apr, &id, "approve").await;
     expect_state(&job, "committed", "commit");
     f.commit.push(d.as_secs_f64());
+    server.phase_peak("preview and commit", &mut peak);
 
     if format == "csv" {
         let (d, job) = api
@@ -806,20 +820,24 @@ async fn one_run(
             .await;
         expect_state(&job, "awaiting_approval", "upsert validation");
         f.upsert_validate.push(d.as_secs_f64());
+        server.phase_peak("upsert validation", &mut peak);
         let uid = job["id"].as_str().unwrap().to_string();
         let (d, job) = api.act(&apr, &uid, "approve").await;
         expect_state(&job, "committed", "upsert commit");
         f.upsert_commit.push(d.as_secs_f64());
+        server.phase_peak("upsert commit", &mut peak);
         api.act(&sub, &uid, "rollback").await;
         let (d, job) = api.act(&apr, &uid, "approve").await;
         expect_state(&job, "rolled_back", "upsert rollback");
         f.rollback_upsert.push(d.as_secs_f64());
+        server.phase_peak("upsert rollback", &mut peak);
     }
     api.act(&sub, &id, "rollback").await;
     let (d, job) = api.act(&apr, &id, "approve").await;
     expect_state(&job, "rolled_back", "rollback");
     f.rollback.push(d.as_secs_f64());
-    f.peak_mb.push(server.peak_mb());
+    server.phase_peak("rollback", &mut peak);
+    f.peak_mb.push(peak);
     drop(server);
 
     if format == "csv" {
