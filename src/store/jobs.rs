@@ -589,8 +589,9 @@ pub async fn get_many(conn: &mut Conn<'_>, ids: &[String]) -> Result<Vec<Job>> {
         "SELECT {READ_COLUMNS} FROM ig_jobs WHERE id IN ({}) ORDER BY id DESC",
         marks.join(", ")
     );
+    // Sized to the list: not kept in the statement cache (`store::pieces`).
     on_conn!(conn, c => {
-        let mut q = sqlx::query(&sql);
+        let mut q = sqlx::query(&sql).persistent(false);
         for id in ids {
             q = q.bind(id);
         }

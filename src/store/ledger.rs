@@ -129,8 +129,9 @@ pub async fn links_numbered(conn: &mut Conn<'_>, seqs: &[i64]) -> Result<Vec<Eve
          FROM ig_job_events WHERE seq IN {} ORDER BY seq",
         super::tuples(conn.dialect(), 1, seqs.len())
     );
+    // Sized to the list: not kept in the statement cache (`store::pieces`).
     on_conn!(conn, c => {
-        let mut q = sqlx::query(&sql);
+        let mut q = sqlx::query(&sql).persistent(false);
         for seq in seqs {
             q = q.bind(seq);
         }

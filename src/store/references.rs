@@ -33,8 +33,8 @@ pub async fn present(
     let mut found = HashSet::new();
     let column = &target.columns[key];
     let (t, col) = (ident(&target.table), ident(&column.name));
-    for (part_no, part) in values.chunks(CHUNK).enumerate() {
-        let base = part_no * CHUNK;
+    for range in super::pieces(values.len(), CHUNK) {
+        let (base, part) = (range.start, &values[range]);
         if let Conn::Postgres(c) = conn {
             let ty = sql_type(column.ty, Dialect::Postgres);
             let sql = format!(

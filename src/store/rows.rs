@@ -72,7 +72,8 @@ pub async fn insert_batch(
     }
     let width = 6 + 2 * stage.provided.len();
     let per_statement = (30_000 / width).clamp(1, BATCH);
-    for part in rows.chunks(per_statement) {
+    for range in super::pieces(rows.len(), per_statement) {
+        let part = &rows[range];
         let sql = format!(
             "INSERT INTO {} (job, seq, row_no, action, nkey, vals{}) VALUES {}",
             stage.table(),
@@ -247,7 +248,8 @@ async fn insert_notes(
     job_id: &str,
     list: &[(i64, i64, &RowError)],
 ) -> Result<()> {
-    for part in list.chunks(BATCH) {
+    for range in super::pieces(list.len(), BATCH) {
+        let part = &list[range];
         let sql = format!(
             "INSERT INTO {} (job_id, seq, n, row_no, col, value, code, message) VALUES {}",
             notes.table(),
@@ -588,7 +590,8 @@ pub async fn errors(
 }
 
 /// `seq IN (…)` for sequence numbers read from the database (integers,
-/// written as literals).
+/// written as literals). A statement holding literals is run once: it is
+/// not kept in the connection's statement cache (`persistent(false)`).
 fn seq_list(seqs: &[i64]) -> String {
     let list: Vec<String> = seqs.iter().map(i64::to_string).collect();
     format!("seq IN ({})", list.join(", "))
@@ -610,7 +613,7 @@ pub async fn rows_numbered(
             list.join(", ")
         );
         let got = on_conn!(conn, c => {
-            let rows = sqlx::query(&sql).bind(stage.job).fetch_all(c).await?;
+            let rows = sqlx::query(&sql).persistent(false).bind(stage.job).fetch_all(c).await?;
             rows.iter().map(|r| stored(stage, r)).collect::<Result<Vec<_>>>()
         })?;
         found.extend(got);
@@ -626,7 +629,8 @@ pub async fn rows_keyed(
     keys: &[String],
 ) -> Result<Vec<StoredRow>> {
     let mut found = Vec::new();
-    for part in keys.chunks(BATCH) {
+    for range in super::pieces(keys.len(), BATCH) {
+        let part = &keys[range];
         // `$2, $3, …`: the keys, after the job's `$1`.
         let marks: Vec<String> = (2..part.len() + 2).map(|i| format!("${i}")).collect();
         let sql = format!(
@@ -659,11 +663,11 @@ pub async fn remove(
     for part in seqs.chunks(BATCH) {
         let list = seq_list(part);
         let sql = format!("DELETE FROM {} WHERE job = $1 AND {list}", stage.table());
-        on_conn!(conn, c => sqlx::query(&sql).bind(stage.job).execute(c).await.map(|r| r.rows_affected()))?;
+        on_conn!(conn, c => sqlx::query(&sql).persistent(false).bind(stage.job).execute(c).await.map(|r| r.rows_affected()))?;
         for notes in [Notes::Errors, Notes::Warnings] {
             let sql = format!("DELETE FROM {} WHERE job_id = $1 AND {list}", notes.table());
             let key = stage.notes_key(notes, job_id);
-            on_conn!(conn, c => sqlx::query(&sql).bind(key).execute(c).await.map(|r| r.rows_affected()))?;
+            on_conn!(conn, c => sqlx::query(&sql).persistent(false).bind(key).execute(c).await.map(|r| r.rows_affected()))?;
         }
     }
     Ok(())
@@ -677,8 +681,7 @@ pub async fn warned(conn: &mut Conn<'_>, stage: &Stage<'_>, seqs: &[i64]) -> Res
             "SELECT DISTINCT seq FROM ig_job_warnings WHERE job_id = $1 AND {}",
             seq_list(part)
         );
-        let got: Vec<i64> =
-            on_conn!(conn, c => sqlx::query_scalar(&sql).bind(&stage.owner).fetch_all(c).await)?;
+        let got: Vec<i64> = on_conn!(conn, c => sqlx::query_scalar(&sql).persistent(false).bind(&stage.owner).fetch_all(c).await)?;
         found.extend(got);
     }
     Ok(found)
@@ -699,8 +702,7 @@ pub async fn existing_rows(
             stage.table(),
             list.join(", ")
         );
-        let got: Vec<i64> =
-            on_conn!(conn, c => sqlx::query_scalar(&sql).bind(stage.job).fetch_all(c).await)?;
+        let got: Vec<i64> = on_conn!(conn, c => sqlx::query_scalar(&sql).persistent(false).bind(stage.job).fetch_all(c).await)?;
         found.extend(got);
     }
     Ok(found)
@@ -721,7 +723,7 @@ pub async fn rows_at(
         seq_list(seqs)
     );
     on_conn!(conn, c => {
-        let rows = sqlx::query(&sql).bind(stage.job).fetch_all(c).await?;
+        let rows = sqlx::query(&sql).persistent(false).bind(stage.job).fetch_all(c).await?;
         rows.iter().map(|r| stored(stage, r)).collect()
     })
 }

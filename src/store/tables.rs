@@ -171,7 +171,8 @@ pub async fn by_keys(
     if keys.is_empty() {
         return Ok(found);
     }
-    for part in keys.chunks(super::rows::BATCH) {
+    for range in super::pieces(keys.len(), super::rows::BATCH) {
+        let part = &keys[range];
         if let Conn::Postgres(c) = conn {
             let sql = unnest_lookup(module);
             let mut q = sqlx::query(&sql);
@@ -211,7 +212,8 @@ pub async fn insert(
     let width = module.columns.len();
     let names: Vec<String> = module.columns.iter().map(|c| ident(&c.name)).collect();
     let per_statement = (30_000 / width).clamp(1, super::rows::BATCH);
-    for part in rows.chunks(per_statement) {
+    for range in super::pieces(rows.len(), per_statement) {
+        let part = &rows[range];
         let sql = format!(
             "INSERT INTO {} ({}) VALUES {}",
             ident(&module.table),

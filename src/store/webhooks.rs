@@ -325,8 +325,10 @@ pub async fn record_all(
         rows.join(", "),
         super::param(dialect, batch.len() * 4 + 1)
     );
+    // Sized to the batch: run once, not kept in the statement cache (a
+    // shape per batch size would crowd it, see `store::pieces`).
     let recorded: std::collections::HashSet<String> = on_conn!(conn, c => {
-        let mut q = sqlx::query_scalar::<_, String>(&sql);
+        let mut q = sqlx::query_scalar::<_, String>(&sql).persistent(false);
         for s in batch {
             q = q.bind(&s.delivery.id).bind(s.next.state).bind(s.next.next_at_ms).bind(s.next.body);
         }
@@ -347,7 +349,7 @@ pub async fn record_all(
         super::tuples(dialect, kept.len(), 7)
     );
     on_conn!(conn, c => {
-        let mut q = sqlx::query(&sql);
+        let mut q = sqlx::query(&sql).persistent(false);
         for s in &kept {
             let (d, a) = (s.delivery, s.attempt);
             q = q.bind(&d.id).bind(d.attempts + 1).bind(a.at).bind(a.status)
