@@ -1,5 +1,10 @@
 //! The command line: parse arguments, then call into the library.
 
+/// jemalloc for the service's own allocations (Cargo.toml says why).
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
