@@ -489,10 +489,10 @@ pub fn param(dialect: Dialect, n: usize) -> String {
 
 /// How a multi-row statement of `n` rows is split: parts of `most` rows,
 /// then the rest in falling powers of two. Every connection keeps each
-/// statement it prepared (SQLite's compiled program of a 500-row `VALUES`
-/// list is hundreds of KB), so a statement sized to each batch filled the
-/// eight connections' caches with a hundred shapes apiece: 25 MB of a 1M-row
-/// upsert's peak. Split this way a statement has at most ten shapes.
+/// statement it prepared, so a statement sized to each batch filled the
+/// eight connections' caches with up to a hundred shapes apiece (a 1M-row
+/// upsert validation: 121 MB peak, 113 MB split this way; BENCHMARKS.md).
+/// Split this way a statement has at most ten shapes.
 pub fn pieces(n: usize, most: usize) -> Vec<std::ops::Range<usize>> {
     let most = most.max(1);
     let mut parts = Vec::new();
@@ -507,6 +507,19 @@ pub fn pieces(n: usize, most: usize) -> Vec<std::ops::Range<usize>> {
         start += size;
     }
     parts
+}
+
+/// The parts of a lookup run as one statement a part. On PostgreSQL the
+/// values go as one array parameter, the statement's text is the same at
+/// any size, and plain parts of `most` save the round trips of [`pieces`].
+pub fn lookup_parts(dialect: Dialect, n: usize, most: usize) -> Vec<std::ops::Range<usize>> {
+    match dialect {
+        Dialect::Postgres => (0..n)
+            .step_by(most.max(1))
+            .map(|start| start..n.min(start + most.max(1)))
+            .collect(),
+        Dialect::Sqlite => pieces(n, most),
+    }
 }
 
 /// `(…), (…)`: value tuples of `cols` parameters for `rows` rows, numbered
@@ -574,5 +587,19 @@ mod tests {
         }
         // 500 and the powers of two below it.
         assert_eq!(shapes.len(), 10, "{shapes:?}");
+    }
+
+    #[test]
+    fn postgres_lookups_are_plain_parts() {
+        use super::{Dialect, lookup_parts};
+        assert_eq!(
+            lookup_parts(Dialect::Postgres, 1100, 500),
+            vec![0..500, 500..1000, 1000..1100]
+        );
+        assert!(lookup_parts(Dialect::Postgres, 0, 500).is_empty());
+        assert_eq!(
+            lookup_parts(Dialect::Sqlite, 1100, 500),
+            super::pieces(1100, 500)
+        );
     }
 }

@@ -33,7 +33,7 @@ pub async fn present(
     let mut found = HashSet::new();
     let column = &target.columns[key];
     let (t, col) = (ident(&target.table), ident(&column.name));
-    for range in super::pieces(values.len(), CHUNK) {
+    for range in super::lookup_parts(conn.dialect(), values.len(), CHUNK) {
         let (base, part) = (range.start, &values[range]);
         if let Conn::Postgres(c) = conn {
             let ty = sql_type(column.ty, Dialect::Postgres);

@@ -171,7 +171,7 @@ pub async fn by_keys(
     if keys.is_empty() {
         return Ok(found);
     }
-    for range in super::pieces(keys.len(), super::rows::BATCH) {
+    for range in super::lookup_parts(conn.dialect(), keys.len(), super::rows::BATCH) {
         let part = &keys[range];
         if let Conn::Postgres(c) = conn {
             let sql = unnest_lookup(module);
