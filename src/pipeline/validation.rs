@@ -6,7 +6,7 @@
 //! a few batches whatever the file's size. Duplicate natural keys are found
 //! in the database at the end for the same reason.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::Value as Json;
 use tokio::sync::mpsc;
@@ -16,6 +16,7 @@ use crate::catalog::Module;
 use crate::ingest::{self, FileError};
 use crate::ledger::{Counts, Job, Mode, Warning, WarningCode};
 use crate::store::blobs::BlobReader;
+use crate::store::load::{self, Loader};
 use crate::store::rows::{self, StagedRow};
 use crate::store::stage::Stage;
 use crate::store::tables::{self, TableRow};
@@ -269,7 +270,6 @@ async fn stage_rows(
     rx: &mut mpsc::Receiver<Result<Msg, FileError>>,
     setup: &Setup,
 ) -> anyhow::Result<(Option<FileError>, i64, Vec<(usize, String)>)> {
-    let lease = setup.lease.as_ref();
     let (to_write, mut writes) = mpsc::channel::<Vec<StagedRow>>(2);
     let excluded: std::collections::HashSet<u64> = job
         .revision
@@ -307,25 +307,20 @@ async fn stage_rows(
     let write_all = async {
         let mut counts = Counts::default();
         let mut last_progress = Instant::now();
+        let mut loader = Loader::start(db, stage, &job.id, setup.lease.clone()).await?;
         while let Some(staged) = writes.recv().await {
             tally(&mut counts, &staged);
-            // One transaction a batch: one commit instead of one per statement.
-            let mut tx = db.begin().await?;
-            store::relax_durability(&mut tx.conn()).await?;
-            if let Some((owner, ms)) = lease {
-                let until = chrono::Utc::now().timestamp_millis() + ms;
-                if !store::jobs::heartbeat(&mut tx.conn(), &job.id, owner, until).await? {
-                    anyhow::bail!("the lease on {} went to another worker mid-run", job.id);
-                }
-            }
-            rows::insert_batch(&mut tx.conn(), stage, &job.id, &staged).await?;
-            tx.commit().await?;
-            if last_progress.elapsed() > Duration::from_millis(500) {
-                store::jobs::set_counts(&mut db.acquire().await?.conn(), &job.id, &counts).await?;
+            let progress = (last_progress.elapsed() > load::PROGRESS_EVERY).then(|| {
                 last_progress = Instant::now();
+                counts.clone()
+            });
+            if let Err(e) = loader.load(staged, progress).await {
+                // The writer's own error says more than that it stopped.
+                loader.finish().await?;
+                return Err(e);
             }
         }
-        Ok::<_, anyhow::Error>(())
+        loader.finish().await
     };
     let (staged, ()) = tokio::try_join!(decide_all, write_all)?;
     Ok(staged)

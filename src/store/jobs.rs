@@ -99,6 +99,11 @@ where
     })
 }
 
+/// A job's counts as `ig_jobs.counts` holds them.
+pub fn counts_text(counts: &Counts) -> String {
+    to_json(counts)
+}
+
 fn to_json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "null".into())
 }
@@ -487,7 +492,7 @@ pub async fn events(conn: &mut Conn<'_>, job_id: &str) -> Result<Vec<Event>> {
 /// a new version: counts alone are not something an approver decides on.
 pub async fn set_counts(conn: &mut Conn<'_>, id: &str, counts: &Counts) -> Result<()> {
     on_conn!(conn, c => sqlx::query("UPDATE ig_jobs SET counts = $2 WHERE id = $1")
-        .bind(id).bind(to_json(counts)).execute(c).await.map(|r| r.rows_affected()))?;
+        .bind(id).bind(counts_text(counts)).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
 }
 

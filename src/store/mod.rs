@@ -15,6 +15,7 @@ pub mod jobs;
 pub mod key_requests;
 pub mod keys;
 pub mod ledger;
+pub mod load;
 pub mod mappings;
 pub mod references;
 pub mod retention;

@@ -40,7 +40,7 @@ pub struct StagedRow {
 
 impl StagedRow {
     /// The value, then the before-image, of the provided column `k`.
-    fn typed(&self, k: usize) -> (Option<&Value>, Option<&Value>) {
+    pub(crate) fn typed(&self, k: usize) -> (Option<&Value>, Option<&Value>) {
         let value = self.values.get(k).and_then(Option::as_ref);
         let before = self.before.as_ref().and_then(|b| b.get(k)?.as_ref());
         (value, before)
@@ -121,14 +121,14 @@ pub enum Notes {
 }
 
 impl Notes {
-    fn table(self) -> &'static str {
+    pub(crate) fn table(self) -> &'static str {
         match self {
             Notes::Errors => "ig_job_errors",
             Notes::Warnings => "ig_job_warnings",
         }
     }
 
-    fn of(self, r: &StagedRow) -> &[RowError] {
+    pub(crate) fn of(self, r: &StagedRow) -> &[RowError] {
         match self {
             Notes::Errors => &r.errors,
             Notes::Warnings => &r.warnings,
