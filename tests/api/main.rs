@@ -23,6 +23,7 @@ mod i18n;
 mod idempotency;
 mod key_requests;
 mod ledger;
+mod load;
 mod modules;
 mod openapi;
 mod parity;
