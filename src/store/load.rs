@@ -1,5 +1,5 @@
 //! The validation's writer: batches of staged rows into the stage, each
-//! batch in its own transaction that first renews the worker's lease (and
+//! batch in its own transaction that also renews the worker's lease (and
 //! is refused if another worker holds it), now and then with the job's
 //! progress counts.
 //!
