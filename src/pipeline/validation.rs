@@ -308,15 +308,7 @@ async fn stage_rows(
         let mut counts = Counts::default();
         let mut last_progress = Instant::now();
         let mut loader = Loader::start(db, stage, &job.id, setup.lease.clone()).await?;
-        loop {
-            let staged = match loader.next(&mut writes).await {
-                Ok(Some(staged)) => staged,
-                Ok(None) => break,
-                Err(e) => {
-                    drop(loader);
-                    return Err(e);
-                }
-            };
+        while let Some(staged) = loader.next(&mut writes).await? {
             tally(&mut counts, &staged);
             let progress = (last_progress.elapsed() > load::PROGRESS_EVERY).then(|| {
                 last_progress = Instant::now();

@@ -191,7 +191,7 @@ mod pg {
                     let until = chrono::Utc::now().timestamp_millis() + ms;
                     if !super::super::jobs::heartbeat(&mut tx.conn(), &job_id, owner, until).await?
                     {
-                        anyhow::bail!("the lease on {job_id} went to another worker mid-run");
+                        return Err(lease_lost(&job_id));
                     }
                 }
                 if let Some(counts) = &load.progress {
@@ -316,10 +316,7 @@ mod sqlite {
                 )?
                 .execute(rusqlite::params![until, plan.job_id, owner])?;
             if renewed == 0 {
-                anyhow::bail!(
-                    "the lease on {} went to another worker mid-run",
-                    plan.job_id
-                );
+                return Err(lease_lost(&plan.job_id));
             }
         }
         let mut insert = c.prepare_cached(&plan.rows_sql)?;
@@ -376,6 +373,11 @@ mod sqlite {
             other => ToSqlOutput::Owned(Sql::Text(other.to_text())),
         }
     }
+}
+
+/// Why a batch was refused: another worker holds the job now.
+fn lease_lost(job_id: &str) -> anyhow::Error {
+    anyhow::anyhow!("the lease on {job_id} went to another worker mid-run")
 }
 
 /// How long a validation waits between progress updates.
