@@ -17,9 +17,10 @@ use crate::ingest::{self, FileError};
 use crate::ledger::{Counts, Job, Mode, Warning, WarningCode};
 use crate::store::blobs::BlobReader;
 use crate::store::load::{self, Loader};
+use crate::store::lookup;
 use crate::store::rows::{self, StagedRow};
 use crate::store::stage::Stage;
-use crate::store::tables::{self, TableRow};
+use crate::store::tables::TableRow;
 use crate::store::{self, Db};
 use crate::validate::{
     CheckedRow, HeaderMap, RowAction, RowError, Rules, Value, check_row, extra_cells, key_text,
@@ -517,7 +518,7 @@ pub(super) async fn decide(
         .filter(|(_, r)| r.errors.is_empty())
         .filter_map(|(k, _)| k)
         .collect();
-    let current = tables::by_keys(&mut db.acquire().await?.conn(), module, &lookup).await?;
+    let current = lookup::by_keys(db, module, lookup).await?;
     let mut staged = Vec::with_capacity(batch.len());
     for ((mut row, nkey), warnings) in batch.into_iter().zip(keys).zip(warnings) {
         let existing = nkey.as_ref().and_then(|k| current.get(k));

@@ -31,7 +31,6 @@ use super::rows::{self, Notes, StagedRow};
 use super::stage::Stage;
 use super::{Db, Pooled};
 use crate::ledger::Counts;
-use crate::validate::Value;
 
 /// Who must still hold the job for a batch to be written: the lease's
 /// owner and how long each batch renews it for, in milliseconds.
@@ -257,9 +256,8 @@ impl Plan {
 }
 
 mod sqlite {
-    use rusqlite::types::{ToSqlOutput, Value as Sql};
-
     use super::*;
+    use crate::store::values::to_sqlite as sql;
 
     /// The writer thread: takes the pool connection's handle for the whole
     /// run, writes every batch, and hands the connection back clean. After
@@ -360,18 +358,6 @@ mod sqlite {
         }
         c.execute_batch("COMMIT")?;
         Ok(())
-    }
-
-    /// A module value as sqlx's SQLite binding stores it
-    /// ([`crate::store::values::BindValue`]): integers and booleans as
-    /// integers, everything else as its text.
-    fn sql(v: &Value) -> ToSqlOutput<'_> {
-        match v {
-            Value::Int(i) => ToSqlOutput::Owned(Sql::Integer(*i)),
-            Value::Bool(b) => ToSqlOutput::Owned(Sql::Integer(i64::from(*b))),
-            Value::Text(s) => ToSqlOutput::from(s.as_str()),
-            other => ToSqlOutput::Owned(Sql::Text(other.to_text())),
-        }
     }
 }
 

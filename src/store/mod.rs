@@ -16,6 +16,7 @@ pub mod key_requests;
 pub mod keys;
 pub mod ledger;
 pub mod load;
+pub mod lookup;
 pub mod mappings;
 pub mod references;
 pub mod retention;

@@ -81,7 +81,7 @@ where
 /// (`CROSS JOIN` keeps the list the outer loop). With `(a, b) IN (VALUES
 /// …)` SQLite scanned the whole table for each batch (17 ms a batch of 500
 /// at 100k rows, against 1.3 ms joined).
-fn sqlite_lookup(module: &Module, keys: usize) -> String {
+pub(super) fn sqlite_lookup(module: &Module, keys: usize) -> String {
     let width = module.key_columns.len();
     let table = ident(&module.table);
     if width == 1 {

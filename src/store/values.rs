@@ -3,6 +3,7 @@
 //! `numeric`, `date` and `timestamptz` (see `store::sql_type`).
 
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, TimeDelta, Timelike, Utc};
+use rusqlite::types::{ToSqlOutput, Value as SqliteValue, ValueRef as SqliteCell};
 use rust_decimal::Decimal;
 use sqlx::postgres::{PgArguments, PgRow, PgValueFormat};
 use sqlx::query::Query;
@@ -76,24 +77,61 @@ impl DecodeValue for SqliteRow {
             return Ok(None);
         }
         Ok(Some(match raw.type_info().name() {
-            "INTEGER" => {
-                let i: i64 = self.try_get(index)?;
-                match ty {
-                    ColumnType::Boolean => Value::Bool(i != 0),
-                    ColumnType::Numeric => Value::Decimal(Decimal::from(i)),
-                    ColumnType::Text => Value::Text(i.to_string()),
-                    _ => Value::Int(i),
-                }
-            }
-            "REAL" => {
-                let f: f64 = self.try_get(index)?;
-                parse_text(&f.to_string(), ty)
-            }
+            "INTEGER" => stored_value(Stored::Int(self.try_get(index)?), ty),
+            "REAL" => stored_value(Stored::Real(self.try_get(index)?), ty),
             _ => {
                 let text: String = self.try_get(index)?;
-                parse_text(&text, ty)
+                stored_value(Stored::Text(&text), ty)
             }
         }))
+    }
+}
+
+/// A module value read through `rusqlite` ([`crate::store::lookup`]),
+/// exactly as [`DecodeValue`] reads it through sqlx.
+pub fn from_sqlite(raw: SqliteCell<'_>, ty: ColumnType) -> Result<Option<Value>> {
+    Ok(Some(match raw {
+        SqliteCell::Null => return Ok(None),
+        SqliteCell::Integer(i) => stored_value(Stored::Int(i), ty),
+        SqliteCell::Real(f) => stored_value(Stored::Real(f), ty),
+        SqliteCell::Text(t) | SqliteCell::Blob(t) => {
+            let text = std::str::from_utf8(t)
+                .map_err(|_| StoreError::Corrupt(format!("a {ty:?} cell is not UTF-8 text")))?;
+            stored_value(Stored::Text(text), ty)
+        }
+    }))
+}
+
+/// A module value as a `rusqlite` parameter, stored as sqlx's SQLite
+/// binding ([`BindValue`]) stores it: integers and booleans as integers,
+/// everything else as its text.
+pub fn to_sqlite(v: &Value) -> ToSqlOutput<'_> {
+    match v {
+        Value::Int(i) => ToSqlOutput::Owned(SqliteValue::Integer(*i)),
+        Value::Bool(b) => ToSqlOutput::Owned(SqliteValue::Integer(i64::from(*b))),
+        Value::Text(s) => ToSqlOutput::from(s.as_str()),
+        other => ToSqlOutput::Owned(SqliteValue::Text(other.to_text())),
+    }
+}
+
+/// A non-null SQLite cell by its storage class.
+enum Stored<'a> {
+    Int(i64),
+    Real(f64),
+    Text(&'a str),
+}
+
+/// The module value of a stored SQLite cell in a column of type `ty`.
+fn stored_value(cell: Stored<'_>, ty: ColumnType) -> Value {
+    match cell {
+        Stored::Int(i) => match ty {
+            ColumnType::Boolean => Value::Bool(i != 0),
+            ColumnType::Numeric => Value::Decimal(Decimal::from(i)),
+            ColumnType::Text => Value::Text(i.to_string()),
+            _ => Value::Int(i),
+        },
+        Stored::Real(f) => parse_text(&f.to_string(), ty),
+        Stored::Text(t) => parse_text(t, ty),
     }
 }
 

@@ -1,0 +1,107 @@
+//! The validation's key lookups: which of a batch's natural keys the
+//! module's table holds, and its rows for them (an update's before-image).
+//!
+//! On SQLite a batch's lookups run through `rusqlite` on a blocking thread,
+//! on one of the pool's connections: the same statements as through sqlx
+//! ([`tables::by_keys`]), each found row read straight into module
+//! values. Through sqlx the lookups of 1M keys, all found, took 6.4 s of a
+//! 9 s upsert validation: a multi-row statement's arguments built on the
+//! runtime's threads and bound value by value on the connection's thread,
+//! then every row sent back over a channel and decoded (BENCHMARKS.md,
+//! "Upsert commits, key lookups and the SQLite rollback"). PostgreSQL
+//! keeps its one `unnest` join a batch ([`tables::by_keys`]).
+
+use std::collections::HashMap;
+
+use super::tables::{self, TableRow};
+use super::values::{from_sqlite, to_sqlite};
+use super::{Db, Pooled, rows};
+use crate::catalog::{ColumnType, Module};
+use crate::validate::{Value, key_text};
+
+/// The table's rows holding these natural keys (each in the order of the
+/// module's key columns), by the key's canonical text.
+pub async fn by_keys(
+    db: &Db,
+    module: &Module,
+    keys: Vec<Vec<Value>>,
+) -> anyhow::Result<HashMap<String, TableRow>> {
+    if keys.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let conn = match db.acquire().await? {
+        Pooled::Sqlite(conn) => conn,
+        mut pooled => return Ok(tables::by_keys(&mut pooled.conn(), module, &keys).await?),
+    };
+    let plan = Plan::new(module, keys.len());
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || sqlite(conn, &runtime, &plan, &keys))
+        .await
+        .map_err(|e| anyhow::anyhow!("the key lookup failed: {e}"))?
+}
+
+/// What the lookup thread needs of the module.
+struct Plan {
+    /// The lookup statement of `n` keys ([`tables::sqlite_lookup`]), by `n`.
+    sql: HashMap<usize, String>,
+    /// The type of each catalog column, in order.
+    types: Vec<ColumnType>,
+    /// The key columns' places among them.
+    key_columns: Vec<usize>,
+}
+
+impl Plan {
+    /// The statements to look `keys` keys up in parts of [`rows::BATCH`].
+    fn new(module: &Module, keys: usize) -> Plan {
+        let sql = (super::pieces(keys, rows::BATCH).into_iter())
+            .map(|part| (part.len(), tables::sqlite_lookup(module, part.len())))
+            .collect();
+        Plan {
+            sql,
+            types: module.columns.iter().map(|c| c.ty).collect(),
+            key_columns: module.key_columns.clone(),
+        }
+    }
+}
+
+/// The lookups of one batch, on the pool connection `conn`.
+fn sqlite(
+    mut conn: sqlx::pool::PoolConnection<sqlx::Sqlite>,
+    runtime: &tokio::runtime::Handle,
+    plan: &Plan,
+    keys: &[Vec<Value>],
+) -> anyhow::Result<HashMap<String, TableRow>> {
+    let mut locked = runtime.block_on(conn.lock_handle())?;
+    // SAFETY: the handle stays locked (no sqlx statement can run on it)
+    // until `locked` drops, and `rusqlite` neither closes it nor outlives
+    // it: `c` drops first, finalizing its statements.
+    let c = unsafe { rusqlite::Connection::from_handle(locked.as_raw_handle().as_ptr())? };
+    let mut found = HashMap::with_capacity(keys.len());
+    for part in super::pieces(keys.len(), rows::BATCH) {
+        let mut select = c.prepare_cached(&plan.sql[&part.len()])?;
+        let params = keys[part].iter().flatten();
+        for (n, v) in params.enumerate() {
+            select.raw_bind_parameter(n + 1, to_sqlite(v))?;
+        }
+        let mut rows = select.raw_query();
+        while let Some(row) = rows.next()? {
+            let values: Vec<Option<Value>> = (plan.types.iter().enumerate())
+                .map(|(i, &ty)| from_sqlite(row.get_ref(i + 1)?, ty).map_err(Into::into))
+                .collect::<anyhow::Result<_>>()?;
+            let key: Option<Vec<Value>> = (plan.key_columns.iter())
+                .map(|&i| values[i].clone())
+                .collect();
+            // Key columns are NOT NULL; a row without one matches no key.
+            if let Some(key) = key {
+                found.insert(
+                    key_text(&key),
+                    TableRow {
+                        id: row.get(0)?,
+                        values,
+                    },
+                );
+            }
+        }
+    }
+    Ok(found)
+}
