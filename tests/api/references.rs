@@ -116,6 +116,55 @@ async fn an_order_for_a_product_nobody_has_is_a_warning_the_approver_sees() {
     assert_eq!(app.count("uc_sales_orders").await, 4);
 }
 
+/// A value is looked up once a validation and remembered for the batches
+/// after (pipeline::references): across three batches of 500 the rows
+/// naming the missing product still warn, each with its own row, and the
+/// rows naming the committed one do not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_value_remembered_across_batches_warns_on_every_row_that_names_it() {
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    committed(&app, &sub, &apr, "products", PRODUCTS).await;
+    let mut csv = String::from("order_no,customer_id,sku,qty,amount_idr,order_date\n");
+    // Every third row names P-404, which nobody has; P-002 comes first in
+    // the last batch only.
+    for i in 0..1400 {
+        let sku = match i {
+            i if i % 3 == 2 => "P-404",
+            i if i >= 1000 && i % 3 == 1 => "P-002",
+            _ => "P-001",
+        };
+        csv.push_str(&format!("SO-{i},C-1,{sku},1,1000,2024-05-01\n"));
+    }
+    let job = app.upload(&sub, "orders", "", &csv).await;
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    let missing = (0..1400).filter(|i| i % 3 == 2).count();
+    assert_eq!(job["counts"]["warnings"], missing as i64, "{job}");
+    let id = job["id"].as_str().unwrap();
+    let last = app
+        .get_json(
+            &sub,
+            &format!(
+                "/api/jobs/{id}/preview?warnings=only&offset={}&limit=1",
+                missing - 1
+            ),
+        )
+        .await;
+    // The last of them: data row 1399 (i = 1397), file row 1399.
+    assert_eq!(rows(&last), [1399]);
+    assert_eq!(
+        last["rows"][0]["warnings"][0]["message"],
+        "row 1399: sku P-404 is not in products"
+    );
+    let late = app
+        .get_json(&sub, &format!("/api/jobs/{id}/preview?offset=1003&limit=2"))
+        .await;
+    // Rows of the third batch naming P-002 (i = 1003) and P-404 (i = 1004).
+    assert_eq!(late["rows"][0]["values"]["sku"], "P-002", "{late}");
+    assert_eq!(late["rows"][0]["warnings"], serde_json::json!([]));
+    assert_eq!(late["rows"][1]["warnings"][0]["value"], "P-404");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn empty_references_and_files_without_the_column_warn_nothing() {
     let app = spawn_app().await;
