@@ -78,14 +78,13 @@ pub async fn revalidate(
 
     let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
     let mut tx = db.begin().await?;
-    let warned_before = rows::warned(&mut tx.conn(), &stage, &seqs).await?;
     // A run interrupted after its transaction starts from its own counts.
     let base = if job.counts.rows > 0 {
         &job.counts
     } else {
         &parent.counts
     };
-    let counts = recount(base, &rows, &warned_before, &staged);
+    let counts = recount(base, &rows, &staged);
     rows::remove(&mut tx.conn(), &stage, &job.id, &seqs).await?;
     rows::insert_batch(&mut tx.conn(), &stage, &job.id, &staged).await?;
     store::jobs::set_counts(&mut tx.conn(), &job.id, &counts).await?;
@@ -201,7 +200,7 @@ fn mark_duplicates(module: &Module, staged: &mut [StagedRow]) {
 
 /// The counts after the rows were staged again: `base` less what the
 /// rows were, plus what they are.
-fn recount(base: &Counts, before: &[StoredRow], warned: &[i64], after: &[StagedRow]) -> Counts {
+fn recount(base: &Counts, before: &[StoredRow], after: &[StagedRow]) -> Counts {
     let mut counts = base.clone();
     let mut add = |action: RowAction, n: i64| {
         let slot = match action {
@@ -219,8 +218,9 @@ fn recount(base: &Counts, before: &[StoredRow], warned: &[i64], after: &[StagedR
     for r in after {
         add(r.action, 1);
     }
+    let warned_before = before.iter().filter(|r| !r.warnings.is_empty()).count() as i64;
     let warned_after = after.iter().filter(|r| !r.warnings.is_empty()).count() as i64;
-    counts.warnings += warned_after - warned.len() as i64;
+    counts.warnings += warned_after - warned_before;
     counts.valid = counts.rows - counts.errors - counts.excluded;
     counts
 }
@@ -256,6 +256,7 @@ mod tests {
             nkey: None,
             vals: Default::default(),
             before: None,
+            warnings: vec![],
         };
         let now = |action| StagedRow {
             seq: 0,
@@ -271,7 +272,6 @@ mod tests {
         let counts = recount(
             &base,
             &[was(RowAction::Error), was(RowAction::Error)],
-            &[],
             &[now(RowAction::Insert), now(RowAction::Excluded)],
         );
         assert_eq!((counts.errors, counts.insert, counts.excluded), (0, 9, 1));

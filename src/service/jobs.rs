@@ -9,7 +9,7 @@ use super::{App, Error, Result, in_scope};
 use crate::keys::KeyRecord;
 use crate::ledger::chain::Event;
 use crate::ledger::{Job, JobState};
-use crate::store::rows::{self, Notes, StoredRow};
+use crate::store::rows::{self, StoredRow};
 use crate::store::stage::Stage;
 use crate::store::{self, jobs::Filter};
 use crate::validate::{RowAction, RowError};
@@ -149,22 +149,18 @@ pub async fn preview(
     } else {
         rows::page(&mut c.conn(), &stage, filter.action, offset, limit).await?
     };
-    let mut notes: [HashMap<i64, Vec<RowError>>; 2] = Default::default();
+    let mut errors: HashMap<i64, Vec<RowError>> = HashMap::new();
     if let (Some(first), Some(last)) = (page.first(), page.last()) {
-        for (k, kind) in [Notes::Errors, Notes::Warnings].into_iter().enumerate() {
-            let found =
-                rows::notes_of(&mut c.conn(), &stage, kind, &job.id, first.seq, last.seq).await?;
-            for (seq, e) in found {
-                notes[k].entry(seq).or_default().push(e);
-            }
+        let found = rows::errors_of(&mut c.conn(), &job.id, first.seq, last.seq).await?;
+        for (seq, e) in found {
+            errors.entry(seq).or_default().push(e);
         }
     }
-    let [mut errors, mut warnings] = notes;
     let rows = page
         .into_iter()
-        .map(|row| PreviewRow {
+        .map(|mut row| PreviewRow {
             errors: errors.remove(&row.seq).unwrap_or_default(),
-            warnings: warnings.remove(&row.seq).unwrap_or_default(),
+            warnings: std::mem::take(&mut row.warnings),
             fixed: fixed_cells(job, row.row_no),
             row,
         })

@@ -19,7 +19,7 @@ use crate::ingest::{self, Cell, FileError, Format, RawRow, RowSource};
 use crate::keys::KeyRecord;
 use crate::ledger::revision::Changes;
 use crate::ledger::{Fix, Job};
-use crate::store::rows::{self, Notes, StoredRow};
+use crate::store::rows::{self, StoredRow};
 use crate::store::stage::Stage;
 use crate::validate::{RowError, header_names, normalize_header};
 
@@ -111,8 +111,7 @@ impl ErroredRows<'_> {
         let (from, to) = (first.seq, last.seq);
         self.after = to;
         let mut errors: HashMap<i64, Vec<RowError>> = HashMap::new();
-        let found =
-            rows::notes_of(&mut c.conn(), stage, Notes::Errors, &self.job_id, from, to).await?;
+        let found = rows::errors_of(&mut c.conn(), &self.job_id, from, to).await?;
         for (seq, e) in found {
             errors.entry(seq).or_default().push(e);
         }

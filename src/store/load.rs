@@ -3,8 +3,8 @@
 //! is refused if another worker holds it), now and then with the job's
 //! progress counts.
 //!
-//! On PostgreSQL a batch is one `COPY` of rows and one of notes
-//! ([`rows::insert_batch`]), and two batches are written at once, each on
+//! On PostgreSQL a batch is one `COPY` of rows (with their warnings) and
+//! one of errors ([`rows::insert_batch`]), and two batches are written at once, each on
 //! its own connection: a `COPY` keeps its backend busy on one core (1M
 //! `orders` rows: 7 of the 10 s), and the service's side needs about half
 //! the other. Their transactions commit in batch order: each renews the
@@ -13,8 +13,8 @@
 //! would otherwise hold the second batch's whole `COPY` back). On SQLite
 //! the batches go to a thread of their own that holds one of the pool's
 //! connections for the whole validation and writes through `rusqlite`: a
-//! prepared single-row `INSERT` per staged row and note, bound straight
-//! from the row. Why not sqlx there: its multi-row statements build an
+//! prepared single-row `INSERT` per staged row and row error, bound
+//! straight from the row. Why not sqlx there: its multi-row statements build an
 //! argument list (a copied `String` per text cell) on the runtime's
 //! threads, hand it to the connection's own thread, which binds it value
 //! by value — measured on 1M `orders` rows, writing the stage took 6.5 s
@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::rows::{self, Notes, StagedRow};
+use super::rows::{self, StagedRow};
 use super::stage::Stage;
 use super::{Db, Pooled};
 use crate::ledger::Counts;
@@ -216,8 +216,8 @@ mod pg {
 /// identity.
 struct Plan {
     rows_sql: String,
-    /// The notes' statement, and the job id each kind is filed under.
-    notes: Vec<(Notes, String, String)>,
+    /// The row errors' statement.
+    errors_sql: String,
     job_id: String,
     stage_job: i64,
     provided: usize,
@@ -226,27 +226,19 @@ struct Plan {
 
 impl Plan {
     fn new(stage: &Stage<'_>, job_id: &str, lease: Lease) -> Plan {
-        let width = 6 + 2 * stage.provided.len();
+        let width = 7 + 2 * stage.provided.len();
         let marks = vec!["?"; width].join(", ");
         let rows_sql = format!(
-            "INSERT INTO {} (job, seq, row_no, action, nkey, vals{}) VALUES ({marks})",
+            "INSERT INTO {} (job, seq, row_no, action, nkey, vals, warns{}) VALUES ({marks})",
             stage.table(),
             stage.provided_list()
         );
-        let notes = [Notes::Errors, Notes::Warnings]
-            .into_iter()
-            .map(|n| {
-                let sql = format!(
-                    "INSERT INTO {} (job_id, seq, n, row_no, col, value, code, message) \
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    n.table()
-                );
-                (n, sql, stage.notes_key(n, job_id).to_string())
-            })
-            .collect();
         Plan {
             rows_sql,
-            notes,
+            errors_sql:
+                "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message) \
+                         VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                    .into(),
             job_id: job_id.to_string(),
             stage_job: stage.job,
             provided: stage.provided.len(),
@@ -303,7 +295,7 @@ mod sqlite {
         }
     }
 
-    /// One batch: its transaction, the lease, the rows, their notes.
+    /// One batch: its transaction, the lease, the rows, their errors.
     fn write(c: &rusqlite::Connection, plan: &Plan, load: &Load) -> anyhow::Result<()> {
         c.execute_batch("BEGIN IMMEDIATE")?;
         if let Some((owner, ms)) = &plan.lease {
@@ -325,28 +317,27 @@ mod sqlite {
             insert.raw_bind_parameter(4, r.action.as_str())?;
             insert.raw_bind_parameter(5, r.nkey.as_deref())?;
             insert.raw_bind_parameter(6, r.vals.as_deref())?;
+            insert.raw_bind_parameter(7, rows::warns_text(&r.warnings))?;
             for k in 0..plan.provided {
                 let (value, before) = r.typed(k);
-                insert.raw_bind_parameter(7 + k, value.map(sql))?;
-                insert.raw_bind_parameter(7 + plan.provided + k, before.map(sql))?;
+                insert.raw_bind_parameter(8 + k, value.map(sql))?;
+                insert.raw_bind_parameter(8 + plan.provided + k, before.map(sql))?;
             }
             insert.raw_execute()?;
         }
-        for (notes, sql, key) in &plan.notes {
-            let mut insert = c.prepare_cached(sql)?;
-            for r in &load.rows {
-                for (n, e) in notes.of(r).iter().enumerate() {
-                    insert.execute(rusqlite::params![
-                        key,
-                        r.seq,
-                        n as i64,
-                        e.row as i64,
-                        e.column,
-                        e.value,
-                        e.code,
-                        e.message
-                    ])?;
-                }
+        let mut insert = c.prepare_cached(&plan.errors_sql)?;
+        for r in &load.rows {
+            for (n, e) in r.errors.iter().enumerate() {
+                insert.execute(rusqlite::params![
+                    plan.job_id,
+                    r.seq,
+                    n as i64,
+                    e.row as i64,
+                    e.column,
+                    e.value,
+                    e.code,
+                    e.message
+                ])?;
             }
         }
         if let Some(counts) = &load.progress {

@@ -1,6 +1,7 @@
 //! The rows of a job as validation left them (the preview), and their
 //! errors. The rows live in their module's stage table (see
-//! [`super::stage`]); errors in `ig_job_errors`, by job id.
+//! [`super::stage`]), each with its warnings (`warns`); errors in
+//! `ig_job_errors`, by job id (a revised job keeps its own list).
 
 use sqlx::Row;
 
@@ -57,6 +58,67 @@ pub struct StoredRow {
     /// The provided columns' values by name, as the API shows them.
     pub vals: serde_json::Map<String, serde_json::Value>,
     pub before: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Remarks that leave the row valid, staged with it.
+    pub warnings: Vec<RowError>,
+}
+
+/// A row's warnings as the stage's `warns` column holds them: a JSON array
+/// of `{"column", "value", "code", "message"}` (the row is the row's own),
+/// null when there are none.
+///
+/// Why in the row and not a table of their own: a file whose every row
+/// names a product nobody has (a marketplace export before its products
+/// are loaded) wrote a million warning rows, each keyed by a 30-character
+/// job id, beside the million staged rows: 1.2 s of SQLite's and 2.6 s of
+/// PostgreSQL's time in a 1M-row validation (BENCHMARKS.md, issue 18). In
+/// the row they cost a column, and they go wherever the row goes (to a
+/// revision, out with a purge) without being copied.
+pub fn warns_text(warnings: &[RowError]) -> Option<String> {
+    if warnings.is_empty() {
+        return None;
+    }
+    let notes: Vec<Note<'_>> = warnings
+        .iter()
+        .map(|w| Note {
+            column: w.column.as_deref().map(Into::into),
+            value: w.value.as_deref().map(Into::into),
+            code: w.code.as_str().into(),
+            message: w.message.as_str().into(),
+        })
+        .collect();
+    serde_json::to_string(&notes).ok()
+}
+
+/// The warnings of the row numbered `row_no` from its `warns` text.
+pub fn warnings_of(text: Option<&str>, row_no: i64) -> Result<Vec<RowError>> {
+    let Some(text) = text else {
+        return Ok(vec![]);
+    };
+    let notes: Vec<Note<'_>> = serde_json::from_str(text)
+        .map_err(|e| super::StoreError::Corrupt(format!("warns: {e}")))?;
+    Ok(notes
+        .into_iter()
+        .map(|n| RowError {
+            row: row_no as u64,
+            column: n.column.map(Into::into),
+            value: n.value.map(Into::into),
+            code: n.code.into(),
+            message: n.message.into(),
+        })
+        .collect())
+}
+
+/// One warning in a `warns` array.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Note<'a> {
+    #[serde(borrow)]
+    column: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    value: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    code: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    message: std::borrow::Cow<'a, str>,
 }
 
 /// Stores a batch of rows and their errors. On PostgreSQL with `COPY`,
@@ -70,12 +132,12 @@ pub async fn insert_batch(
     if let Conn::Postgres(c) = conn {
         return copy_batch(c, stage, job_id, rows).await;
     }
-    let width = 6 + 2 * stage.provided.len();
+    let width = 7 + 2 * stage.provided.len();
     let per_statement = (30_000 / width).clamp(1, BATCH);
     for range in super::pieces(rows.len(), per_statement) {
         let part = &rows[range];
         let sql = format!(
-            "INSERT INTO {} (job, seq, row_no, action, nkey, vals{}) VALUES {}",
+            "INSERT INTO {} (job, seq, row_no, action, nkey, vals, warns{}) VALUES {}",
             stage.table(),
             stage.provided_list(),
             super::tuples(Dialect::Sqlite, part.len(), width)
@@ -84,7 +146,7 @@ pub async fn insert_batch(
             let mut q = sqlx::query(&sql);
             for r in part {
                 q = q.bind(stage.job).bind(r.seq).bind(r.row_no).bind(r.action.as_str()).bind(&r.nkey)
-                    .bind(&r.vals);
+                    .bind(&r.vals).bind(warns_text(&r.warnings));
                 for (k, &i) in stage.provided.iter().enumerate() {
                     q = q.bind_value(r.typed(k).0, stage.module.columns[i].ty);
                 }
@@ -95,45 +157,11 @@ pub async fn insert_batch(
             q.execute(c).await?.rows_affected()
         });
     }
-    for notes in [Notes::Errors, Notes::Warnings] {
-        let list: Vec<(i64, i64, &RowError)> = rows
-            .iter()
-            .flat_map(|r| {
-                notes
-                    .of(r)
-                    .iter()
-                    .enumerate()
-                    .map(move |(n, e)| (r.seq, n as i64, e))
-            })
-            .collect();
-        insert_notes(conn, notes, stage.notes_key(notes, job_id), &list).await?;
-    }
-    Ok(())
-}
-
-/// The two lists of remarks on a staged row, each in its own table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Notes {
-    /// Row errors (`ig_job_errors`): the row is not written.
-    Errors,
-    /// Row warnings (`ig_job_warnings`): the row stays valid.
-    Warnings,
-}
-
-impl Notes {
-    pub(crate) fn table(self) -> &'static str {
-        match self {
-            Notes::Errors => "ig_job_errors",
-            Notes::Warnings => "ig_job_warnings",
-        }
-    }
-
-    pub(crate) fn of(self, r: &StagedRow) -> &[RowError] {
-        match self {
-            Notes::Errors => &r.errors,
-            Notes::Warnings => &r.warnings,
-        }
-    }
+    let list: Vec<(i64, i64, &RowError)> = rows
+        .iter()
+        .flat_map(|r| (r.errors.iter().enumerate()).map(move |(n, e)| (r.seq, n as i64, e)))
+        .collect();
+    insert_errors(conn, job_id, &list).await
 }
 
 /// `COPY … FROM STDIN` in text format: the rows, then their errors. Typed
@@ -153,6 +181,7 @@ async fn copy_batch(
         let values = provided.clone().map(|k| r.typed(k).0.map(pg_input));
         let before = provided.map(|k| r.typed(k).1.map(pg_input));
         let typed: Vec<Option<String>> = values.chain(before).collect();
+        let warns = warns_text(&r.warnings);
         let mut fields = vec![
             Some(job.as_str()),
             Some(&seq),
@@ -160,34 +189,27 @@ async fn copy_batch(
             Some(r.action.as_str()),
             r.nkey.as_deref(),
             r.vals.as_deref(),
+            warns.as_deref(),
         ];
         fields.extend(typed.iter().map(Option::as_deref));
         copy_line(&mut data, &fields);
     }
     let sql = format!(
-        "COPY {} (job, seq, row_no, action, nkey, vals{}) FROM STDIN",
+        "COPY {} (job, seq, row_no, action, nkey, vals, warns{}) FROM STDIN",
         stage.table(),
         stage.provided_list()
     );
     let mut copy = c.copy_in_raw(&sql).await?;
     copy.send(data).await?;
     copy.finish().await?;
-    for notes in [Notes::Errors, Notes::Warnings] {
-        copy_notes(c, notes, stage.notes_key(notes, job_id), rows).await?;
-    }
-    Ok(())
+    copy_errors(c, job_id, rows).await
 }
 
-/// `COPY` of the rows' errors or warnings.
-async fn copy_notes(
-    c: &mut sqlx::PgConnection,
-    notes: Notes,
-    job_id: &str,
-    rows: &[StagedRow],
-) -> Result<()> {
+/// `COPY` of the rows' errors.
+async fn copy_errors(c: &mut sqlx::PgConnection, job_id: &str, rows: &[StagedRow]) -> Result<()> {
     let mut data = Vec::new();
     for r in rows {
-        for (n, e) in notes.of(r).iter().enumerate() {
+        for (n, e) in r.errors.iter().enumerate() {
             let (seq, n, row_no) = (r.seq.to_string(), n.to_string(), e.row.to_string());
             copy_line(
                 &mut data,
@@ -205,11 +227,9 @@ async fn copy_notes(
         }
     }
     if !data.is_empty() {
-        let sql = format!(
-            "COPY {} (job_id, seq, n, row_no, col, value, code, message) FROM STDIN",
-            notes.table()
-        );
-        let mut copy = c.copy_in_raw(&sql).await?;
+        let sql =
+            "COPY ig_job_errors (job_id, seq, n, row_no, col, value, code, message) FROM STDIN";
+        let mut copy = c.copy_in_raw(sql).await?;
         copy.send(data).await?;
         copy.finish().await?;
     }
@@ -241,18 +261,16 @@ fn copy_line(out: &mut Vec<u8>, fields: &[Option<&str>]) {
     out.push(b'\n');
 }
 
-/// Stores row errors or warnings: (row seq, index within the row, note).
-async fn insert_notes(
+/// Stores row errors: (row seq, index within the row, error).
+async fn insert_errors(
     conn: &mut Conn<'_>,
-    notes: Notes,
     job_id: &str,
     list: &[(i64, i64, &RowError)],
 ) -> Result<()> {
     for range in super::pieces(list.len(), BATCH) {
         let part = &list[range];
         let sql = format!(
-            "INSERT INTO {} (job_id, seq, n, row_no, col, value, code, message) VALUES {}",
-            notes.table(),
+            "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message) VALUES {}",
             super::tuples(conn.dialect(), part.len(), 8)
         );
         on_conn!(conn, c => {
@@ -331,20 +349,21 @@ pub async fn mark_error(
     );
     on_conn!(conn, c => sqlx::query(&sql)
         .bind(stage.job).bind(seq).execute(c).await.map(|r| r.rows_affected()))?;
-    insert_notes(conn, Notes::Errors, job_id, &[(seq, n, error)]).await
+    insert_errors(conn, job_id, &[(seq, n, error)]).await
 }
 
 /// Counts of a job's staged rows by action.
 pub async fn counts(conn: &mut Conn<'_>, stage: &Stage<'_>) -> Result<Counts> {
     let sql = format!(
-        "SELECT action, COUNT(*) FROM {} WHERE job = $1 GROUP BY action",
+        "SELECT action, COUNT(*), COUNT(warns) FROM {} WHERE job = $1 GROUP BY action",
         stage.table()
     );
-    let by_action: Vec<(String, i64)> =
+    let by_action: Vec<(String, i64, i64)> =
         on_conn!(conn, c => sqlx::query_as(&sql).bind(stage.job).fetch_all(c).await)?;
     let mut counts = Counts::default();
-    for (action, n) in by_action {
+    for (action, n, warned) in by_action {
         counts.rows += n;
+        counts.warnings += warned;
         match RowAction::parse(&action) {
             Some(RowAction::Insert) => counts.insert = n,
             Some(RowAction::Update) => counts.update = n,
@@ -354,9 +373,6 @@ pub async fn counts(conn: &mut Conn<'_>, stage: &Stage<'_>) -> Result<Counts> {
         }
     }
     counts.valid = counts.rows - counts.errors - counts.excluded;
-    counts.warnings = on_conn!(conn, c => sqlx::query_scalar(
-        "SELECT COUNT(DISTINCT seq) FROM ig_job_warnings WHERE job_id = $1")
-        .bind(&stage.owner).fetch_one(c).await)?;
     Ok(counts)
 }
 
@@ -364,7 +380,7 @@ pub async fn counts(conn: &mut Conn<'_>, stage: &Stage<'_>) -> Result<Counts> {
 /// columns, then the provided columns' typed values and before-images.
 fn select(stage: &Stage<'_>) -> String {
     format!(
-        "SELECT seq, row_no, action, nkey, vals{} FROM {}",
+        "SELECT seq, row_no, action, nkey, vals, warns{} FROM {}",
         stage.provided_list(),
         stage.table()
     )
@@ -384,7 +400,7 @@ where
     let action: String = r.try_get("action")?;
     let action = RowAction::parse(&action)
         .ok_or_else(|| super::StoreError::Corrupt(format!("row action {action:?}")))?;
-    // The typed columns follow the row's own five (see `select`).
+    // The typed columns follow the row's own six (see `select`).
     let image = |from: usize| -> Result<serde_json::Map<String, serde_json::Value>> {
         (stage.provided.iter().enumerate())
             .map(|(k, &i)| {
@@ -399,24 +415,27 @@ where
     };
     let vals = match vals {
         Some(v) => json_col(&v, "vals")?,
-        None => image(5)?,
+        None => image(6)?,
     };
     let before = match action {
-        RowAction::Update => Some(image(5 + stage.provided.len())?),
+        RowAction::Update => Some(image(6 + stage.provided.len())?),
         _ => None,
     };
+    let row_no: i64 = r.try_get("row_no")?;
+    let warns: Option<String> = r.try_get("warns")?;
     Ok(StoredRow {
         seq: r.try_get("seq")?,
-        row_no: r.try_get("row_no")?,
+        row_no,
         action,
         nkey: r.try_get("nkey")?,
         vals,
         before,
+        warnings: warnings_of(warns.as_deref(), row_no)?,
     })
 }
 
 /// A page of the preview of the rows with warnings (optionally only one
-/// action), in file order: the warnings table names them.
+/// action), in file order.
 pub async fn page_warned(
     conn: &mut Conn<'_>,
     stage: &Stage<'_>,
@@ -429,16 +448,14 @@ pub async fn page_warned(
     let filter = action
         .map(|a| format!(" AND action = '{}'", a.as_str()))
         .unwrap_or_default();
-    let rows = format!(
-        "WHERE job = $1 AND seq IN (SELECT seq FROM ig_job_warnings WHERE job_id = $2){filter}"
-    );
+    let rows = format!("WHERE job = $1 AND warns IS NOT NULL{filter}");
     let count = format!("SELECT COUNT(*) FROM {t} {rows}");
-    let page = format!("{} {rows} ORDER BY seq LIMIT $3 OFFSET $4", select(stage));
+    let page = format!("{} {rows} ORDER BY seq LIMIT $2 OFFSET $3", select(stage));
     on_conn!(conn, c => {
         let total: i64 = sqlx::query_scalar(&count)
-            .bind(stage.job).bind(&stage.owner).fetch_one(&mut *c).await?;
+            .bind(stage.job).fetch_one(&mut *c).await?;
         let rows = sqlx::query(&page)
-            .bind(stage.job).bind(&stage.owner).bind(limit).bind(offset)
+            .bind(stage.job).bind(limit).bind(offset)
             .fetch_all(&mut *c).await?;
         let rows = rows.iter().map(|r| stored(stage, r)).collect::<Result<Vec<_>>>()?;
         Ok((total, rows))
@@ -533,23 +550,17 @@ pub async fn errored_after(
     })
 }
 
-/// Errors (or warnings) of the rows with sequence numbers in a range.
-pub async fn notes_of(
+/// Errors of the rows with sequence numbers in a range.
+pub async fn errors_of(
     conn: &mut Conn<'_>,
-    stage: &Stage<'_>,
-    notes: Notes,
     job_id: &str,
     from_seq: i64,
     to_seq: i64,
 ) -> Result<Vec<(i64, RowError)>> {
-    let job_id = stage.notes_key(notes, job_id);
-    let sql = format!(
-        "SELECT seq, row_no, col, value, code, message FROM {} \
-         WHERE job_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq, n",
-        notes.table()
-    );
+    let sql = "SELECT seq, row_no, col, value, code, message FROM ig_job_errors \
+               WHERE job_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq, n";
     on_conn!(conn, c => {
-        let rows = sqlx::query(&sql)
+        let rows = sqlx::query(sql)
             .bind(job_id).bind(from_seq).bind(to_seq).fetch_all(c).await?;
         rows.iter().map(|r| Ok((r.try_get("seq")?, row_error(r)?))).collect()
     })
@@ -664,27 +675,10 @@ pub async fn remove(
         let list = seq_list(part);
         let sql = format!("DELETE FROM {} WHERE job = $1 AND {list}", stage.table());
         on_conn!(conn, c => sqlx::query(&sql).persistent(false).bind(stage.job).execute(c).await.map(|r| r.rows_affected()))?;
-        for notes in [Notes::Errors, Notes::Warnings] {
-            let sql = format!("DELETE FROM {} WHERE job_id = $1 AND {list}", notes.table());
-            let key = stage.notes_key(notes, job_id);
-            on_conn!(conn, c => sqlx::query(&sql).persistent(false).bind(key).execute(c).await.map(|r| r.rows_affected()))?;
-        }
+        let sql = format!("DELETE FROM ig_job_errors WHERE job_id = $1 AND {list}");
+        on_conn!(conn, c => sqlx::query(&sql).persistent(false).bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;
     }
     Ok(())
-}
-
-/// Which of these staged rows have warnings.
-pub async fn warned(conn: &mut Conn<'_>, stage: &Stage<'_>, seqs: &[i64]) -> Result<Vec<i64>> {
-    let mut found = Vec::new();
-    for part in seqs.chunks(BATCH) {
-        let sql = format!(
-            "SELECT DISTINCT seq FROM ig_job_warnings WHERE job_id = $1 AND {}",
-            seq_list(part)
-        );
-        let got: Vec<i64> = on_conn!(conn, c => sqlx::query_scalar(&sql).persistent(false).bind(&stage.owner).fetch_all(c).await)?;
-        found.extend(got);
-    }
-    Ok(found)
 }
 
 /// Which of these row numbers the job's stage holds.
@@ -730,6 +724,33 @@ pub async fn rows_at(
 
 #[cfg(test)]
 mod tests {
+    use crate::validate::RowError;
+
+    #[test]
+    fn warnings_come_back_from_their_column_as_they_were_staged() {
+        assert_eq!(super::warns_text(&[]), None, "no warnings: null");
+        assert!(super::warnings_of(None, 7).unwrap().is_empty());
+        let staged = vec![
+            RowError {
+                row: 7,
+                column: Some("sku".into()),
+                value: Some("P-\"7\"\tÜ".into()),
+                code: "reference".into(),
+                message: "row 7: sku P-\"7\" is not in products".into(),
+            },
+            RowError {
+                row: 7,
+                column: None,
+                value: None,
+                code: "other".into(),
+                message: "a whole-row remark".into(),
+            },
+        ];
+        let text = super::warns_text(&staged).expect("a text");
+        assert_eq!(super::warnings_of(Some(&text), 7).unwrap(), staged);
+        assert!(super::warnings_of(Some("{not json"), 7).is_err());
+    }
+
     #[test]
     fn copy_lines_escape_what_copy_reads_specially() {
         let mut out = Vec::new();

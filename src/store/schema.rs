@@ -455,10 +455,48 @@ pub(super) async fn migrate(db: &Db, catalog: &Catalog) -> Result<()> {
             for prefix in [super::stage::VALUE, super::stage::BEFORE] {
                 add_missing_columns(&mut conn, &stage_name, &named(prefix)).await?;
             }
+            let warns = [("warns".to_string(), ColumnType::Text)];
+            add_missing_columns(&mut conn, &stage_name, &warns).await?;
         }
         super::stage::writes::adopt_job_rows(&mut conn, catalog).await?;
+        adopt_warnings(&mut conn, catalog).await?;
     }
     tx.commit().await
+}
+
+/// Moves row warnings kept in their own table (`ig_job_warnings`, filed
+/// under the id of the job that staged the rows) into the rows' `warns`
+/// column, and drops the table. A stage handed to a revision is found
+/// through the job holding it now, whose `stage_owner` names the job that
+/// filed them.
+async fn adopt_warnings(conn: &mut super::Conn<'_>, catalog: &Catalog) -> Result<()> {
+    if !exists(conn, "ig_job_warnings").await? {
+        return Ok(());
+    }
+    let notes = "SELECT w.n, w.col, w.value, w.code, w.message FROM ig_job_warnings w \
+                 JOIN ig_jobs j ON w.job_id = COALESCE(j.stage_owner, j.id) \
+                 WHERE j.stage = s.job AND w.seq = s.seq";
+    let array = match conn.dialect() {
+        Dialect::Sqlite => format!(
+            "NULLIF((SELECT json_group_array(json_object('column', o.col, 'value', o.value, \
+             'code', o.code, 'message', o.message)) FROM ({notes} ORDER BY w.n) o), '[]')"
+        ),
+        Dialect::Postgres => format!(
+            "(SELECT json_agg(json_build_object('column', o.col, 'value', o.value, \
+             'code', o.code, 'message', o.message) ORDER BY o.n)::text FROM ({notes}) o)"
+        ),
+    };
+    for module in catalog.modules() {
+        let sql = format!(
+            "UPDATE {} AS s SET warns = {array} WHERE s.job IN (\
+               SELECT j.stage FROM ig_jobs j WHERE j.module = $1 AND j.stage IS NOT NULL \
+                 AND COALESCE(j.stage_owner, j.id) IN (SELECT job_id FROM ig_job_warnings))",
+            super::stage::table(module)
+        );
+        on_conn!(conn, c => sqlx::query(&sql).bind(&module.key).execute(c).await.map(|r| r.rows_affected()))?;
+    }
+    on_conn!(conn, c => sqlx::query("DROP TABLE ig_job_warnings").execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
 }
 
 /// Columns a newer catalog added to an existing table, added nullable.

@@ -1,5 +1,5 @@
 //! The validation's stage writer (`store::load`), driven directly on the
-//! backend under test: every batch is written with its notes and the job's
+//! backend under test: every batch is written with its warnings and the job's
 //! progress, in file order (PostgreSQL writes two batches at once), and a
 //! batch is refused, with nothing of it kept, once the worker's lease went
 //! to another worker.
@@ -84,7 +84,7 @@ async fn staged(app: &TestApp, id: &str) -> (i64, i64, String) {
     ))
     .await;
     let warnings = n(format!(
-        "SELECT CAST(COUNT(*) AS TEXT) FROM ig_job_warnings WHERE job_id = '{id}'"
+        "SELECT CAST(COUNT(warns) AS TEXT) FROM ig_stage_customers WHERE job = {stage}"
     ))
     .await;
     let counts = n(format!("SELECT counts FROM ig_jobs WHERE id = '{id}'")).await;
@@ -122,14 +122,19 @@ async fn the_stage_writer_writes_every_batch_and_refuses_one_once_the_lease_is_l
     assert_eq!((rows, warnings), (all, all));
     let counts: serde_json::Value = serde_json::from_str(&counts).expect("counts json");
     assert_eq!(counts["rows"], all, "the last batch's progress: {counts}");
-    // The text of a note comes back as written (a tab in a value).
+    // The text of a warning comes back as written (a tab in a value).
     let back = app
         .sql(&format!(
-            "SELECT value, message FROM ig_job_warnings WHERE job_id = '{id}' AND seq = 1234"
+            "SELECT s.warns, CAST(s.row_no AS TEXT) FROM ig_stage_customers s \
+             JOIN ig_jobs j ON j.stage = s.job WHERE j.id = '{id}' AND s.seq = 1234"
         ))
         .await;
-    assert_eq!(back[0][0].as_deref(), Some("V\t1234"));
-    assert_eq!(back[0][1].as_deref(), Some("row 1236: a warning"));
+    let row_no: i64 = back[0][1].as_deref().unwrap().parse().unwrap();
+    let read = importgate::store::rows::warnings_of(back[0][0].as_deref(), row_no).unwrap();
+    assert_eq!(read.len(), 1);
+    assert_eq!(read[0].row, 1236);
+    assert_eq!(read[0].value.as_deref(), Some("V\t1234"));
+    assert_eq!(read[0].message, "row 1236: a warning");
     let lease_until = app
         .sql(&format!(
             "SELECT CAST(lease_until AS TEXT) FROM ig_jobs WHERE id = '{id}'"

@@ -165,6 +165,73 @@ async fn a_value_remembered_across_batches_warns_on_every_row_that_names_it() {
     assert_eq!(late["rows"][1]["warnings"][0]["value"], "P-404");
 }
 
+/// A database from before warnings moved into the staged rows: its
+/// `ig_job_warnings` rows (filed under the job that staged the rows, also
+/// once a revision holds them) come back in the rows at the next start,
+/// and the table is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warnings_kept_in_their_old_table_move_into_the_staged_rows() {
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    committed(&app, &sub, &apr, "products", PRODUCTS).await;
+    let job = app.upload(&sub, "orders", "", ORDERS).await;
+    let first = job["id"].as_str().unwrap().to_string();
+    // A revision takes the stage: its warnings stay filed under `first`.
+    let resp = reqwest::Client::new()
+        .post(app.url(&format!("/api/jobs/{first}/revisions")))
+        .header("X-API-Key", &sub)
+        .json(&serde_json::json!({"exclude": [2]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    let revision: Value = resp.json().await.unwrap();
+    let id = revision["id"].as_str().unwrap().to_string();
+    let done = app.wait_done(&sub, &id).await;
+    assert_eq!(done["counts"]["warnings"], 2, "{done}");
+
+    // The old layout: the warnings in a table of their own.
+    app.sql(
+        "CREATE TABLE ig_job_warnings (job_id TEXT NOT NULL, seq BIGINT NOT NULL, \
+         n BIGINT NOT NULL, row_no BIGINT NOT NULL, col TEXT, value TEXT, code TEXT NOT NULL, \
+         message TEXT NOT NULL, PRIMARY KEY (job_id, seq, n))",
+    )
+    .await;
+    app.sql(&format!(
+        "UPDATE ig_jobs SET stage_owner = '{first}' WHERE id = '{id}'"
+    ))
+    .await;
+    for (seq, row, sku) in [(2, 4, "P-777"), (3, 5, "P-991")] {
+        app.sql(&format!(
+            "INSERT INTO ig_job_warnings VALUES ('{first}', {seq}, 0, {row}, 'sku', '{sku}', \
+             'reference', 'row {row}: sku {sku} is not in products')"
+        ))
+        .await;
+    }
+    app.sql("UPDATE ig_stage_orders SET warns = NULL").await;
+    let warned = format!("/api/jobs/{id}/preview?warnings=only");
+    assert_eq!(app.get_json(&sub, &warned).await["total"], 0);
+
+    app.app.db.migrate(&app.app.catalog).await.expect("migrate");
+    let page = app.get_json(&sub, &warned).await;
+    assert_eq!(page["total"], 2, "{page}");
+    assert_eq!(rows(&page), [4, 5]);
+    assert_eq!(
+        page["rows"][1]["warnings"][0]["message"],
+        "row 5: sku P-991 is not in products"
+    );
+    assert_eq!(page["rows"][0]["warnings"][0]["value"], "P-777");
+    let left = app
+        .sql("SELECT CAST(COUNT(*) AS TEXT) FROM ig_stage_orders WHERE warns IS NOT NULL")
+        .await;
+    assert_eq!(left[0][0].as_deref(), Some("2"), "the others stay null");
+    let gone = match app.database.starts_with("sqlite") {
+        true => "SELECT CAST(COUNT(*) AS TEXT) FROM sqlite_master WHERE name = 'ig_job_warnings'",
+        false => "SELECT CAST(COUNT(*) AS TEXT) FROM pg_tables WHERE tablename = 'ig_job_warnings'",
+    };
+    assert_eq!(app.sql(gone).await[0][0].as_deref(), Some("0"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn empty_references_and_files_without_the_column_warn_nothing() {
     let app = spawn_app().await;

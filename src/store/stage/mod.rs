@@ -28,31 +28,15 @@ pub struct Stage<'a> {
     /// The catalog columns the job's file gave, in catalog order. Only
     /// these are written by a commit; the others keep the table's values.
     pub provided: Vec<usize>,
-    /// The job whose id files the stage's row warnings: the job that
-    /// staged the rows, also after they went to its revision (warnings go
-    /// with the rows without being copied; a million of them would be).
-    pub owner: String,
-}
-
-impl Stage<'_> {
-    /// The job id under which a kind of note of these rows is filed:
-    /// errors by the job itself (a revised job keeps its error list),
-    /// warnings by the stage's owner.
-    pub fn notes_key<'k>(&'k self, notes: crate::store::rows::Notes, job_id: &'k str) -> &'k str {
-        match notes {
-            crate::store::rows::Notes::Errors => job_id,
-            crate::store::rows::Notes::Warnings => &self.owner,
-        }
-    }
 }
 
 impl<'a> Stage<'a> {
     /// The stage of a job, or `None` if it was never validated.
     pub async fn of(conn: &mut Conn<'_>, module: &'a Module, job_id: &str) -> Result<Option<Self>> {
-        let found: Option<(Option<i64>, Option<String>, String)> = on_conn!(conn, c => sqlx::query_as(
-            "SELECT stage, columns, COALESCE(stage_owner, id) FROM ig_jobs WHERE id = $1")
+        let found: Option<(Option<i64>, Option<String>)> = on_conn!(conn, c => sqlx::query_as(
+            "SELECT stage, columns FROM ig_jobs WHERE id = $1")
             .bind(job_id).fetch_optional(c).await)?;
-        let Some((Some(job), columns, owner)) = found else {
+        let Some((Some(job), columns)) = found else {
             return Ok(None);
         };
         let names: Vec<String> = match columns {
@@ -63,7 +47,6 @@ impl<'a> Stage<'a> {
             module,
             job,
             provided: provided(module, &names),
-            owner,
         }))
     }
 
@@ -71,33 +54,26 @@ impl<'a> Stage<'a> {
     /// job a stage number if it has none, and forgets what an earlier,
     /// interrupted run staged, with its errors.
     pub async fn begin(conn: &mut Conn<'_>, module: &'a Module, job_id: &str) -> Result<Self> {
-        let (job, owner) = match Stage::of(conn, module, job_id).await? {
-            Some(stage) => (stage.job, stage.owner),
+        let job = match Stage::of(conn, module, job_id).await? {
+            Some(stage) => stage.job,
             None => {
                 let n: i64 = on_conn!(conn, c => sqlx::query_scalar(
                     "UPDATE ig_counters SET value = value + 1 WHERE name = 'stage' RETURNING value")
                     .fetch_one(c).await)?;
                 on_conn!(conn, c => sqlx::query("UPDATE ig_jobs SET stage = $1 WHERE id = $2")
                     .bind(n).bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;
-                (n, job_id.to_string())
+                n
             }
         };
         let stage = Stage {
             module,
             job,
             provided: vec![],
-            owner,
         };
         let rows = format!("DELETE FROM {} WHERE job = $1", stage.table());
         on_conn!(conn, c => sqlx::query(&rows).bind(job).execute(c).await.map(|r| r.rows_affected()))?;
-        for (notes, key) in [
-            ("ig_job_errors", job_id),
-            ("ig_job_warnings", stage.owner.as_str()),
-        ] {
-            let sql = format!("DELETE FROM {notes} WHERE job_id = $1");
-            on_conn!(conn, c => sqlx::query(&sql)
-                .bind(key).execute(c).await.map(|r| r.rows_affected()))?;
-        }
+        on_conn!(conn, c => sqlx::query("DELETE FROM ig_job_errors WHERE job_id = $1")
+            .bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;
         Ok(stage)
     }
 
@@ -201,6 +177,8 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
         "nkey TEXT".into(),
         // Rows with errors: the row as the preview shows it, JSON.
         "vals TEXT".into(),
+        // The row's warnings, JSON (`rows::warns_text`); null for none.
+        "warns TEXT".into(),
     ];
     for name in [column, before_column] {
         for (i, c) in module.columns.iter().enumerate() {
@@ -258,19 +236,17 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
 }
 
 /// Hands a job's staged rows to its revision (API.md section 11): the
-/// revision takes the stage number, the columns and the stage's owner
-/// (whose id files the rows' warnings), and a copy of the row errors; the
-/// revised job keeps its own error list but no longer a preview. Done
-/// once: false (and nothing changed) when the revision has a stage
-/// already or the job none.
+/// revision takes the stage number and the columns (the rows' warnings
+/// are in the rows), and a copy of the row errors; the revised job keeps
+/// its own error list but no longer a preview. Done once: false (and
+/// nothing changed) when the revision has a stage already or the job none.
 pub async fn hand_over(conn: &mut Conn<'_>, from_job: &str, to_job: &str) -> Result<bool> {
     let moved = on_conn!(conn, c => sqlx::query(
         "UPDATE ig_jobs SET stage = (SELECT f.stage FROM ig_jobs f WHERE f.id = $1), \
-                            columns = (SELECT f.columns FROM ig_jobs f WHERE f.id = $2), \
-                            stage_owner = (SELECT COALESCE(f.stage_owner, f.id) FROM ig_jobs f WHERE f.id = $3) \
-         WHERE id = $4 AND stage IS NULL \
-           AND (SELECT f.stage FROM ig_jobs f WHERE f.id = $5) IS NOT NULL")
-        .bind(from_job).bind(from_job).bind(from_job).bind(to_job).bind(from_job)
+                            columns = (SELECT f.columns FROM ig_jobs f WHERE f.id = $2) \
+         WHERE id = $3 AND stage IS NULL \
+           AND (SELECT f.stage FROM ig_jobs f WHERE f.id = $4) IS NOT NULL")
+        .bind(from_job).bind(from_job).bind(to_job).bind(from_job)
         .execute(c).await.map(|r| r.rows_affected()))?;
     if moved == 0 {
         return Ok(false);
