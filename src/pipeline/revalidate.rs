@@ -219,7 +219,7 @@ fn recount(base: &Counts, before: &[StoredRow], after: &[StagedRow]) -> Counts {
         add(r.action, 1);
     }
     let warned_before = before.iter().filter(|r| !r.warnings.is_empty()).count() as i64;
-    let warned_after = after.iter().filter(|r| !r.warnings.is_empty()).count() as i64;
+    let warned_after = after.iter().filter(|r| r.warns.is_some()).count() as i64;
     counts.warnings += warned_after - warned_before;
     counts.valid = counts.rows - counts.errors - counts.excluded;
     counts
@@ -267,7 +267,7 @@ mod tests {
             vals: None,
             before: None,
             errors: vec![],
-            warnings: vec![],
+            warns: None,
         };
         let counts = recount(
             &base,

@@ -564,7 +564,7 @@ pub(super) async fn decide(
             nkey,
             before,
             errors: row.errors,
-            warnings,
+            warns: rows::warns_text(&warnings),
         });
         *seq += 1;
     }

@@ -317,7 +317,7 @@ mod sqlite {
             insert.raw_bind_parameter(4, r.action.as_str())?;
             insert.raw_bind_parameter(5, r.nkey.as_deref())?;
             insert.raw_bind_parameter(6, r.vals.as_deref())?;
-            insert.raw_bind_parameter(7, rows::warns_text(&r.warnings))?;
+            insert.raw_bind_parameter(7, r.warns.as_deref())?;
             for k in 0..plan.provided {
                 let (value, before) = r.typed(k);
                 insert.raw_bind_parameter(8 + k, value.map(sql))?;

@@ -35,8 +35,9 @@ pub struct StagedRow {
     pub before: Option<Vec<Option<Value>>>,
     pub errors: Vec<RowError>,
     /// Remarks that leave the row valid (a reference with
-    /// `on_missing = "warn"`).
-    pub warnings: Vec<RowError>,
+    /// `on_missing = "warn"`), as the stage holds them ([`warns_text`]):
+    /// made where the row is decided, not by the stage's writer.
+    pub warns: Option<String>,
 }
 
 impl StagedRow {
@@ -146,7 +147,7 @@ pub async fn insert_batch(
             let mut q = sqlx::query(&sql);
             for r in part {
                 q = q.bind(stage.job).bind(r.seq).bind(r.row_no).bind(r.action.as_str()).bind(&r.nkey)
-                    .bind(&r.vals).bind(warns_text(&r.warnings));
+                    .bind(&r.vals).bind(&r.warns);
                 for (k, &i) in stage.provided.iter().enumerate() {
                     q = q.bind_value(r.typed(k).0, stage.module.columns[i].ty);
                 }
@@ -181,7 +182,6 @@ async fn copy_batch(
         let values = provided.clone().map(|k| r.typed(k).0.map(pg_input));
         let before = provided.map(|k| r.typed(k).1.map(pg_input));
         let typed: Vec<Option<String>> = values.chain(before).collect();
-        let warns = warns_text(&r.warnings);
         let mut fields = vec![
             Some(job.as_str()),
             Some(&seq),
@@ -189,7 +189,7 @@ async fn copy_batch(
             Some(r.action.as_str()),
             r.nkey.as_deref(),
             r.vals.as_deref(),
-            warns.as_deref(),
+            r.warns.as_deref(),
         ];
         fields.extend(typed.iter().map(Option::as_deref));
         copy_line(&mut data, &fields);

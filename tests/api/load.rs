@@ -6,7 +6,7 @@
 
 use importgate::ledger::Counts;
 use importgate::store::load::Loader;
-use importgate::store::rows::StagedRow;
+use importgate::store::rows::{self, StagedRow};
 use importgate::store::stage::Stage;
 use importgate::validate::{RowAction, RowError};
 
@@ -30,13 +30,13 @@ fn batch(b: usize) -> Vec<StagedRow> {
                 vals: None,
                 before: None,
                 errors: vec![],
-                warnings: vec![RowError {
+                warns: rows::warns_text(&[RowError {
                     row: (seq + 2) as u64,
                     column: Some("wa_number".into()),
                     value: Some(format!("V\t{seq}")),
                     code: "reference".into(),
                     message: format!("row {}: a warning", seq + 2),
-                }],
+                }]),
             }
         })
         .collect()
