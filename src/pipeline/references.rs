@@ -99,16 +99,7 @@ impl<'a> Checks<'a> {
                 }
                 check.missing += rows.len() as i64;
                 for &i in rows {
-                    let note = RowError {
-                        row: batch[i].row,
-                        column: Some(r.column.clone()),
-                        value: Some(text.clone()),
-                        code: "reference".into(),
-                        message: format!(
-                            "row {}: {} {text} is not in {}",
-                            batch[i].row, r.column, r.module
-                        ),
-                    };
+                    let note = RowError::missing_reference(batch[i].row, r, text);
                     match r.on_missing {
                         OnMissing::Error => batch[i].errors.push(note),
                         OnMissing::Warn => warnings[i].push(note),

@@ -63,63 +63,67 @@ pub struct StoredRow {
     pub warnings: Vec<RowError>,
 }
 
-/// A row's warnings as the stage's `warns` column holds them: a JSON array
-/// of `{"column", "value", "code", "message"}` (the row is the row's own),
-/// null when there are none.
+/// A row's warnings as the stage's `warns` column holds them: the
+/// referencing columns whose value the referenced table lacked, joined by
+/// commas (catalog column names are `[a-z0-9_]`), null when there are none.
+/// The rest of each warning is the row's own: the value is the row's value
+/// of the column and the message is [`RowError::missing_reference`]'s, made
+/// again when the row is read ([`warnings_of`]). Reference warnings are the
+/// only row warnings there are.
 ///
 /// Why in the row and not a table of their own: a file whose every row
 /// names a product nobody has (a marketplace export before its products
 /// are loaded) wrote a million warning rows, each keyed by a 30-character
 /// job id, beside the million staged rows: 1.2 s of SQLite's and 2.6 s of
-/// PostgreSQL's time in a 1M-row validation (BENCHMARKS.md, issue 18). In
-/// the row they cost a column, and they go wherever the row goes (to a
-/// revision, out with a purge) without being copied.
+/// PostgreSQL's time in a 1M-row validation. As the warnings' JSON in the
+/// row they still cost SQLite 0.7 s of a 2.7 s stage (a row twice as
+/// wide); as a column's name, nothing measurable (BENCHMARKS.md, issue 18).
+/// In the row they go wherever the row goes (to a revision, out with a
+/// purge) without being copied.
 pub fn warns_text(warnings: &[RowError]) -> Option<String> {
-    if warnings.is_empty() {
-        return None;
-    }
-    let notes: Vec<Note<'_>> = warnings
+    let columns: Vec<&str> = warnings
         .iter()
-        .map(|w| Note {
-            column: w.column.as_deref().map(Into::into),
-            value: w.value.as_deref().map(Into::into),
-            code: w.code.as_str().into(),
-            message: w.message.as_str().into(),
-        })
+        .filter_map(|w| w.column.as_deref())
         .collect();
-    serde_json::to_string(&notes).ok()
+    (!columns.is_empty()).then(|| columns.join(","))
 }
 
-/// The warnings of the row numbered `row_no` from its `warns` text.
-pub fn warnings_of(text: Option<&str>, row_no: i64) -> Result<Vec<RowError>> {
-    let Some(text) = text else {
-        return Ok(vec![]);
+/// The warnings of the row numbered `row_no`, whose values (by column, as
+/// the preview shows them) are `vals`, from its `warns` text.
+pub fn warnings_of(
+    module: &crate::catalog::Module,
+    vals: &serde_json::Map<String, serde_json::Value>,
+    warns: Option<&str>,
+    row_no: i64,
+) -> Vec<RowError> {
+    let Some(warns) = warns else {
+        return vec![];
     };
-    let notes: Vec<Note<'_>> = serde_json::from_str(text)
-        .map_err(|e| super::StoreError::Corrupt(format!("warns: {e}")))?;
-    Ok(notes
-        .into_iter()
-        .map(|n| RowError {
-            row: row_no as u64,
-            column: n.column.map(Into::into),
-            value: n.value.map(Into::into),
-            code: n.code.into(),
-            message: n.message.into(),
+    let row = row_no as u64;
+    warns
+        .split(',')
+        .map(|column| {
+            let value = match vals.get(column) {
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(serde_json::Value::Null) | None => String::new(),
+                Some(other) => other.to_string(),
+            };
+            match module.references.iter().find(|r| r.column == column) {
+                Some(r) => RowError::missing_reference(row, r, &value),
+                // A catalog that no longer has the reference.
+                None => RowError {
+                    row,
+                    column: Some(column.to_string()),
+                    message: format!(
+                        "row {row}: {column} {value} was not in the referenced module \
+                         when the file was checked"
+                    ),
+                    value: Some(value),
+                    code: crate::validate::REFERENCE.into(),
+                },
+            }
         })
-        .collect())
-}
-
-/// One warning in a `warns` array.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Note<'a> {
-    #[serde(borrow)]
-    column: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow)]
-    value: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow)]
-    code: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    message: std::borrow::Cow<'a, str>,
+        .collect()
 }
 
 /// Stores a batch of rows and their errors. On PostgreSQL with `COPY`,
@@ -428,9 +432,9 @@ where
         row_no,
         action,
         nkey: r.try_get("nkey")?,
+        warnings: warnings_of(stage.module, &vals, warns.as_deref(), row_no),
         vals,
         before,
-        warnings: warnings_of(warns.as_deref(), row_no)?,
     })
 }
 
@@ -727,28 +731,28 @@ mod tests {
     use crate::validate::RowError;
 
     #[test]
-    fn warnings_come_back_from_their_column_as_they_were_staged() {
+    fn warnings_come_back_from_the_row_as_they_were_staged() {
+        let catalog = crate::catalog::Catalog::builtin();
+        let orders = catalog.get("orders").expect("orders");
+        let sku = orders
+            .references
+            .iter()
+            .find(|r| r.column == "sku")
+            .unwrap();
         assert_eq!(super::warns_text(&[]), None, "no warnings: null");
-        assert!(super::warnings_of(None, 7).unwrap().is_empty());
-        let staged = vec![
-            RowError {
-                row: 7,
-                column: Some("sku".into()),
-                value: Some("P-\"7\"\tÜ".into()),
-                code: "reference".into(),
-                message: "row 7: sku P-\"7\" is not in products".into(),
-            },
-            RowError {
-                row: 7,
-                column: None,
-                value: None,
-                code: "other".into(),
-                message: "a whole-row remark".into(),
-            },
-        ];
+        let staged = vec![RowError::missing_reference(7, sku, "P-\"7\" Ü")];
         let text = super::warns_text(&staged).expect("a text");
-        assert_eq!(super::warnings_of(Some(&text), 7).unwrap(), staged);
-        assert!(super::warnings_of(Some("{not json"), 7).is_err());
+        assert_eq!(text, "sku", "the column names it");
+        let mut vals = serde_json::Map::new();
+        vals.insert("sku".into(), "P-\"7\" Ü".into());
+        vals.insert("qty".into(), 3.into());
+        assert_eq!(super::warnings_of(orders, &vals, Some(&text), 7), staged);
+        assert!(super::warnings_of(orders, &vals, None, 7).is_empty());
+        // A column whose reference the catalog no longer has still says
+        // what was found, with the row's value.
+        let gone = super::warnings_of(orders, &vals, Some("qty"), 7);
+        assert_eq!(gone[0].value.as_deref(), Some("3"));
+        assert_eq!(gone[0].code, "reference");
     }
 
     #[test]

@@ -473,22 +473,22 @@ async fn adopt_warnings(conn: &mut super::Conn<'_>, catalog: &Catalog) -> Result
     if !exists(conn, "ig_job_warnings").await? {
         return Ok(());
     }
-    let notes = "SELECT w.n, w.col, w.value, w.code, w.message FROM ig_job_warnings w \
+    // Every row warning is a reference's; the rows keep the columns
+    // (`rows::warns_text`) and make the rest again from their own values.
+    let notes = "SELECT w.n, w.col FROM ig_job_warnings w \
                  JOIN ig_jobs j ON w.job_id = COALESCE(j.stage_owner, j.id) \
-                 WHERE j.stage = s.job AND w.seq = s.seq";
-    let array = match conn.dialect() {
-        Dialect::Sqlite => format!(
-            "NULLIF((SELECT json_group_array(json_object('column', o.col, 'value', o.value, \
-             'code', o.code, 'message', o.message)) FROM ({notes} ORDER BY w.n) o), '[]')"
-        ),
-        Dialect::Postgres => format!(
-            "(SELECT json_agg(json_build_object('column', o.col, 'value', o.value, \
-             'code', o.code, 'message', o.message) ORDER BY o.n)::text FROM ({notes}) o)"
-        ),
+                 WHERE j.stage = s.job AND w.seq = s.seq AND w.col IS NOT NULL";
+    let columns = match conn.dialect() {
+        Dialect::Sqlite => {
+            format!("(SELECT group_concat(o.col, ',') FROM ({notes} ORDER BY w.n) o)")
+        }
+        Dialect::Postgres => {
+            format!("(SELECT string_agg(o.col, ',' ORDER BY o.n) FROM ({notes}) o)")
+        }
     };
     for module in catalog.modules() {
         let sql = format!(
-            "UPDATE {} AS s SET warns = {array} WHERE s.job IN (\
+            "UPDATE {} AS s SET warns = {columns} WHERE s.job IN (\
                SELECT j.stage FROM ig_jobs j WHERE j.module = $1 AND j.stage IS NOT NULL \
                  AND COALESCE(j.stage_owner, j.id) IN (SELECT job_id FROM ig_job_warnings))",
             super::stage::table(module)

@@ -10,7 +10,7 @@ pub mod value;
 
 use std::collections::HashMap;
 
-use crate::catalog::Module;
+use crate::catalog::{Module, Reference};
 use crate::ingest::{FileError, RawRow};
 pub use value::{CellError, Rules, Value};
 
@@ -193,6 +193,26 @@ pub struct RowError {
     pub code: String,
     pub message: String,
 }
+
+impl RowError {
+    /// A value of a referencing column that the referenced module's table
+    /// does not hold (API.md section 12): code `reference`.
+    pub fn missing_reference(row: u64, reference: &Reference, value: &str) -> RowError {
+        RowError {
+            row,
+            column: Some(reference.column.clone()),
+            value: Some(value.to_string()),
+            code: REFERENCE.into(),
+            message: format!(
+                "row {row}: {} {value} is not in {}",
+                reference.column, reference.module
+            ),
+        }
+    }
+}
+
+/// The code of [`RowError::missing_reference`].
+pub const REFERENCE: &str = "reference";
 
 /// One row after type checking.
 #[derive(Debug, Clone)]

@@ -177,7 +177,8 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
         "nkey TEXT".into(),
         // Rows with errors: the row as the preview shows it, JSON.
         "vals TEXT".into(),
-        // The row's warnings, JSON (`rows::warns_text`); null for none.
+        // The row's warnings: the columns naming what their referenced
+        // module lacks (`rows::warns_text`); null for none.
         "warns TEXT".into(),
     ];
     for name in [column, before_column] {
