@@ -51,6 +51,10 @@ pub struct Load {
     progress: Option<Counts>,
 }
 
+/// Rows a SQLite insert statement of the stage takes at once, at most (the
+/// rest of a batch goes one at a time).
+const ROWS_AT_ONCE: usize = 32;
+
 /// Batches queued for the SQLite writer beyond the one it writes: the
 /// decide side runs ahead by one, memory holds a few batches.
 const QUEUED: usize = 1;
@@ -215,7 +219,12 @@ mod pg {
 /// What the SQLite writer needs, owned: its statements and the job's
 /// identity.
 struct Plan {
+    /// The stage's insert of one row, and of `at_once` rows.
     rows_sql: String,
+    many_sql: String,
+    at_once: usize,
+    /// Parameters a row takes.
+    width: usize,
     /// The row errors' statement.
     errors_sql: String,
     job_id: String,
@@ -228,13 +237,19 @@ impl Plan {
     fn new(stage: &Stage<'_>, job_id: &str, lease: Lease) -> Plan {
         let width = 7 + 2 * stage.provided.len();
         let marks = vec!["?"; width].join(", ");
-        let rows_sql = format!(
-            "INSERT INTO {} (job, seq, row_no, action, nkey, vals, warns{}) VALUES ({marks})",
+        let insert = format!(
+            "INSERT INTO {} (job, seq, row_no, action, nkey, vals, warns{}) VALUES ",
             stage.table(),
             stage.provided_list()
         );
+        let tuple = format!("({marks})");
+        // Well under SQLite's 32,766 parameters, whatever the module.
+        let at_once = (30_000 / width).clamp(1, ROWS_AT_ONCE);
         Plan {
-            rows_sql,
+            rows_sql: format!("{insert}{tuple}"),
+            many_sql: format!("{insert}{}", vec![tuple; at_once].join(", ")),
+            at_once,
+            width,
             errors_sql:
                 "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message) \
                          VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -295,6 +310,28 @@ mod sqlite {
         }
     }
 
+    /// Binds a staged row's values to parameters `at + 1 …` of `insert`.
+    fn bind(
+        insert: &mut rusqlite::CachedStatement<'_>,
+        plan: &Plan,
+        at: usize,
+        r: &StagedRow,
+    ) -> rusqlite::Result<()> {
+        insert.raw_bind_parameter(at + 1, plan.stage_job)?;
+        insert.raw_bind_parameter(at + 2, r.seq)?;
+        insert.raw_bind_parameter(at + 3, r.row_no)?;
+        insert.raw_bind_parameter(at + 4, r.action.as_str())?;
+        insert.raw_bind_parameter(at + 5, r.nkey.as_deref())?;
+        insert.raw_bind_parameter(at + 6, r.vals.as_deref())?;
+        insert.raw_bind_parameter(at + 7, r.warns.as_deref())?;
+        for k in 0..plan.provided {
+            let (value, before) = r.typed(k);
+            insert.raw_bind_parameter(at + 8 + k, value.map(sql))?;
+            insert.raw_bind_parameter(at + 8 + plan.provided + k, before.map(sql))?;
+        }
+        Ok(())
+    }
+
     /// One batch: its transaction, the lease, the rows, their errors.
     fn write(c: &rusqlite::Connection, plan: &Plan, load: &Load) -> anyhow::Result<()> {
         c.execute_batch("BEGIN IMMEDIATE")?;
@@ -309,21 +346,18 @@ mod sqlite {
                 return Err(lease_lost(&plan.job_id));
             }
         }
-        let mut insert = c.prepare_cached(&plan.rows_sql)?;
-        for r in &load.rows {
-            insert.raw_bind_parameter(1, plan.stage_job)?;
-            insert.raw_bind_parameter(2, r.seq)?;
-            insert.raw_bind_parameter(3, r.row_no)?;
-            insert.raw_bind_parameter(4, r.action.as_str())?;
-            insert.raw_bind_parameter(5, r.nkey.as_deref())?;
-            insert.raw_bind_parameter(6, r.vals.as_deref())?;
-            insert.raw_bind_parameter(7, r.warns.as_deref())?;
-            for k in 0..plan.provided {
-                let (value, before) = r.typed(k);
-                insert.raw_bind_parameter(8 + k, value.map(sql))?;
-                insert.raw_bind_parameter(8 + plan.provided + k, before.map(sql))?;
+        let mut many = c.prepare_cached(&plan.many_sql)?;
+        let mut chunks = load.rows.chunks_exact(plan.at_once);
+        for chunk in &mut chunks {
+            for (i, r) in chunk.iter().enumerate() {
+                bind(&mut many, plan, i * plan.width, r)?;
             }
-            insert.raw_execute()?;
+            many.raw_execute()?;
+        }
+        let mut one = c.prepare_cached(&plan.rows_sql)?;
+        for r in chunks.remainder() {
+            bind(&mut one, plan, 0, r)?;
+            one.raw_execute()?;
         }
         let mut insert = c.prepare_cached(&plan.errors_sql)?;
         for r in &load.rows {
