@@ -145,6 +145,8 @@ mod pg {
         flying: FuturesOrdered<BoxFuture<'a, anyhow::Result<()>>>,
         /// Fires when the newest batch committed (or dropped when it failed).
         last: Option<oneshot::Receiver<()>>,
+        /// The number of the last row pushed ([`rows::breaks`]).
+        last_row: Option<i64>,
     }
 
     impl<'a> Writes<'a> {
@@ -156,6 +158,7 @@ mod pg {
                 lease,
                 flying: FuturesOrdered::new(),
                 last: None,
+                last_row: None,
             }
         }
 
@@ -181,10 +184,12 @@ mod pg {
             let after = self.last.replace(committed);
             let (db, stage) = (self.db, self.stage);
             let (job_id, lease) = (self.job_id.clone(), self.lease.clone());
+            let breaks = rows::breaks(&load.rows, &mut self.last_row);
             self.flying.push_back(Box::pin(async move {
                 let mut tx = db.begin().await?;
                 super::super::relax_durability(&mut tx.conn()).await?;
                 rows::insert_batch(&mut tx.conn(), stage, &job_id, &load.rows).await?;
+                rows::insert_breaks(&mut tx.conn(), stage.job, &breaks).await?;
                 drop(load.rows);
                 if let Some(after) = after {
                     // An error before it ends this run anyway.
@@ -283,8 +288,10 @@ mod sqlite {
             // outlives it: `c` drops first, finalizing its statements.
             let c = unsafe { rusqlite::Connection::from_handle(locked.as_raw_handle().as_ptr())? };
             let written = (|| {
+                let mut last = None;
                 while let Some(load) = queue.blocking_recv() {
-                    write(&c, &plan, &load)?;
+                    let breaks = rows::breaks(&load.rows, &mut last);
+                    write(&c, &plan, &load, &breaks)?;
                     // Freeing a batch's cells took a twentieth of this
                     // thread's time: the runtime's threads do it.
                     runtime.spawn(async move { drop(load) });
@@ -332,8 +339,14 @@ mod sqlite {
         Ok(())
     }
 
-    /// One batch: its transaction, the lease, the rows, their errors.
-    fn write(c: &rusqlite::Connection, plan: &Plan, load: &Load) -> anyhow::Result<()> {
+    /// One batch: its transaction, the lease, the rows, where the file's
+    /// numbering jumps among them, their errors.
+    fn write(
+        c: &rusqlite::Connection,
+        plan: &Plan,
+        load: &Load,
+        breaks: &[(i64, i64)],
+    ) -> anyhow::Result<()> {
         c.execute_batch("BEGIN IMMEDIATE")?;
         if let Some((owner, ms)) = &plan.lease {
             let until = chrono::Utc::now().timestamp_millis() + ms;
@@ -358,6 +371,11 @@ mod sqlite {
         for r in chunks.remainder() {
             bind(&mut one, plan, 0, r)?;
             one.raw_execute()?;
+        }
+        let mut insert =
+            c.prepare_cached("INSERT INTO ig_stage_breaks (job, row_no, seq) VALUES (?, ?, ?)")?;
+        for (row_no, seq) in breaks {
+            insert.execute(rusqlite::params![plan.stage_job, row_no, seq])?;
         }
         let mut insert = c.prepare_cached(&plan.errors_sql)?;
         for r in &load.rows {

@@ -72,6 +72,9 @@ pub async fn remove_staged(
 /// Records that a purged job has no staged rows left.
 pub async fn forget_stage(conn: &mut Conn<'_>, job_id: &str) -> Result<()> {
     on_conn!(conn, c => sqlx::query(
+        "DELETE FROM ig_stage_breaks WHERE job = (SELECT stage FROM ig_jobs WHERE id = $1)")
+        .bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;
+    on_conn!(conn, c => sqlx::query(
         "UPDATE ig_jobs SET stage = NULL WHERE id = $1 AND purged_at IS NOT NULL")
         .bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())

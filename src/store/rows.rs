@@ -618,23 +618,91 @@ pub async fn rows_numbered(
     stage: &Stage<'_>,
     rows: &[i64],
 ) -> Result<Vec<StoredRow>> {
+    let wanted: std::collections::HashSet<i64> = rows.iter().copied().collect();
     let mut found = Vec::new();
-    for part in rows.chunks(BATCH) {
-        // Integers, written as literals like `seq_list`.
-        let list: Vec<String> = part.iter().map(i64::to_string).collect();
-        let sql = format!(
-            "{} WHERE job = $1 AND row_no IN ({})",
-            select(stage),
-            list.join(", ")
-        );
+    for seqs in seqs_of(conn, stage, rows).await?.chunks(BATCH) {
+        let sql = format!("{} WHERE job = $1 AND {}", select(stage), seq_list(seqs));
         let got = on_conn!(conn, c => {
             let rows = sqlx::query(&sql).persistent(false).bind(stage.job).fetch_all(c).await?;
             rows.iter().map(|r| stored(stage, r)).collect::<Result<Vec<_>>>()
         })?;
-        found.extend(got);
+        found.extend(got.into_iter().filter(|r| wanted.contains(&r.row_no)));
     }
     found.sort_by_key(|r| r.seq);
     Ok(found)
+}
+
+/// Where the file's numbering jumps in a run of staged rows (in file
+/// order): `(row_no, seq)` of the first row and of every row whose number
+/// is not its predecessor's + 1 (blank lines were skipped before it).
+/// `last` is the number of the row before the run, and is moved on.
+///
+/// Why: a row is found by its number through these few breaks and the
+/// stage's key `(job, seq)`, not through an index of `(job, row_no)` that
+/// every staged row would add to (SQLite: 0.25 s of a 2.1 s stage of 1M
+/// rows; PostgreSQL: 0.8 s of its backend's time).
+pub fn breaks(rows: &[StagedRow], last: &mut Option<i64>) -> Vec<(i64, i64)> {
+    let mut found = Vec::new();
+    for r in rows {
+        if *last != Some(r.row_no - 1) {
+            found.push((r.row_no, r.seq));
+        }
+        *last = Some(r.row_no);
+    }
+    found
+}
+
+/// Records a stage's breaks ([`breaks`]).
+pub async fn insert_breaks(conn: &mut Conn<'_>, job: i64, breaks: &[(i64, i64)]) -> Result<()> {
+    for range in super::pieces(breaks.len(), BATCH) {
+        let part = &breaks[range];
+        let sql = format!(
+            "INSERT INTO ig_stage_breaks (job, row_no, seq) VALUES {}",
+            super::tuples(conn.dialect(), part.len(), 3)
+        );
+        on_conn!(conn, c => {
+            let mut q = sqlx::query(&sql);
+            for (row_no, seq) in part {
+                q = q.bind(job).bind(*row_no).bind(*seq);
+            }
+            q.execute(c).await?.rows_affected()
+        });
+    }
+    Ok(())
+}
+
+/// The sequence numbers the stage's rows with these numbers would have,
+/// ascending: each is its nearest break's at or before it plus the
+/// distance from it. A number the file skipped (a blank line) maps to a
+/// later row's, whose own number then tells it apart.
+async fn seqs_of(conn: &mut Conn<'_>, stage: &Stage<'_>, rows: &[i64]) -> Result<Vec<i64>> {
+    let mut rows = rows.to_vec();
+    rows.sort_unstable();
+    rows.dedup();
+    let (Some(&low), Some(&high)) = (rows.first(), rows.last()) else {
+        return Ok(vec![]);
+    };
+    let breaks: Vec<(i64, i64)> = on_conn!(conn, c => sqlx::query_as(
+        "SELECT row_no, seq FROM ig_stage_breaks WHERE job = $1 AND row_no <= $2 \
+           AND row_no >= COALESCE((SELECT MAX(row_no) FROM ig_stage_breaks \
+                                   WHERE job = $3 AND row_no <= $4), $5) \
+         ORDER BY row_no")
+        .bind(stage.job).bind(high).bind(stage.job).bind(low).bind(low)
+        .fetch_all(c).await)?;
+    let mut seqs = Vec::with_capacity(rows.len());
+    let mut at = 0;
+    for r in rows {
+        while at + 1 < breaks.len() && breaks[at + 1].0 <= r {
+            at += 1;
+        }
+        match breaks.get(at) {
+            Some(&(row_no, seq)) if row_no <= r => seqs.push(seq + (r - row_no)),
+            _ => {}
+        }
+    }
+    seqs.sort_unstable();
+    seqs.dedup();
+    Ok(seqs)
 }
 
 /// The staged rows whose natural key is one of these, in file order.
@@ -691,17 +759,16 @@ pub async fn existing_rows(
     stage: &Stage<'_>,
     rows: &[i64],
 ) -> Result<std::collections::HashSet<i64>> {
+    let wanted: std::collections::HashSet<i64> = rows.iter().copied().collect();
     let mut found = std::collections::HashSet::new();
-    for part in rows.chunks(BATCH) {
-        // Row numbers are integers: written as literals, like `seq_list`.
-        let list: Vec<String> = part.iter().map(i64::to_string).collect();
+    for seqs in seqs_of(conn, stage, rows).await?.chunks(BATCH) {
         let sql = format!(
-            "SELECT row_no FROM {} WHERE job = $1 AND row_no IN ({})",
+            "SELECT row_no FROM {} WHERE job = $1 AND {}",
             stage.table(),
-            list.join(", ")
+            seq_list(seqs)
         );
         let got: Vec<i64> = on_conn!(conn, c => sqlx::query_scalar(&sql).persistent(false).bind(stage.job).fetch_all(c).await)?;
-        found.extend(got);
+        found.extend(got.into_iter().filter(|r| wanted.contains(r)));
     }
     Ok(found)
 }

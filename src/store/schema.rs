@@ -313,6 +313,19 @@ DROP INDEX ig_webhook_deliveries_order;
 CREATE INDEX ig_webhook_deliveries_due ON ig_webhook_deliveries (next_at) WHERE state = 'pending';
 CREATE INDEX ig_webhook_deliveries_order ON ig_webhook_deliveries (webhook_id, subject, seq) WHERE state = 'pending';
 "#,
+    // 14: where the file's numbering jumps in each stage (`rows::breaks`):
+    // a staged row is found by its number through these and the stage's
+    // key, instead of through a `(job, row_no)` index of every stage table
+    // (filled from the stages, and those indexes dropped, by
+    // `adopt_breaks`).
+    r#"
+CREATE TABLE ig_stage_breaks (
+    job         BIGINT NOT NULL,
+    row_no      BIGINT NOT NULL,
+    seq         BIGINT NOT NULL,
+    PRIMARY KEY (job, row_no)
+);
+"#,
 ];
 
 fn fill(sql: &str, dialect: Dialect) -> String {
@@ -460,6 +473,7 @@ pub(super) async fn migrate(db: &Db, catalog: &Catalog) -> Result<()> {
         }
         super::stage::writes::adopt_job_rows(&mut conn, catalog).await?;
         adopt_warnings(&mut conn, catalog).await?;
+        adopt_breaks(&mut conn, catalog).await?;
     }
     tx.commit().await
 }
@@ -496,6 +510,30 @@ async fn adopt_warnings(conn: &mut super::Conn<'_>, catalog: &Catalog) -> Result
         on_conn!(conn, c => sqlx::query(&sql).bind(&module.key).execute(c).await.map(|r| r.rows_affected()))?;
     }
     on_conn!(conn, c => sqlx::query("DROP TABLE ig_job_warnings").execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
+}
+
+/// Fills `ig_stage_breaks` from the rows of each stage table that still has
+/// a `(job, row_no)` index, and drops the index: the breaks replace it.
+async fn adopt_breaks(conn: &mut super::Conn<'_>, catalog: &Catalog) -> Result<()> {
+    for module in catalog.modules() {
+        let index = format!("ig_stage_{}_row", module.key);
+        if !exists(conn, &index).await? {
+            continue;
+        }
+        let fill = format!(
+            "INSERT INTO ig_stage_breaks (job, row_no, seq) \
+             SELECT job, row_no, seq FROM (\
+               SELECT job, seq, row_no, LAG(row_no) OVER (PARTITION BY job ORDER BY seq) AS prev \
+               FROM {}) s \
+             WHERE prev IS NULL OR row_no <> prev + 1",
+            super::stage::table(module)
+        );
+        let drop = format!("DROP INDEX {}", ident(&index));
+        for sql in [fill, drop] {
+            on_conn!(conn, c => sqlx::query(&sql).execute(c).await.map(|r| r.rows_affected()))?;
+        }
+    }
     Ok(())
 }
 

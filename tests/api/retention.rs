@@ -167,6 +167,12 @@ async fn jobs_ended_without_a_commit_are_purged_and_their_record_remains() {
                 .await,
             0
         );
+        assert_eq!(
+            app.count(&format!("ig_stage_breaks WHERE job = {stage}"))
+                .await,
+            0,
+            "where the stage's numbering jumped goes with it"
+        );
     }
     // The error list remains.
     let errors_after = app

@@ -431,6 +431,104 @@ async fn a_fix_only_revision_rechecks_the_touched_rows_and_their_keys_without_th
     assert!(ok, "{out}");
 }
 
+/// Rows are found by the numbers a spreadsheet shows, across blank lines
+/// (`rows::breaks`): a fix after two runs of blank lines reaches its row,
+/// a blank line's number is no row, and a database from before the
+/// breaks (a `(job, row_no)` index on the stage) gets them at start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_are_found_by_their_numbers_across_blank_lines() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    // Rows 2-3, blank 4-5, row 6, blank 7, rows 8-9.
+    let csv = "customer_name,wa_number,consumable_cycle_days\n\
+               Ani,0821,10\n\
+               Bayu,0822,x\n\
+               \n\
+               \n\
+               Citra,0823,y\n\
+               \n\
+               Dodi,0824,30\n\
+               Eka,0825,z\n";
+    let job = app.upload(&sub, "customers", "", csv).await;
+    assert_eq!(job["state"], "failed", "{job}");
+    let id = job["id"].as_str().unwrap();
+    let errors = app.get_json(&sub, &format!("/api/jobs/{id}/errors")).await;
+    let rows: Vec<i64> = (errors["errors"].as_array().unwrap().iter())
+        .map(|e| e["row"].as_i64().unwrap())
+        .collect();
+    assert_eq!(rows, [3, 6, 9], "{errors}");
+
+    for blank in [4, 7, 10, 1] {
+        let body = json!({"fixes": [{"row": blank, "column": "wa_number", "value": "0"}]});
+        let resp = revise(&app, &sub, id, body).await;
+        let p = problem(resp, StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter").await;
+        assert!(
+            p["detail"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("no row {blank}")),
+            "{p}"
+        );
+    }
+
+    // The stage as a database from before the breaks had it.
+    app.sql("DELETE FROM ig_stage_breaks").await;
+    app.sql("CREATE INDEX ig_stage_customers_row ON ig_stage_customers (job, row_no)")
+        .await;
+    app.app.db.migrate(&app.app.catalog).await.expect("migrate");
+    let index = match app.database.starts_with("sqlite") {
+        true => {
+            "SELECT CAST(COUNT(*) AS TEXT) FROM sqlite_master WHERE name = 'ig_stage_customers_row'"
+        }
+        false => {
+            "SELECT CAST(COUNT(*) AS TEXT) FROM pg_class WHERE relname = 'ig_stage_customers_row'"
+        }
+    };
+    assert_eq!(app.sql(index).await[0][0].as_deref(), Some("0"));
+    let breaks = app
+        .sql("SELECT CAST(row_no AS TEXT), CAST(seq AS TEXT) FROM ig_stage_breaks ORDER BY row_no")
+        .await;
+    let breaks: Vec<(&str, &str)> = (breaks.iter())
+        .map(|b| (b[0].as_deref().unwrap(), b[1].as_deref().unwrap()))
+        .collect();
+    assert_eq!(breaks, [("2", "0"), ("6", "2"), ("8", "3")]);
+
+    let fixes = json!({"fixes": [
+        {"row": 3, "column": "consumable_cycle_days", "value": "5"},
+        {"row": 6, "column": "consumable_cycle_days", "value": "6"},
+        {"row": 9, "column": "consumable_cycle_days", "value": "9"},
+    ], "exclude": [8]});
+    let second = revised(&app, &sub, id, fixes).await;
+    assert_eq!(second["state"], "awaiting_approval", "{second}");
+    let c = &second["counts"];
+    assert_eq!(
+        (
+            c["rows"].as_i64(),
+            c["insert"].as_i64(),
+            c["excluded"].as_i64()
+        ),
+        (Some(5), Some(4), Some(1)),
+        "{second}"
+    );
+    let second_id = second["id"].as_str().unwrap();
+    let preview = app
+        .get_json(&sub, &format!("/api/jobs/{second_id}/preview"))
+        .await;
+    let days: Vec<(i64, Value)> = (preview["rows"].as_array().unwrap().iter())
+        .map(|r| {
+            (
+                r["row"].as_i64().unwrap(),
+                r["values"]["consumable_cycle_days"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        days,
+        [(2, json!(10)), (3, json!(5)), (6, json!(6)), (9, json!(9))],
+        "{preview}"
+    );
+}
+
 /// The mapping screen's data: each header's column and how, suggestions
 /// for the rest with sample values, and a `missing_columns` problem that
 /// names the best header for each missing column. A mapping people

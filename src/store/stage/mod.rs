@@ -74,6 +74,8 @@ impl<'a> Stage<'a> {
         on_conn!(conn, c => sqlx::query(&rows).bind(job).execute(c).await.map(|r| r.rows_affected()))?;
         on_conn!(conn, c => sqlx::query("DELETE FROM ig_job_errors WHERE job_id = $1")
             .bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;
+        on_conn!(conn, c => sqlx::query("DELETE FROM ig_stage_breaks WHERE job = $1")
+            .bind(job).execute(c).await.map(|r| r.rows_affected()))?;
         Ok(stage)
     }
 
@@ -196,8 +198,8 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
     };
     let index = format!("ig_stage_{}_action", module.key);
     // A revision re-checks only the rows it touches (API.md section 11):
-    // it finds them by row number, and the rows sharing their keys by key.
-    let by_row = format!("ig_stage_{}_row", module.key);
+    // it finds them by row number (through `ig_stage_breaks` and the key,
+    // `rows::breaks`), and the rows sharing their keys by key.
     let by_key = format!("ig_stage_{}_nkey", module.key);
     vec![
         (
@@ -214,14 +216,6 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
             format!(
                 "CREATE INDEX IF NOT EXISTS {} ON {} (job, action, seq)",
                 ident(&index),
-                table(module)
-            ),
-        ),
-        (
-            by_row.clone(),
-            format!(
-                "CREATE INDEX IF NOT EXISTS {} ON {} (job, row_no)",
-                ident(&by_row),
                 table(module)
             ),
         ),
