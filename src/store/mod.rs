@@ -511,18 +511,24 @@ pub fn pieces(n: usize, most: usize) -> Vec<std::ops::Range<usize>> {
     parts
 }
 
-/// The parts of a lookup run as one statement a part. On PostgreSQL the
-/// values go as one array parameter, the statement's text is the same at
-/// any size, and plain parts of `most` save the round trips of [`pieces`].
+/// The parts of a lookup run as one statement a part: [`pieces`] of `most`
+/// on SQLite. On PostgreSQL the values go as one array parameter and the
+/// statement's text is the same at any size, so the parts are plain and
+/// as large as [`PG_LOOKUP`]: a validation's batch of 2,000 rows is one
+/// round trip (in parts of 500, a 1M-row validation waited for 2,000 more).
 pub fn lookup_parts(dialect: Dialect, n: usize, most: usize) -> Vec<std::ops::Range<usize>> {
     match dialect {
         Dialect::Postgres => (0..n)
-            .step_by(most.max(1))
-            .map(|start| start..n.min(start + most.max(1)))
+            .step_by(PG_LOOKUP)
+            .map(|start| start..n.min(start + PG_LOOKUP))
             .collect(),
         Dialect::Sqlite => pieces(n, most),
     }
 }
+
+/// Values a PostgreSQL lookup statement takes at most (its answer is at
+/// most as many rows).
+pub const PG_LOOKUP: usize = 5_000;
 
 /// `(…), (…)`: value tuples of `cols` parameters for `rows` rows, numbered
 /// from 1 (see [`param`]).
@@ -594,9 +600,10 @@ mod tests {
     #[test]
     fn postgres_lookups_are_plain_parts() {
         use super::{Dialect, lookup_parts};
+        assert_eq!(lookup_parts(Dialect::Postgres, 1100, 500), vec![0..1100]);
         assert_eq!(
-            lookup_parts(Dialect::Postgres, 1100, 500),
-            vec![0..500, 500..1000, 1000..1100]
+            lookup_parts(Dialect::Postgres, 12_000, 500),
+            vec![0..5000, 5000..10_000, 10_000..12_000]
         );
         assert!(lookup_parts(Dialect::Postgres, 0, 500).is_empty());
         assert_eq!(
