@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One upload, timed, for comparing two builds side by side: starts BINARY
+# on a fresh database, uploads FILE to MODULE with `Prefer: wait`, and
+# prints the wall time of upload + validation, the server's CPU and the
+# whole machine's (PostgreSQL's backends included) in clock ticks.
+#
+#   bash bench/once.sh BINARY sqlite|postgres FILE [MODULE] [CONTENT-TYPE] [perf]
+#
+# e.g. alternating two builds on the harness's 1M-row orders file:
+#   for b in /tmp/old/importgate target/release/importgate; do
+#     bash bench/once.sh $b sqlite "$TMPDIR/importgate-bench/orders-1000000-v0-b0.csv"; done
+# With `perf` last, `perf record -a` runs during the upload (perf.data in
+# the work directory; per thread: perf script -F tid,comm | sort | uniq -c).
+set -euo pipefail
+bin=$(realpath "$1"); backend=$2; file=$(realpath "$3")
+module=${4:-orders}; type=${5:-text/csv}; perf=${6:-}
+pg=${IMPORTGATE_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}
+dir=${TMPDIR:-/tmp}/importgate-once
+mkdir -p "$dir" && cd "$dir"
+rm -f once.db* ledger-*
+cat > once.toml <<EOF
+uploads_per_minute = 0
+requests_per_minute = 0
+ledger_key_file = "$dir/ledger-key"
+ledger_checkpoint_file = "$dir/ledger-checkpoint"
+EOF
+if [ "$backend" = postgres ]; then
+  psql "$pg/postgres" -qc "DROP DATABASE IF EXISTS igonce" -qc "CREATE DATABASE igonce" >/dev/null
+  db="$pg/igonce"
+else
+  db="sqlite://$dir/once.db"
+fi
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$bin" serve --listen "127.0.0.1:$port" --database "$db" --config once.toml >server.log 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
+until curl -s "http://127.0.0.1:$port/healthz" >/dev/null; do sleep 0.1; done
+key=$("$bin" keys create --name "Budi Santoso" --role submitter --database "$db" --config once.toml | tail -n1)
+ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
+busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+if [ -n "$perf" ]; then perf record -a -F 999 -o perf.data 2>/dev/null & recorder=$!; fi
+t0=$(ticks); b0=$(busy); start=$(date +%s.%N)
+curl -s -X POST "http://127.0.0.1:$port/api/import/$module" -H "X-API-Key: $key" \
+  -H "Content-Type: $type" -H 'Prefer: wait=600' --data-binary "@$file" -o job.json
+end=$(date +%s.%N); t1=$(ticks); b1=$(busy)
+if [ -n "$perf" ]; then kill -INT $recorder; wait $recorder || true; fi
+state=$(python3 -c 'import json; j = json.load(open("job.json")); print(j["state"], j["counts"]["rows"], "rows")')
+echo "validate $(echo "$end - $start" | bc) s, server $((t1 - t0)) ticks, machine $((b1 - b0)) ticks: $state"
