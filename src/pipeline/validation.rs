@@ -124,7 +124,7 @@ pub async fn validate(
         .set_provided(&mut db.acquire().await?.conn(), &job.id, provided)
         .await?;
     let mut checks = Checks::new(&setup.targets, &header);
-    let (failure, staged, was) =
+    let (failure, staged, was, warned) =
         stage_rows(db, &stage, job, &header, &mut checks, &mut rx, setup).await?;
     drop(rx);
     reader.await?;
@@ -146,7 +146,8 @@ pub async fn validate(
         store::analyze(&mut db.acquire().await?.conn(), &stage.table(), &columns).await?;
     }
     mark_duplicates(db, &stage, &job.id).await?;
-    let counts = rows::counts(&mut db.acquire().await?.conn(), &stage).await?;
+    let mut counts = rows::counts(&mut db.acquire().await?.conn(), &stage).await?;
+    counts.warnings = warned;
     if counts.rows == 0 {
         return Ok(Outcome::FileFailure(FileError::new(
             "no_rows",
@@ -261,7 +262,8 @@ pub async fn read_head(
 /// while one batch is written (its own transaction), the keys of the next
 /// are looked up in the table. Done one after the other, each side waited
 /// for the other: a 1M-row validation kept one of the two cores busy.
-/// Returns the file's failure, if it has one part-way, and the rows staged.
+/// Returns the file's failure, if it has one part-way, the rows staged,
+/// what a revision's fixes replaced, and how many rows have warnings.
 async fn stage_rows(
     db: &Db,
     stage: &Stage<'_>,
@@ -270,7 +272,7 @@ async fn stage_rows(
     checks: &mut Checks<'_>,
     rx: &mut mpsc::Receiver<Result<Msg, FileError>>,
     setup: &Setup,
-) -> anyhow::Result<(Option<FileError>, i64, Vec<(usize, String)>)> {
+) -> anyhow::Result<(Option<FileError>, i64, Vec<(usize, String)>, i64)> {
     let (to_write, mut writes) = mpsc::channel::<Vec<StagedRow>>(2);
     let excluded: std::collections::HashSet<u64> = job
         .revision
@@ -321,10 +323,11 @@ async fn stage_rows(
                 return Err(e);
             }
         }
-        loader.finish().await
+        loader.finish().await?;
+        Ok(counts.warnings)
     };
-    let (staged, ()) = tokio::try_join!(decide_all, write_all)?;
-    Ok(staged)
+    let ((failure, staged, was), warned) = tokio::try_join!(decide_all, write_all)?;
+    Ok((failure, staged, was, warned))
 }
 
 /// The blocking half: parse, match the header, check rows, send batches.
@@ -614,6 +617,7 @@ fn tally(counts: &mut Counts, staged: &[StagedRow]) {
             RowAction::Error => counts.errors += 1,
             RowAction::Excluded => counts.excluded += 1,
         }
+        counts.warnings += i64::from(r.warns.is_some());
     }
     counts.valid = counts.rows - counts.errors - counts.excluded;
 }
