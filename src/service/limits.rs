@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 pub const WINDOW_SECS: u64 = 60;
 
@@ -44,7 +44,8 @@ pub struct Decision {
 pub struct Limiter {
     uploads_per_minute: u64,
     requests_per_minute: u64,
-    windows: Mutex<HashMap<(String, Class), (u64, u64)>>,
+    /// Per key and class: when its window opened, and how many it counted.
+    windows: Mutex<HashMap<(String, Class), (Instant, u64)>>,
 }
 
 impl Limiter {
@@ -66,31 +67,35 @@ impl Limiter {
         if limit == 0 {
             return None;
         }
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        let window = now / WINDOW_SECS;
+        // A window opens at a key's first request, not at the clock's
+        // minute: a key's budget never resets in the middle of a burst
+        // just because a minute turned (which made a test of three quick
+        // uploads flaky near :59).
+        let now = Instant::now();
+        let span = Duration::from_secs(WINDOW_SECS);
         let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
         if windows.len() > 10_000 {
-            // Forget keys idle since an earlier window.
-            windows.retain(|_, (w, _)| *w == window);
+            // Forget keys whose window has closed.
+            windows.retain(|_, (opened, _)| now.duration_since(*opened) < span);
         }
         let entry = windows
             .entry((key_id.to_string(), class))
-            .or_insert((window, 0));
-        if entry.0 != window {
-            *entry = (window, 0);
+            .or_insert((now, 0));
+        if now.duration_since(entry.0) >= span {
+            *entry = (now, 0);
         }
         let allowed = entry.1 < limit;
         if allowed {
             entry.1 += 1;
         }
+        let left = span.saturating_sub(now.duration_since(entry.0));
         Some(Decision {
             class,
             limit,
             remaining: limit - entry.1,
-            reset: (window + 1) * WINDOW_SECS - now,
+            // Whole seconds, rounded up: a client that waits this long finds
+            // the window closed.
+            reset: left.as_secs() + u64::from(left.subsec_nanos() > 0),
             allowed,
         })
     }
