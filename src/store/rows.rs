@@ -298,7 +298,10 @@ pub struct Duplicate {
 }
 
 /// Rows that repeat an earlier row's natural key (the first one stays).
-/// Done in the database so memory does not grow with the file.
+/// Done in the database so memory does not grow with the file: a hash or
+/// sort of the job's keys (no index holds them, see `stage::key_index`),
+/// with [`tables::JOIN_MEMORY`](super::tables::JOIN_MEMORY) to do it in on
+/// PostgreSQL (in the caller's transaction).
 ///
 /// Two statements whose plans do not depend on the table's statistics,
 /// which never know the newest job (its number is past the histogram, so
@@ -308,6 +311,10 @@ pub struct Duplicate {
 /// aggregate was planned as a nested loop over that "one row", and ran for
 /// twenty minutes on a 1M-row job.
 pub async fn duplicates(conn: &mut Conn<'_>, stage: &Stage<'_>) -> Result<Vec<Duplicate>> {
+    if let Conn::Postgres(c) = conn {
+        let sql = format!("SET LOCAL work_mem = '{}'", super::tables::JOIN_MEMORY);
+        sqlx::query(&sql).execute(&mut **c).await?;
+    }
     let t = stage.table();
     let repeated = format!(
         "SELECT COUNT(*) FROM (SELECT nkey FROM {t} WHERE job = $1 AND nkey IS NOT NULL \
@@ -713,26 +720,26 @@ pub async fn rows_keyed(
     stage: &Stage<'_>,
     keys: &[String],
 ) -> Result<Vec<StoredRow>> {
-    let mut found = Vec::new();
-    for range in super::pieces(keys.len(), BATCH) {
-        let part = &keys[range];
-        // `$2, $3, …`: the keys, after the job's `$1`.
-        let marks: Vec<String> = (2..part.len() + 2).map(|i| format!("${i}")).collect();
-        let sql = format!(
-            "{} WHERE job = $1 AND nkey IN ({}) ORDER BY seq",
-            select(stage),
-            marks.join(", ")
-        );
-        let got = on_conn!(conn, c => {
-            let mut q = sqlx::query(&sql).bind(stage.job);
-            for k in part {
-                q = q.bind(k);
-            }
-            let rows = q.fetch_all(c).await?;
-            rows.iter().map(|r| stored(stage, r)).collect::<Result<Vec<_>>>()
-        })?;
-        found.extend(got);
+    if keys.is_empty() {
+        return Ok(vec![]);
     }
+    // One statement, whatever the number of keys: no index holds the
+    // stage's keys (`stage::key_index`), so each statement is a scan of the
+    // job's rows in the database, and the keys go as one JSON list (a hash
+    // semi-join on PostgreSQL; SQLite makes a temporary index of the list).
+    let list = match conn {
+        Conn::Sqlite(_) => "SELECT value FROM json_each($2)",
+        Conn::Postgres(_) => "SELECT json_array_elements_text($2::json)",
+    };
+    let sql = format!(
+        "{} WHERE job = $1 AND nkey IN ({list}) ORDER BY seq",
+        select(stage)
+    );
+    let keys = serde_json::json!(keys).to_string();
+    let mut found = on_conn!(conn, c => {
+        let rows = sqlx::query(&sql).bind(stage.job).bind(&keys).fetch_all(c).await?;
+        rows.iter().map(|r| stored(stage, r)).collect::<Result<Vec<_>>>()
+    })?;
     found.sort_by_key(|r| r.seq);
     Ok(found)
 }

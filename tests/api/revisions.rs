@@ -471,20 +471,25 @@ async fn rows_are_found_by_their_numbers_across_blank_lines() {
         );
     }
 
-    // The stage as a database from before the breaks had it.
+    // The stage as a database from before the breaks had it, with the
+    // key index stages had then.
     app.sql("DELETE FROM ig_stage_breaks").await;
     app.sql("CREATE INDEX ig_stage_customers_row ON ig_stage_customers (job, row_no)")
         .await;
+    app.sql("CREATE INDEX ig_stage_customers_nkey ON ig_stage_customers (job, nkey)")
+        .await;
     app.app.db.migrate(&app.app.catalog).await.expect("migrate");
-    let index = match app.database.starts_with("sqlite") {
-        true => {
-            "SELECT CAST(COUNT(*) AS TEXT) FROM sqlite_master WHERE name = 'ig_stage_customers_row'"
-        }
-        false => {
-            "SELECT CAST(COUNT(*) AS TEXT) FROM pg_class WHERE relname = 'ig_stage_customers_row'"
-        }
-    };
-    assert_eq!(app.sql(index).await[0][0].as_deref(), Some("0"));
+    for name in ["ig_stage_customers_row", "ig_stage_customers_nkey"] {
+        let index = match app.database.starts_with("sqlite") {
+            true => {
+                format!("SELECT CAST(COUNT(*) AS TEXT) FROM sqlite_master WHERE name = '{name}'")
+            }
+            false => {
+                format!("SELECT CAST(COUNT(*) AS TEXT) FROM pg_class WHERE relname = '{name}'")
+            }
+        };
+        assert_eq!(app.sql(&index).await[0][0].as_deref(), Some("0"), "{name}");
+    }
     let breaks = app
         .sql("SELECT CAST(row_no AS TEXT), CAST(seq AS TEXT) FROM ig_stage_breaks ORDER BY row_no")
         .await;

@@ -197,10 +197,10 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
         Dialect::Postgres => "",
     };
     let index = format!("ig_stage_{}_action", module.key);
-    // A revision re-checks only the rows it touches (API.md section 11):
-    // it finds them by row number (through `ig_stage_breaks` and the key,
-    // `rows::breaks`), and the rows sharing their keys by key.
-    let by_key = format!("ig_stage_{}_nkey", module.key);
+    // No index of the natural key: see `key_index`. A revision finds the
+    // rows it touches by number (through `ig_stage_breaks` and the key,
+    // `rows::breaks`), and the rows sharing their keys by one scan of the
+    // job's rows (`rows::rows_keyed`).
     vec![
         (
             table_name(module),
@@ -219,15 +219,20 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
                 table(module)
             ),
         ),
-        (
-            by_key.clone(),
-            format!(
-                "CREATE INDEX IF NOT EXISTS {} ON {} (job, nkey)",
-                ident(&by_key),
-                table(module)
-            ),
-        ),
     ]
+}
+
+/// The name of the `(job, nkey)` index stage tables had, which a start
+/// drops ([`crate::store::schema`]). Every staged row added its key to it,
+/// in the file's order: keys arriving in no order (customers by phone
+/// number, products by sku) were inserted all over the index, and with the
+/// index far larger than the database's cache each insert read and wrote
+/// pages: 1M orders shuffled took 16–20 s to validate on SQLite against
+/// 4–4.5 s in key order (BENCHMARKS.md, "The key index dropped"). The
+/// index served only the duplicate check (a sort of the job's keys does
+/// it) and revisions' rows sharing a key (one scan of the job's rows).
+pub fn key_index(module: &Module) -> String {
+    format!("ig_stage_{}_nkey", module.key)
 }
 
 /// Hands a job's staged rows to its revision (API.md section 11): the
