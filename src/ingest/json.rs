@@ -13,16 +13,18 @@
 //! (`Cell::Number`, through `RawValue`, never an `f64`), so a `numeric`
 //! column gets exactly what was sent.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 
 use rust_decimal::Decimal;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::budget::{Budget, record_bytes};
+use super::budget::record_bytes;
+use super::json_split::{Element, each_object};
 use super::{Cell, FileError, Item, Options, RawRow, RowSource, produce, spool};
 
 /// Deepest nesting accepted (API.md section 10), counting the top-level
@@ -32,13 +34,24 @@ pub const MAX_DEPTH: usize = 32;
 /// One object of the file: its keys and values in file order.
 type Object = Vec<(String, Cell)>;
 
-/// Called for every object with its row number; an error stops the walk.
-type Sink<'a> = dyn FnMut(u64, Object) -> Result<(), FileError> + 'a;
+/// Called with the bytes of every row object; an error stops the walk.
+type Sink<'a> = dyn FnMut(Element) -> Result<(), FileError> + 'a;
+
+/// How a file's row objects are found: in an array (levels above a row
+/// object: 1, or 2 in the `{"rows": …}` wrapper; told apart by their
+/// position), or one a line.
+#[derive(Clone, Copy)]
+enum Layout {
+    Array,
+    Lines,
+}
 
 pub fn open_json(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
-    let (max_keys, cap) = (options.max_columns, record_bytes(options));
-    two_passes(reader, options, move |file, sink| {
-        walk_json(file, max_keys, cap, sink)
+    let cap = record_bytes(options);
+    two_passes(reader, options, Layout::Array, move |file, sink| {
+        let mut reader = BufReader::with_capacity(1 << 16, file);
+        skip_bom(&mut reader)?;
+        each_object(reader, cap, sink)
     })
 }
 
@@ -46,9 +59,9 @@ pub fn open_ndjson(
     reader: Box<dyn Read + Send>,
     options: &Options,
 ) -> Result<RowSource, FileError> {
-    let (max_line, max_keys) = (line_limit(options), options.max_columns);
-    two_passes(reader, options, move |file, sink| {
-        walk_ndjson(file, max_line, max_keys, sink)
+    let max_line = line_limit(options);
+    two_passes(reader, options, Layout::Lines, move |file, sink| {
+        walk_ndjson(file, max_line, sink)
     })
 }
 
@@ -62,11 +75,12 @@ fn line_limit(options: &Options) -> usize {
     cells.saturating_add(1 << 20).min(1 << 30)
 }
 
-/// First pass: the header (union of keys). Second pass: the rows. Both run
-/// on the reader's own thread ([`produce`]).
+/// First pass: the header (union of keys; values are only checked). Second
+/// pass: the rows. Both run on the reader's own thread ([`produce`]).
 fn two_passes<W>(
     reader: Box<dyn Read + Send>,
     options: &Options,
+    layout: Layout,
     walk: W,
 ) -> Result<RowSource, FileError>
 where
@@ -78,89 +92,90 @@ where
         let mut header: Vec<String> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut objects = 0u64;
-        walk(spool::reopen(&file)?, &mut |_, object| {
-            objects += 1;
-            for (key, _) in object {
-                if index.contains_key(&key) {
-                    continue;
-                }
-                if max_columns > 0 && header.len() >= max_columns {
-                    return Err(FileError::new(
-                        "too_many_columns",
-                        format!(
-                            "the objects have more than {max_columns} different keys; \
-                             at most {max_columns} columns are accepted"
-                        ),
-                    ));
-                }
-                index.insert(key.clone(), header.len());
-                header.push(key);
+        let mut learn = |key: &str| {
+            if index.contains_key(key) {
+                return Ok(());
             }
+            if max_columns > 0 && header.len() >= max_columns {
+                return Err(FileError::new(
+                    "too_many_columns",
+                    format!(
+                        "the objects have more than {max_columns} different keys; \
+                         at most {max_columns} columns are accepted"
+                    ),
+                ));
+            }
+            index.insert(key.to_string(), header.len());
+            header.push(key.to_string());
             Ok(())
+        };
+        walk(spool::reopen(&file)?, &mut |element| {
+            objects += 1;
+            let mut failure = None;
+            let seed = KeysSeed {
+                max_keys: max_columns,
+                failure: &mut failure,
+                each: &mut learn,
+            };
+            parse(element.bytes, seed).map_err(|e| failed(&element, layout, failure, &e))
         })?;
         if objects == 0 {
             return Err(FileError::new("no_rows", "the file holds no objects"));
         }
         let width = header.len();
         emit.send(Item::Header(header))?;
-        walk(spool::reopen(&file)?, &mut |row, object| {
+        walk(spool::reopen(&file)?, &mut |element| {
+            let mut failure = None;
+            let seed = ObjectSeed {
+                depth: element.depth,
+                max_keys: max_columns,
+                failure: &mut failure,
+            };
+            let object =
+                parse(element.bytes, seed).map_err(|e| failed(&element, layout, failure, &e))?;
             let mut cells = vec![Cell::Empty; width];
             for (key, cell) in object {
                 if let Some(&i) = index.get(&key) {
                     cells[i] = cell;
                 }
             }
-            emit.send(Item::Row(RawRow { row, cells }))
+            emit.send(Item::Row(RawRow {
+                row: element.number,
+                cells,
+            }))
         })
     })
 }
 
-/// Walks a JSON document: an array of objects, or an object whose `rows`
-/// member is one (its other members are ignored).
-/// serde_json holds a whole string (and `RawValue`) in memory, so the bytes
-/// of one object count against a budget ([`Budget`]).
-fn walk_json(file: File, max_keys: usize, cap: u64, sink: &mut Sink) -> Result<(), FileError> {
-    let budget = Budget::new(cap);
-    let mut reader = BufReader::new(budget.reader(file));
-    skip_bom(&mut reader)?;
-    let mut failure = None;
-    let mut objects = 0u64;
-    let mut counted = |n: u64, object: Object| {
-        budget.next_record(cap);
-        objects = n;
-        sink(n, object)
+/// Parses one row object from its bytes with `seed`.
+fn parse<'a, S: DeserializeSeed<'a>>(bytes: &'a [u8], seed: S) -> serde_json::Result<S::Value> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = seed.deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
+}
+
+/// Why a row object could not be parsed: the seed's own failure (with its
+/// code), or the parser's error. Messages name the object (JSON) or its
+/// line (NDJSON).
+fn failed(
+    element: &Element,
+    layout: Layout,
+    failure: Option<FileError>,
+    e: &serde_json::Error,
+) -> FileError {
+    let Some(f) = failure else {
+        return json_error(e, element.line);
     };
-    let mut de = serde_json::Deserializer::from_reader(reader);
-    let top = Top {
-        sink: &mut counted,
-        failure: &mut failure,
-        max_keys,
+    let place = match layout {
+        Layout::Array => format!("object {}", element.number),
+        Layout::Lines => format!("line {}", element.line),
     };
-    let result = de::Deserializer::deserialize_any(&mut de, top).and_then(|()| de.end());
-    match (failure, result) {
-        (Some(f), _) => Err(f),
-        (None, Ok(())) => Ok(()),
-        (None, Err(e)) if e.io_error_kind() == Some(std::io::ErrorKind::FileTooLarge) => {
-            Err(FileError::new(
-                "unreadable",
-                format!(
-                    "object {} is longer than {cap} bytes, more than all its cells at their \
-                     size limit could be",
-                    objects + 1
-                ),
-            ))
-        }
-        (None, Err(e)) => Err(json_error(&e, None)),
-    }
+    FileError::new(f.code, format!("{place}: {}", f.message))
 }
 
 /// Walks NDJSON line by line; blank lines are skipped.
-fn walk_ndjson(
-    file: File,
-    max_line: usize,
-    max_keys: usize,
-    sink: &mut Sink,
-) -> Result<(), FileError> {
+fn walk_ndjson(file: File, max_line: usize, sink: &mut Sink) -> Result<(), FileError> {
     let mut reader = BufReader::new(file);
     skip_bom(&mut reader)?;
     let mut line = Vec::new();
@@ -184,25 +199,14 @@ fn walk_ndjson(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let mut de = serde_json::Deserializer::from_slice(&line);
-        let mut failure = None;
-        let seed = ObjectSeed {
+        sink(Element {
+            // Without its line end, so an error is placed on this line.
+            bytes: line.trim_ascii_end(),
+            number,
+            line: number,
             depth: 0,
-            max_keys,
-            failure: &mut failure,
-        };
-        let result = seed.deserialize(&mut de).and_then(|o| de.end().map(|()| o));
-        let object = match (failure, result) {
-            (Some(f), _) => return Err(at_line(f, number)),
-            (None, Ok(o)) => o,
-            (None, Err(e)) => return Err(json_error(&e, Some(number))),
-        };
-        sink(number, object)?;
+        })?;
     }
-}
-
-fn at_line(e: FileError, line: u64) -> FileError {
-    FileError::new(e.code, format!("line {line}: {}", e.message))
 }
 
 fn skip_bom(reader: &mut impl BufRead) -> Result<(), FileError> {
@@ -214,125 +218,105 @@ fn skip_bom(reader: &mut impl BufRead) -> Result<(), FileError> {
 }
 
 /// A parse error as a person reads it: where, and what was expected.
-fn json_error(e: &serde_json::Error, line: Option<u64>) -> FileError {
-    let line = line.unwrap_or(e.line() as u64);
+/// `first_line` is the line the parsed bytes start on in the file.
+pub(super) fn json_error(e: &serde_json::Error, first_line: u64) -> FileError {
+    let line = first_line + (e.line() as u64).saturating_sub(1);
     let what = e.to_string();
     let message = if what.contains("recursion limit") {
         format!("line {line}: the JSON is nested deeper than {MAX_DEPTH} levels")
     } else if e.is_eof() {
         format!("line {line}: the JSON ends too early (the file is cut off)")
     } else {
-        // serde_json's message ends with its own "at line L column C".
-        format!("the file is not readable as JSON: {what}")
+        // serde_json's position is within the object: the line is said
+        // above, from the start of the file.
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        let what = what.strip_suffix(&suffix).unwrap_or(&what);
+        format!("line {line}: the file is not readable as JSON: {what}")
     };
     FileError::new("unreadable", message)
 }
 
-/// The top level: an array of objects, or `{"rows": [...]}`.
-struct Top<'s, 'f> {
-    sink: &'s mut Sink<'f>,
-    failure: &'s mut Option<FileError>,
-    max_keys: usize,
+/// A key of a row object: borrowed from the file's bytes unless it holds
+/// an escape.
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
 }
 
-impl<'de> Visitor<'de> for Top<'_, '_> {
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(v))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v.to_string()))
+    }
+}
+
+/// The failure of an object with more keys than columns accepted.
+fn too_many_keys(max_keys: usize) -> FileError {
+    FileError::new(
+        "too_many_columns",
+        format!("an object has more than {max_keys} keys; at most {max_keys} columns are accepted"),
+    )
+}
+
+/// The first pass over one row object: its keys, each handed to `each`;
+/// its values are checked as JSON and skipped.
+struct KeysSeed<'s, F> {
+    max_keys: usize,
+    failure: &'s mut Option<FileError>,
+    each: &'s mut F,
+}
+
+impl<'de, F: FnMut(&str) -> Result<(), FileError>> DeserializeSeed<'de> for KeysSeed<'_, F> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, F: FnMut(&str) -> Result<(), FileError>> Visitor<'de> for KeysSeed<'_, F> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str(r#"an array of objects, or {"rows": [...]}"#)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-        rows(seq, self.sink, self.failure, 1, self.max_keys)
+        f.write_str("a JSON object for each row")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut found = false;
-        while let Some(key) = map.next_key::<String>()? {
-            if key == "rows" && !found {
-                found = true;
-                map.next_value_seed(RowsSeed {
-                    sink: &mut *self.sink,
-                    failure: &mut *self.failure,
-                    max_keys: self.max_keys,
-                })?;
+        let mut keys = 0usize;
+        while let Some(key) = map.next_key_seed(Key)? {
+            keys += 1;
+            let stop = if self.max_keys > 0 && keys > self.max_keys {
+                Err(too_many_keys(self.max_keys))
             } else {
-                map.next_value::<IgnoredAny>()?;
+                (self.each)(&key)
+            };
+            if let Err(e) = stop {
+                *self.failure = Some(e);
+                return Err(de::Error::custom("stopped"));
             }
-        }
-        if !found {
-            return Err(de::Error::custom(
-                r#"the object has no "rows" member; send an array of objects, or {"rows": [...]}"#,
-            ));
+            map.next_value::<IgnoredAny>()?;
         }
         Ok(())
     }
 }
 
-/// The `rows` member of the wrapper object.
-struct RowsSeed<'s, 'f> {
-    sink: &'s mut Sink<'f>,
-    failure: &'s mut Option<FileError>,
-    max_keys: usize,
-}
-
-impl<'de> DeserializeSeed<'de> for RowsSeed<'_, '_> {
-    type Value = ();
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for RowsSeed<'_, '_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str(r#""rows" to be an array of objects"#)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-        rows(seq, self.sink, self.failure, 2, self.max_keys)
-    }
-}
-
-/// Hands each object of the array to the sink as it is read.
-fn rows<'de, A: SeqAccess<'de>>(
-    mut seq: A,
-    sink: &mut Sink,
-    failure: &mut Option<FileError>,
-    depth: usize,
-    max_keys: usize,
-) -> Result<(), A::Error> {
-    let mut n = 0u64;
-    loop {
-        let seed = ObjectSeed {
-            depth,
-            max_keys,
-            failure: &mut *failure,
-        };
-        let object = match seq.next_element_seed(seed) {
-            Ok(Some(object)) => object,
-            Ok(None) => return Ok(()),
-            Err(e) => {
-                if let Some(f) = failure.take() {
-                    let message = format!("object {}: {}", n + 1, f.message);
-                    *failure = Some(FileError::new(f.code, message));
-                }
-                return Err(e);
-            }
-        };
-        n += 1;
-        if let Err(e) = sink(n, object) {
-            *failure = Some(e);
-            return Err(de::Error::custom("stopped"));
-        }
-    }
-}
-
-/// One row object. A problem inside it that is a file failure (nesting too
-/// deep, too many keys) stops the parse at once and is left in `failure`,
-/// so it keeps its code.
+/// One row object, read whole. A problem inside it that is a file failure
+/// (nesting too deep, too many keys) stops the parse at once and is left
+/// in `failure`, so it keeps its code.
 struct ObjectSeed<'s> {
     /// Levels above the object.
     depth: usize,
@@ -358,20 +342,14 @@ impl<'de> Visitor<'de> for ObjectSeed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut object = Vec::new();
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = map.next_key_seed(Key)? {
             if self.max_keys > 0 && object.len() >= self.max_keys {
-                *self.failure = Some(FileError::new(
-                    "too_many_columns",
-                    format!(
-                        "an object has more than {} keys; at most {} columns are accepted",
-                        self.max_keys, self.max_keys
-                    ),
-                ));
+                *self.failure = Some(too_many_keys(self.max_keys));
                 return Err(de::Error::custom("stopped"));
             }
-            let raw: Box<RawValue> = map.next_value()?;
-            match cell(&raw, self.depth + 1) {
-                Ok(c) => object.push((key, c)),
+            let raw: &RawValue = map.next_value()?;
+            match cell(raw, self.depth + 1) {
+                Ok(c) => object.push((key.into_owned(), c)),
                 Err(e) => {
                     let message = format!("key {key:?}: {}", e.message);
                     *self.failure = Some(FileError::new(e.code, message));
@@ -389,7 +367,11 @@ fn cell(raw: &RawValue, depth: usize) -> Result<Cell, FileError> {
     let text = raw.get();
     Ok(match text.as_bytes().first() {
         Some(b'"') => {
-            let s: String = serde_json::from_str(text).map_err(|e| json_error(&e, None))?;
+            // Without an escape the text between the quotes is the string.
+            let s = match text.contains('\\') {
+                false => text[1..text.len() - 1].to_string(),
+                true => serde_json::from_str(text).map_err(|e| json_error(&e, 1))?,
+            };
             if s.trim().is_empty() {
                 Cell::Empty
             } else {
@@ -536,6 +518,62 @@ mod tests {
         assert_eq!(
             read(open_json, r#"[{"a": 1}"#).unwrap_err().code,
             "unreadable"
+        );
+    }
+
+    #[test]
+    fn objects_are_found_whatever_their_strings_hold() {
+        let text = "\u{feff}{\"meta\": {\"note\": \"]} \\\" [{\"}, \"rows\": [\n\
+                    {\"a\": \"x]}\\\"{\", \"b\\u0031\": [1, {\"c\": \"}\"}]},\n\
+                    {\"a\": \"line\\nbreak\", \"b1\": -1.5E+2}\n\
+                    ], \"after\": [true, null]}\n";
+        let (header, rows) = read(open_json, text).unwrap();
+        assert_eq!(header, vec!["a", "b1"]);
+        assert_eq!(rows[0].cells[0], Cell::Text("x]}\"{".into()));
+        assert_eq!(rows[0].cells[1], Cell::Text(r#"[1, {"c": "}"}]"#.into()));
+        assert_eq!(rows[1].cells[0], Cell::Text("line\nbreak".into()));
+        assert_eq!(rows[1].cells[1], Cell::Number("-150".into()));
+        assert_eq!(rows[1].row, 2);
+    }
+
+    #[test]
+    fn a_broken_document_names_where() {
+        let cases = [
+            ("[{\"a\": 1}\n{\"a\": 2}]", "line 2", "`,` or `]`"),
+            (
+                "[{\"a\": 1},\n\n{\"a\": }]",
+                "line 3",
+                "not readable as JSON",
+            ),
+            ("[{\"a\": 1}] x", "line 1", "the end of the file"),
+            ("[{\"a\": \"open", "line 1", "ends too early"),
+            ("\"rows\"", "line 1", "an array of objects"),
+            ("{\"rows\": 5}", "line 1", "\"rows\" to be an array"),
+            ("[{\"a\": 1}, 5]", "line 1", "object"),
+            ("[{\"a\": 1},]", "line 1", "a value"),
+        ];
+        for (text, line, says) in cases {
+            let err = read(open_json, text).unwrap_err();
+            assert_eq!(err.code, "unreadable", "{text}");
+            assert!(err.message.contains(line), "{text}: {}", err.message);
+            assert!(err.message.contains(says), "{text}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn an_object_past_the_budget_is_named() {
+        let options = Options {
+            max_columns: 1,
+            max_cell_bytes: 1,
+            ..Options::default()
+        };
+        let long = format!("[{{\"a\": 1}}, {{\"a\": \"{}\"}}]", "x".repeat(2 << 20));
+        let src = open_json(Box::new(Cursor::new(long.into_bytes())), &options);
+        let err = src.err().expect("refused before the header");
+        assert!(
+            err.message.contains("object 2 is longer than"),
+            "{}",
+            err.message
         );
     }
 

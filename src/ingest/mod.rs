@@ -11,6 +11,7 @@ pub mod budget;
 pub mod csv;
 pub mod decode;
 pub mod json;
+pub mod json_split;
 pub mod ods;
 pub mod spool;
 pub mod xlsx;
