@@ -1,6 +1,6 @@
 //! A byte budget per record, so that memory is bounded by the limits and
-//! not by the file: the CSV parser and serde_json hold a whole record (or
-//! a whole JSON string) before anyone can look at it, so a 200 MB cell
+//! not by the file: the CSV and ODS parsers hold a whole record before
+//! anyone can look at it, so a 200 MB cell
 //! would be 200 MB in memory. The reader counts the bytes pulled since the
 //! last record ended and fails once a record could not be valid anyway:
 //! longer than every cell at its size limit (`max_cell_bytes` ×

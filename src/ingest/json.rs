@@ -31,9 +31,6 @@ use super::{Cell, FileError, Item, Options, RawRow, RowSource, produce, spool};
 /// array (and the `{"rows": …}` wrapper) and each row object.
 pub const MAX_DEPTH: usize = 32;
 
-/// One object of the file: its keys and values in file order.
-type Object = Vec<(String, Cell)>;
-
 /// Called with the bytes of every row object; an error stops the walk.
 type Sink<'a> = dyn FnMut(Element) -> Result<(), FileError> + 'a;
 
@@ -122,23 +119,16 @@ where
         if objects == 0 {
             return Err(FileError::new("no_rows", "the file holds no objects"));
         }
-        let width = header.len();
         emit.send(Item::Header(header))?;
         walk(spool::reopen(&file)?, &mut |element| {
             let mut failure = None;
             let seed = ObjectSeed {
                 depth: element.depth,
-                max_keys: max_columns,
+                index: &index,
                 failure: &mut failure,
             };
-            let object =
+            let cells =
                 parse(element.bytes, seed).map_err(|e| failed(&element, layout, failure, &e))?;
-            let mut cells = vec![Cell::Empty; width];
-            for (key, cell) in object {
-                if let Some(&i) = index.get(&key) {
-                    cells[i] = cell;
-                }
-            }
             emit.send(Item::Row(RawRow {
                 row: element.number,
                 cells,
@@ -314,19 +304,21 @@ impl<'de, F: FnMut(&str) -> Result<(), FileError>> Visitor<'de> for KeysSeed<'_,
     }
 }
 
-/// One row object, read whole. A problem inside it that is a file failure
-/// (nesting too deep, too many keys) stops the parse at once and is left
-/// in `failure`, so it keeps its code.
+/// One row object, read whole into its row's cells: each value at its
+/// key's column of the header (the first pass learned every key, and
+/// refused an object with too many). A problem inside it that is a file
+/// failure (nesting too deep) stops the parse at once and is left in
+/// `failure`, so it keeps its code.
 struct ObjectSeed<'s> {
     /// Levels above the object.
     depth: usize,
-    /// Most keys accepted in one object (0: any).
-    max_keys: usize,
+    /// The header's column of each key.
+    index: &'s HashMap<String, usize>,
     failure: &'s mut Option<FileError>,
 }
 
 impl<'de> DeserializeSeed<'de> for ObjectSeed<'_> {
-    type Value = Object;
+    type Value = Vec<Cell>;
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
@@ -334,30 +326,27 @@ impl<'de> DeserializeSeed<'de> for ObjectSeed<'_> {
 }
 
 impl<'de> Visitor<'de> for ObjectSeed<'_> {
-    type Value = Object;
+    type Value = Vec<Cell>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON object for each row")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut object = Vec::new();
+        let mut cells = vec![Cell::Empty; self.index.len()];
         while let Some(key) = map.next_key_seed(Key)? {
-            if self.max_keys > 0 && object.len() >= self.max_keys {
-                *self.failure = Some(too_many_keys(self.max_keys));
-                return Err(de::Error::custom("stopped"));
-            }
             let raw: &RawValue = map.next_value()?;
-            match cell(raw, self.depth + 1) {
-                Ok(c) => object.push((key.into_owned(), c)),
-                Err(e) => {
-                    let message = format!("key {key:?}: {}", e.message);
-                    *self.failure = Some(FileError::new(e.code, message));
-                    return Err(de::Error::custom("stopped"));
-                }
+            let cell = cell(raw, self.depth + 1).map_err(|e| {
+                let message = format!("key {key:?}: {}", e.message);
+                *self.failure = Some(FileError::new(e.code, message));
+                de::Error::custom("stopped")
+            })?;
+            // A key given twice: the last value counts (as `JSON.parse`).
+            if let Some(&i) = self.index.get(key.as_ref()) {
+                cells[i] = cell;
             }
         }
-        Ok(object)
+        Ok(cells)
     }
 }
 

@@ -104,8 +104,8 @@ impl<R: BufRead> Splitter<R> {
                     Some(b) => return Err(self.unexpected(b, "a member name")),
                     None => return Err(self.eof()),
                 }
-                let key: String =
-                    serde_json::from_slice(&self.buf).map_err(|e| self.malformed(&e, self.line))?;
+                let key: String = serde_json::from_slice(&self.buf)
+                    .map_err(|e| super::json::json_error(&e, self.line))?;
                 match self.next_byte()? {
                     Some(b':') => {}
                     Some(b) => return Err(self.unexpected(b, "`:` after a member name")),
@@ -234,10 +234,6 @@ impl<R: BufRead> Splitter<R> {
                 self.line
             ),
         )
-    }
-
-    fn malformed(&self, e: &serde_json::Error, line: u64) -> FileError {
-        super::json::json_error(e, line)
     }
 }
 

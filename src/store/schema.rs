@@ -470,11 +470,11 @@ pub(super) async fn migrate(db: &Db, catalog: &Catalog) -> Result<()> {
             }
             let warns = [("warns".to_string(), ColumnType::Text)];
             add_missing_columns(&mut conn, &stage_name, &warns).await?;
-            let key_index = super::stage::key_index(module);
-            if exists(&mut conn, &key_index).await? {
-                let sql = format!("DROP INDEX {}", ident(&key_index));
-                on_conn!(&mut conn, c => sqlx::query(&sql).execute(c).await.map(|r| r.rows_affected()))?;
-            }
+            let sql = format!(
+                "DROP INDEX IF EXISTS {}",
+                ident(&super::stage::key_index(module))
+            );
+            on_conn!(&mut conn, c => sqlx::query(&sql).execute(c).await.map(|r| r.rows_affected()))?;
         }
         super::stage::writes::adopt_job_rows(&mut conn, catalog).await?;
         adopt_warnings(&mut conn, catalog).await?;
