@@ -72,6 +72,15 @@ async fn webhook_loop(app: Arc<App>, owner: String) {
                 0
             }
         };
+        if app.traffic.busy() {
+            // Yielding to the requests: a few deliveries a round, a round
+            // a quarter second, whatever moves (each move would wake it).
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(250)) => {},
+                _ = stop.changed() => {},
+            }
+            continue;
+        }
         if sent > 0 {
             continue;
         }

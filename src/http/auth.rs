@@ -22,6 +22,7 @@ impl FromRequestParts<Arc<App>> for Caller {
     type Rejection = Problem;
 
     async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Caller, Problem> {
+        app.traffic.request();
         let presented = parts
             .headers
             .get(HEADER)

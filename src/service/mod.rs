@@ -40,6 +40,7 @@ pub mod revisions;
 pub mod rows_file;
 pub mod seal;
 pub mod sessions;
+pub mod traffic;
 pub mod uploads;
 pub mod views;
 pub mod webhooks;
@@ -75,6 +76,9 @@ pub struct App {
     pub shutdown: watch::Sender<bool>,
     /// Requests per key counted by this process.
     pub limiter: Limiter,
+    /// Requests a second this process answers; background work yields to
+    /// them.
+    pub traffic: traffic::Traffic,
     /// The ledger's key and checkpoint.
     pub seal: seal::Seal,
 }
@@ -101,6 +105,7 @@ impl App {
             settings,
             work: Notify::new(),
             moves: moves::Moves::default(),
+            traffic: traffic::Traffic::default(),
             shutdown,
             seal,
         }))

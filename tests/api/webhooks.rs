@@ -4,6 +4,7 @@
 //! implementation of the specification independent of the service's.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -40,6 +41,9 @@ pub struct Log {
     pub got: Mutex<Vec<(String, HeaderMap, String)>>,
     pub script: Mutex<VecDeque<Answer>>,
     pub usual: Mutex<Option<Answer>>,
+    /// Deliveries being answered now, and the most there were at once.
+    pub in_flight: AtomicUsize,
+    pub most: AtomicUsize,
 }
 
 /// A receiver on a free port; its base URL and what it logs.
@@ -55,11 +59,14 @@ pub async fn receiver() -> (String, Arc<Log>) {
             .lock()
             .unwrap()
             .push((uri.path().to_string(), headers, body));
+        let now = log.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        log.most.fetch_max(now, Ordering::SeqCst);
         let scripted = log.script.lock().unwrap().pop_front();
         let a = scripted
             .or_else(|| log.usual.lock().unwrap().clone())
             .unwrap_or_else(|| Answer::status(200));
         tokio::time::sleep(a.delay).await;
+        log.in_flight.fetch_sub(1, Ordering::SeqCst);
         let mut headers = HeaderMap::new();
         if let Some(l) = a.location {
             headers.insert("location", l.parse().unwrap());
@@ -481,6 +488,86 @@ async fn a_dead_receiver_does_not_slow_uploads_or_decisions() {
         started.elapsed()
     );
     assert!(log.count("/dead") >= 1, "deliveries were being tried");
+}
+
+/// While the service answers many requests a second, deliveries yield to
+/// them: a few in flight, however many are due (a saturated machine's CPU
+/// goes to the clients waiting for an answer). Once the traffic falls, the
+/// backlog goes out, every event once and each job's in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_yield_to_a_busy_service_and_catch_up_after() {
+    let app = spawn_app_with(|s| {
+        s.webhooks.allow_private = true;
+        s.limits.requests_per_minute = 0;
+        s.limits.uploads_per_minute = 0;
+    })
+    .await;
+    let (base, log) = receiver().await;
+    *log.usual.lock().unwrap() = Some(Answer {
+        status: 200,
+        delay: Duration::from_secs(2),
+        body: String::new(),
+        location: None,
+    });
+    made(
+        &app,
+        json!({"url": format!("{base}/slow"), "events": ["job.created", "job.awaiting_approval"]}),
+    )
+    .await;
+    // Eight clients asking for the job list as fast as it answers.
+    let stop = Arc::new(AtomicBool::new(false));
+    let traffic: Vec<_> = (0..8)
+        .map(|_| {
+            let (client, url) = (app.client.clone(), app.url("/api/jobs?limit=1"));
+            let (key, stop) = (app.admin.clone(), stop.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::SeqCst) {
+                    let _ = client.get(&url).header("X-API-Key", &key).send().await;
+                }
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    while !app.app.traffic.busy() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the traffic never counted as busy"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Sixteen jobs at once: without yielding, sixteen deliveries would be
+    // at the receiver together (one event at a time per job).
+    let sub = app.submitter().await;
+    let jobs =
+        futures::future::join_all((0..16).map(|_| app.upload(&sub, "customers", "", CUSTOMERS)))
+            .await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(app.app.traffic.busy(), "busy all along");
+    let most = log.most.load(Ordering::SeqCst);
+    let busy_most = importgate::service::webhooks::BUSY_AT_ONCE as usize;
+    assert!(
+        (1..=busy_most).contains(&most),
+        "{most} deliveries at once while the service was busy"
+    );
+    stop.store(true, Ordering::SeqCst);
+    for t in traffic {
+        t.await.unwrap();
+    }
+    let got = log.wait("/slow", 32).await;
+    let mut seen: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for (_, body) in &got {
+        seen.entry(body["data"]["job"]["id"].as_str().unwrap().to_string())
+            .or_default()
+            .push(body["type"].as_str().unwrap().to_string());
+    }
+    assert_eq!(seen.len(), 16);
+    for job in &jobs {
+        assert_eq!(
+            seen[job["id"].as_str().unwrap()],
+            ["job.created", "job.awaiting_approval"],
+            "each event once, in order"
+        );
+    }
 }
 
 /// The console's Webhooks page: an admin registers an endpoint (the secret
