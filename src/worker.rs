@@ -65,14 +65,15 @@ async fn webhook_loop(app: Arc<App>, owner: String) {
         if *stop.borrow() {
             return;
         }
-        let sent = match deliverer.round(&app, &owner).await {
+        let busy = app.traffic.busy();
+        let sent = match deliverer.round(&app, &owner, busy).await {
             Ok(n) => n,
             Err(e) => {
                 warn!(error = %e, "cannot deliver webhooks");
                 0
             }
         };
-        if app.traffic.busy() {
+        if busy {
             // Yielding to the requests: a few deliveries a round, a round
             // a quarter second, whatever moves (each move would wake it).
             tokio::select! {

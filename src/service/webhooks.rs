@@ -433,7 +433,7 @@ pub struct Deliverer {
     /// reused, and its resolver refuses private addresses as it connects.
     client: reqwest::Client,
     /// When the deliveries' statistics were last refreshed.
-    analyzed: tokio::sync::Mutex<Option<Instant>>,
+    analyzed: std::sync::Mutex<Option<Instant>>,
 }
 
 /// A finished attempt, waiting to be recorded.
@@ -468,14 +468,11 @@ impl Deliverer {
         })
     }
 
-    /// Leases as many due deliveries as there is room for and starts
-    /// sending them. How many it started.
-    pub async fn round(&self, app: &Arc<App>, owner: &str) -> Result<usize> {
-        let most = if app.traffic.busy() {
-            BUSY_AT_ONCE
-        } else {
-            AT_ONCE
-        };
+    /// Leases as many due deliveries as there is room for (fewer while the
+    /// service is `busy`, [`super::traffic`]) and starts sending them. How
+    /// many it started.
+    pub async fn round(&self, app: &Arc<App>, owner: &str, busy: bool) -> Result<usize> {
+        let most = if busy { BUSY_AT_ONCE } else { AT_ONCE };
         let in_flight = AT_ONCE - self.permits.available_permits() as i64;
         let room = most - in_flight;
         // Leases in batches: waiting until a quarter of the room is free
@@ -534,11 +531,13 @@ impl Deliverer {
     /// measured and checks every pending delivery's predecessors one by
     /// one (50 ms a claim at 15,000 pending, against 0.2 ms).
     async fn backlog(&self, conn: &mut crate::store::Conn<'_>) -> Result<()> {
-        let mut last = self.analyzed.lock().await;
-        if last.is_some_and(|at| at.elapsed() < ANALYZE_EVERY) {
-            return Ok(());
+        {
+            let mut last = self.analyzed.lock().unwrap_or_else(|e| e.into_inner());
+            if last.is_some_and(|at| at.elapsed() < ANALYZE_EVERY) {
+                return Ok(());
+            }
+            *last = Some(Instant::now());
         }
-        *last = Some(Instant::now());
         crate::store::analyze(conn, "ig_webhook_deliveries", &[]).await?;
         Ok(())
     }
