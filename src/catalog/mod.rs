@@ -340,7 +340,7 @@ fn is_identifier(s: &str) -> bool {
 }
 
 /// The longest module key: its stage table and that table's index are
-/// named `ig_stage_<key>` and `ig_stage_<key>_action`, within PostgreSQL's
+/// named `ig_stage_<key>` and `ig_stage_<key>_changes`, within PostgreSQL's
 /// 63 bytes (see `store::stage`).
 const MAX_KEY: usize = 40;
 /// The longest column name: its stage columns are `v_<name>` and `b_<name>`.

@@ -5,7 +5,7 @@
 
 use sqlx::Row;
 
-use super::stage::Stage;
+use super::stage::{Stage, action_is};
 use super::values::{BindValue, DecodeValue, pg_input};
 use super::{Conn, Dialect, Result, json_col};
 use crate::ledger::Counts;
@@ -299,7 +299,7 @@ pub struct Duplicate {
 
 /// Rows that repeat an earlier row's natural key (the first one stays).
 /// Done in the database so memory does not grow with the file: a hash or
-/// sort of the job's keys (no index holds them, see `stage::key_index`),
+/// sort of the job's keys (no index holds them, see `stage::retired_indexes`),
 /// with [`tables::JOIN_MEMORY`](super::tables::JOIN_MEMORY) to do it in on
 /// PostgreSQL (in the caller's transaction).
 ///
@@ -316,9 +316,17 @@ pub async fn duplicates(conn: &mut Conn<'_>, stage: &Stage<'_>) -> Result<Vec<Du
         sqlx::query(&sql).execute(&mut **c).await?;
     }
     let t = stage.table();
+    // Keys minus distinct keys: a sort of the keys, no per-key groups
+    // (PostgreSQL's hash of 1M groups spilled to disk: 0.9–1.0 s against
+    // 0.3–0.4 s; SQLite 0.69 s against 0.40 s). PostgreSQL sorts 64-bit
+    // hashes of the keys instead of their text: a collision only sends
+    // the job to the exact statement below, which then finds nothing.
+    let distinct = match conn.dialect() {
+        Dialect::Postgres => "hashtextextended(nkey, 0)",
+        Dialect::Sqlite => "nkey",
+    };
     let repeated = format!(
-        "SELECT COUNT(*) FROM (SELECT nkey FROM {t} WHERE job = $1 AND nkey IS NOT NULL \
-         GROUP BY nkey HAVING COUNT(*) > 1) d"
+        "SELECT COUNT(*) - COUNT(DISTINCT {distinct}) FROM {t} WHERE job = $1 AND nkey IS NOT NULL"
     );
     let repeated: i64 =
         on_conn!(conn, c => sqlx::query_scalar(&repeated).bind(stage.job).fetch_one(c).await)?;
@@ -459,7 +467,7 @@ pub async fn page_warned(
     let t = stage.table();
     // The action, when asked for, is a literal of the enum's own spelling.
     let filter = action
-        .map(|a| format!(" AND action = '{}'", a.as_str()))
+        .map(|a| format!(" AND {}", action_is("", a)))
         .unwrap_or_default();
     let rows = format!("WHERE job = $1 AND warns IS NOT NULL{filter}");
     let count = format!("SELECT COUNT(*) FROM {t} {rows}");
@@ -503,15 +511,16 @@ pub async fn page(
                 (last.map_or(0, |l| l + 1), rows)
             }
             Some(a) => {
+                let is = action_is("", a);
                 let total: i64 = sqlx::query_scalar(&format!(
-                    "SELECT COUNT(*) FROM {t} WHERE job = $1 AND action = $2"))
-                    .bind(stage.job).bind(a.as_str()).fetch_one(&mut *c).await?;
+                    "SELECT COUNT(*) FROM {t} WHERE job = $1 AND {is}"))
+                    .bind(stage.job).fetch_one(&mut *c).await?;
                 let rows = sqlx::query(&format!(
-                    "{columns} WHERE job = $1 AND action = $2 AND seq >= (\
-                       SELECT seq FROM {t} WHERE job = $3 AND action = $4 \
-                       ORDER BY seq LIMIT 1 OFFSET $5) \
-                     ORDER BY seq LIMIT $6"))
-                    .bind(stage.job).bind(a.as_str()).bind(stage.job).bind(a.as_str()).bind(offset).bind(limit)
+                    "{columns} WHERE job = $1 AND {is} AND seq >= (\
+                       SELECT seq FROM {t} WHERE job = $2 AND {is} \
+                       ORDER BY seq LIMIT 1 OFFSET $3) \
+                     ORDER BY seq LIMIT $4"))
+                    .bind(stage.job).bind(stage.job).bind(offset).bind(limit)
                     .fetch_all(&mut *c).await?;
                 (total, rows)
             }
@@ -553,8 +562,9 @@ pub async fn errored_after(
     limit: i64,
 ) -> Result<Vec<StoredRow>> {
     let sql = format!(
-        "{} WHERE job = $1 AND action = 'error' AND seq > $2 ORDER BY seq LIMIT $3",
-        select(stage)
+        "{} WHERE job = $1 AND {} AND seq > $2 ORDER BY seq LIMIT $3",
+        select(stage),
+        action_is("", RowAction::Error)
     );
     on_conn!(conn, c => {
         let rows = sqlx::query(&sql)
@@ -724,7 +734,7 @@ pub async fn rows_keyed(
         return Ok(vec![]);
     }
     // One statement, whatever the number of keys: no index holds the
-    // stage's keys (`stage::key_index`), so each statement is a scan of the
+    // stage's keys (`stage::retired_indexes`), so each statement is a scan of the
     // job's rows in the database, and the keys go as one JSON list (a hash
     // semi-join on PostgreSQL; SQLite makes a temporary index of the list).
     let list = match conn {

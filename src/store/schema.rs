@@ -470,11 +470,10 @@ pub(super) async fn migrate(db: &Db, catalog: &Catalog) -> Result<()> {
             }
             let warns = [("warns".to_string(), ColumnType::Text)];
             add_missing_columns(&mut conn, &stage_name, &warns).await?;
-            let sql = format!(
-                "DROP INDEX IF EXISTS {}",
-                ident(&super::stage::key_index(module))
-            );
-            on_conn!(&mut conn, c => sqlx::query(&sql).execute(c).await.map(|r| r.rows_affected()))?;
+            for index in super::stage::retired_indexes(module) {
+                let sql = format!("DROP INDEX IF EXISTS {}", ident(&index));
+                on_conn!(&mut conn, c => sqlx::query(&sql).execute(c).await.map(|r| r.rows_affected()))?;
+            }
         }
         super::stage::writes::adopt_job_rows(&mut conn, catalog).await?;
         adopt_warnings(&mut conn, catalog).await?;

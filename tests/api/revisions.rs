@@ -472,14 +472,23 @@ async fn rows_are_found_by_their_numbers_across_blank_lines() {
     }
 
     // The stage as a database from before the breaks had it, with the
-    // key index stages had then.
+    // key index and the index by action over every row stages had then.
     app.sql("DELETE FROM ig_stage_breaks").await;
     app.sql("CREATE INDEX ig_stage_customers_row ON ig_stage_customers (job, row_no)")
         .await;
     app.sql("CREATE INDEX ig_stage_customers_nkey ON ig_stage_customers (job, nkey)")
         .await;
+    app.sql("DROP INDEX ig_stage_customers_changes").await;
+    app.sql("CREATE INDEX ig_stage_customers_action ON ig_stage_customers (job, action, seq)")
+        .await;
     app.app.db.migrate(&app.app.catalog).await.expect("migrate");
-    for name in ["ig_stage_customers_row", "ig_stage_customers_nkey"] {
+    let indexes = [
+        ("ig_stage_customers_row", "0"),
+        ("ig_stage_customers_nkey", "0"),
+        ("ig_stage_customers_action", "0"),
+        ("ig_stage_customers_changes", "1"),
+    ];
+    for (name, count) in indexes {
         let index = match app.database.starts_with("sqlite") {
             true => {
                 format!("SELECT CAST(COUNT(*) AS TEXT) FROM sqlite_master WHERE name = '{name}'")
@@ -488,7 +497,11 @@ async fn rows_are_found_by_their_numbers_across_blank_lines() {
                 format!("SELECT CAST(COUNT(*) AS TEXT) FROM pg_class WHERE relname = '{name}'")
             }
         };
-        assert_eq!(app.sql(&index).await[0][0].as_deref(), Some("0"), "{name}");
+        assert_eq!(
+            app.sql(&index).await[0][0].as_deref(),
+            Some(count),
+            "{name}"
+        );
     }
     let breaks = app
         .sql("SELECT CAST(row_no AS TEXT), CAST(seq AS TEXT) FROM ig_stage_breaks ORDER BY row_no")

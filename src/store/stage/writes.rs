@@ -10,7 +10,7 @@
 //! staged rows too; only rows the database finds different come back to
 //! the service, to be confirmed.
 
-use super::{self as stage, Stage};
+use super::{self as stage, Stage, action_is};
 use crate::catalog::{Catalog, Module};
 use crate::on_conn;
 use crate::store::{Conn, Dialect, Result, ident, sql_type};
@@ -281,9 +281,10 @@ async fn write_updates(
     let key = Source::staged(values.dialect, module, "r").key_match(&t);
     let sql = format!(
         "UPDATE {t} SET {} FROM {} r \
-         WHERE r.job = $1 AND r.seq >= $2 AND r.seq < $3 AND r.action = 'update' AND {key}{}",
+         WHERE r.job = $1 AND r.seq >= $2 AND r.seq < $3 AND {} AND {key}{}",
         sets.join(", "),
         stage.table(),
+        action_is("r", RowAction::Update),
         check.map(|c| format!(" AND {c}")).unwrap_or_default(),
     );
     in_range(conn, &sql, stage.job, seqs).await
@@ -396,17 +397,16 @@ pub async fn suspects(
     let t = ident(&module.table);
     let sql = format!(
         "SELECT r.seq FROM {} r LEFT JOIN {t} ON {} \
-         WHERE r.job = $1 AND r.action = $2 AND r.seq > $3 \
-         AND ({t}.{id} IS NULL OR NOT ({})) ORDER BY r.seq LIMIT $4",
+         WHERE r.job = $1 AND {} AND r.seq > $2 \
+         AND ({t}.{id} IS NULL OR NOT ({})) ORDER BY r.seq LIMIT $3",
         stage.table(),
         Source::staged(dialect, module, "r").key_match(&t),
+        action_is("r", action),
         holds(&seen, &t, stage.provided.iter().copied()),
         id = ident("id"),
     );
-    Ok(
-        on_conn!(conn, c => sqlx::query_scalar(&sql).bind(stage.job).bind(action.as_str())
-        .bind(after_seq).bind(limit).fetch_all(c).await)?,
-    )
+    Ok(on_conn!(conn, c => sqlx::query_scalar(&sql).bind(stage.job)
+        .bind(after_seq).bind(limit).fetch_all(c).await)?)
 }
 
 /// Moves the rows staged before stage tables existed (`ig_job_rows`, JSON)
