@@ -146,7 +146,7 @@ pub async fn validate(
         store::analyze(&mut db.acquire().await?.conn(), &stage.table(), &columns).await?;
     }
     mark_duplicates(db, &stage, &job.id).await?;
-    let mut counts = rows::counts(&mut db.acquire().await?.conn(), &stage).await?;
+    let mut counts = rows::counts(&mut db.acquire().await?.conn(), &stage, staged).await?;
     counts.warnings = warned;
     if counts.rows == 0 {
         return Ok(Outcome::FileFailure(FileError::new(
