@@ -493,9 +493,10 @@ pub async fn page_warned(
 /// Every row of the file is staged with the next sequence number from 0,
 /// so without a filter the page starts at `seq = offset` and the total is
 /// the last seq + 1: two index probes, whatever the offset. With a filter
-/// the page's first row is found by counting entries of the
-/// `(job, action, seq)` index alone, and only the page's rows are read
-/// whole.
+/// the page's first row is found by counting entries of the stage's index
+/// by action alone, and only the page's rows are read whole; inserts,
+/// which that index leaves out, are counted off the job's rows in order
+/// (`stage::action_is`).
 pub async fn page(
     conn: &mut Conn<'_>,
     stage: &Stage<'_>,
@@ -558,7 +559,7 @@ pub async fn page_included(
 
 /// Up to `limit` rows with errors after sequence number `after`, in file
 /// order: a report of every failing row reads them page by page from
-/// where the last page ended (the `(job, action, seq)` index), never by
+/// where the last page ended (the stage's index by action), never by
 /// counting off an offset.
 pub async fn errored_after(
     conn: &mut Conn<'_>,
