@@ -19,7 +19,7 @@ use crate::store::blobs::BlobReader;
 use crate::store::load::{self, Loader};
 use crate::store::lookup;
 use crate::store::rows::{self, StagedRow};
-use crate::store::stage::Stage;
+use crate::store::stage::{self, Stage};
 use crate::store::tables::TableRow;
 use crate::store::{self, Db};
 use crate::validate::{
@@ -141,9 +141,11 @@ pub async fn validate(
     }
     if staged >= store::ANALYZE_AFTER_ROWS {
         // The statistics then know this job's rows, for the checks below
-        // and the commit's plans.
+        // and the commit's plans, which need only proportions (how many of
+        // the stage's rows are this job's, and of which action).
         let columns = stage.planned_columns();
-        store::analyze(&mut db.acquire().await?.conn(), &stage.table(), &columns).await?;
+        let (table, target) = (stage.table(), Some(stage::STATISTICS_TARGET));
+        store::analyze(&mut db.acquire().await?.conn(), &table, &columns, target).await?;
     }
     mark_duplicates(db, &stage, &job.id).await?;
     let mut counts = rows::counts(&mut db.acquire().await?.conn(), &stage, staged).await?;

@@ -538,7 +538,7 @@ impl Deliverer {
             }
             *last = Some(Instant::now());
         }
-        crate::store::analyze(conn, "ig_webhook_deliveries", &[]).await?;
+        crate::store::analyze(conn, "ig_webhook_deliveries", &[], None).await?;
         Ok(())
     }
 }

@@ -205,7 +205,7 @@ async fn after_bulk_write(app: &App, table: &str, rows: i64) {
         return;
     }
     let analyzed = match app.db.acquire().await {
-        Ok(mut c) => store::analyze(&mut c.conn(), table, &[]).await,
+        Ok(mut c) => store::analyze(&mut c.conn(), table, &[], None).await,
         Err(e) => Err(e),
     };
     if let Err(e) = analyzed {

@@ -146,6 +146,13 @@ pub fn table(module: &Module) -> String {
 
 /// The module's stage table, unquoted. Module keys are short identifiers
 /// (the catalog checks them), so the name stays within 63 bytes.
+/// The statistics target of the stage's `ANALYZE` (PostgreSQL samples
+/// 300 rows per unit): 3,000 rows tell the plans the proportions they
+/// need, which job holds how many rows of which action, as well as the
+/// default 30,000 did, and sorting the larger sample was most of the
+/// `ANALYZE` (100k staged orders: 89-110 ms at the default, 9-10 ms).
+pub const STATISTICS_TARGET: u16 = 10;
+
 pub fn table_name(module: &Module) -> String {
     format!("ig_stage_{}", module.key)
 }
