@@ -237,10 +237,74 @@ impl<R: BufRead> Splitter<R> {
     }
 }
 
-/// Where a value being scanned stands, a byte at a time. (`memchr` to
-/// jump to the bytes that matter was tried: reading 100k orders, medians
-/// of 9 side by side, 260 ms this way and 267 ms with it; the parse after
-/// the split is what costs.)
+/// The keys of one row object, found without parsing its values: the
+/// byte range of each key's string, quotes included, in `keys`. `false`
+/// when the bytes are not an object this scan follows (no `{`, a member
+/// without its `:`, something after the `}`): the caller then parses them,
+/// which names what is wrong.
+///
+/// Written by hand for the first pass over a JSON file, which needs only
+/// the keys: serde_json checks every value as it skips it, the work the
+/// second pass does again on every row before any row can go on (100k
+/// orders: 56 ms of the 78 ms before the header). A value is skipped here
+/// by its quotes and brackets alone; the second pass parses it whole and
+/// reports a malformed one with its object.
+pub fn object_keys(bytes: &[u8], keys: &mut Vec<std::ops::Range<usize>>) -> bool {
+    keys.clear();
+    let mut at = skip_blank(bytes, 0);
+    if bytes.get(at) != Some(&b'{') {
+        return false;
+    }
+    at = skip_blank(bytes, at + 1);
+    if bytes.get(at) == Some(&b'}') {
+        return skip_blank(bytes, at + 1) == bytes.len();
+    }
+    loop {
+        let Some(end) = string_end(bytes, at) else {
+            return false;
+        };
+        keys.push(at..end);
+        at = skip_blank(bytes, end);
+        if bytes.get(at) != Some(&b':') {
+            return false;
+        }
+        at = skip_blank(bytes, at + 1);
+        let Some(end) = value_end(bytes, at) else {
+            return false;
+        };
+        at = skip_blank(bytes, end);
+        match bytes.get(at) {
+            Some(b',') => at = skip_blank(bytes, at + 1),
+            Some(b'}') => return skip_blank(bytes, at + 1) == bytes.len(),
+            _ => return false,
+        }
+    }
+}
+
+fn skip_blank(bytes: &[u8], from: usize) -> usize {
+    let blank = bytes.get(from..).unwrap_or_default();
+    from + blank.iter().take_while(|b| b.is_ascii_whitespace()).count()
+}
+
+/// Past the closing quote of the string opening at `at`.
+fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
+    (bytes.get(at) == Some(&b'"')).then(|| value_end(bytes, at))?
+}
+
+/// Past the value starting at `at`: a string, an object or array to its
+/// closing bracket, or a word (number, `true`, …) to what ends it.
+fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
+    let first = *bytes.get(at)?;
+    let mut scan = Scan::new(first);
+    let (used, done) = scan.feed(&bytes[at..]);
+    match (done, scan) {
+        (true, _) if used > 0 => Some(at + used),
+        // A word running to the end of the bytes has no `}` after it.
+        _ => None,
+    }
+}
+
+/// Where a value being scanned stands.
 enum Scan {
     /// In a string; `escaped` after a backslash.
     Text { escaped: bool, started: bool },
@@ -253,6 +317,18 @@ enum Scan {
     /// A number, `true`, `false` or `null`.
     Word,
 }
+
+/// The bytes that can change where a scan stands outside a string.
+const BRACKETS: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < 4 {
+        table[b"{}[]"[i] as usize] = true;
+        i += 1;
+    }
+    table[b'"' as usize] = true;
+    table
+};
 
 impl Scan {
     fn new(first: u8) -> Scan {
@@ -271,18 +347,21 @@ impl Scan {
     }
 
     /// How many bytes of `chunk` belong to the value, and whether it ended.
+    ///
+    /// Strings, most of a row's bytes, are crossed with `memchr2` to the
+    /// next quote or backslash, and the bytes between them by a table of
+    /// the few that matter: a `match` on every byte held the first pass
+    /// over 100k orders at 320 MB/s.
     fn feed(&mut self, chunk: &[u8]) -> (usize, bool) {
-        for (i, &b) in chunk.iter().enumerate() {
+        let mut i = 0;
+        while i < chunk.len() {
             match self {
                 Scan::Text { escaped, started } => {
-                    if !*started {
-                        *started = true;
-                    } else if *escaped {
-                        *escaped = false;
-                    } else if b == b'\\' {
-                        *escaped = true;
-                    } else if b == b'"' {
-                        return (i + 1, true);
+                    if !*started || *escaped {
+                        (*started, *escaped) = (true, false);
+                        i += 1;
+                    } else if let Some(end) = text_end(chunk, &mut i, escaped) {
+                        return (end, true);
                     }
                 }
                 Scan::Nested {
@@ -290,35 +369,59 @@ impl Scan {
                     text,
                     escaped,
                 } => {
-                    if *text {
-                        match b {
-                            _ if *escaped => *escaped = false,
-                            b'\\' => *escaped = true,
-                            b'"' => *text = false,
-                            _ => {}
-                        }
-                        continue;
-                    }
-                    match b {
-                        b'"' => *text = true,
-                        b'{' | b'[' => *depth += 1,
-                        b'}' | b']' => {
-                            *depth -= 1;
-                            if *depth == 0 {
-                                return (i + 1, true);
+                    if *escaped {
+                        *escaped = false;
+                        i += 1;
+                    } else if *text {
+                        *text = text_end(chunk, &mut i, escaped).is_none();
+                    } else {
+                        let rest = &chunk[i..];
+                        let Some(at) = rest.iter().position(|&b| BRACKETS[b as usize]) else {
+                            return (chunk.len(), false);
+                        };
+                        i += at + 1;
+                        match rest[at] {
+                            b'"' => *text = true,
+                            b'{' | b'[' => *depth += 1,
+                            _ => {
+                                *depth -= 1;
+                                if *depth == 0 {
+                                    return (i, true);
+                                }
                             }
                         }
-                        _ => {}
                     }
                 }
                 Scan::Word => {
-                    if matches!(b, b',' | b']' | b'}') || b.is_ascii_whitespace() {
-                        return (i, true);
-                    }
+                    let ends = |&b: &u8| matches!(b, b',' | b']' | b'}') || b.is_ascii_whitespace();
+                    return match chunk.iter().position(ends) {
+                        Some(at) => (at, true),
+                        None => (chunk.len(), false),
+                    };
                 }
             }
         }
         (chunk.len(), false)
+    }
+}
+
+/// Moves `i` in a string to past its closing quote, returned, or to past
+/// a backslash (`escaped` set) or the end of `chunk` (`None` both).
+fn text_end(chunk: &[u8], i: &mut usize, escaped: &mut bool) -> Option<usize> {
+    match memchr::memchr2(b'"', b'\\', &chunk[*i..]) {
+        Some(at) if chunk[*i + at] == b'"' => {
+            *i += at + 1;
+            Some(*i)
+        }
+        Some(at) => {
+            *i += at + 1;
+            *escaped = true;
+            None
+        }
+        None => {
+            *i = chunk.len();
+            None
+        }
     }
 }
 
@@ -338,6 +441,37 @@ mod tests {
         })
         .unwrap();
         found
+    }
+
+    /// The keys [`object_keys`] finds, as their JSON strings.
+    fn keys(text: &str) -> Option<Vec<&str>> {
+        let mut found = Vec::new();
+        object_keys(text.as_bytes(), &mut found)
+            .then(|| found.iter().map(|r| &text[r.clone()]).collect())
+    }
+
+    #[test]
+    fn the_quick_scan_finds_keys_past_any_value() {
+        let text = r#" { "a" : "x\"}:,{" , "b\u0031":[1,{"c":"]"}] ,"d":-1.5e3,"e":{},"f":null } "#;
+        assert_eq!(
+            keys(text).unwrap(),
+            [r#""a""#, r#""b\u0031""#, r#""d""#, r#""e""#, r#""f""#]
+        );
+        assert_eq!(keys("{}").unwrap(), Vec::<&str>::new());
+        // What it cannot follow is left to the parser, which names it.
+        for bad in [
+            "[1]",
+            "5",
+            r#"{"a" 1}"#,
+            r#"{"a": }"#,
+            r#"{"a": 1"#,
+            r#"{"a": 1} x"#,
+            r#"{"a": "open}"#,
+            r#"{"a": 1,}"#,
+            r#"{a: 1}"#,
+        ] {
+            assert_eq!(keys(bad), None, "{bad}");
+        }
     }
 
     #[test]
