@@ -482,16 +482,17 @@ pub async fn analyze(
         } else {
             format!(" ({})", columns.join(", "))
         };
+        let sql = format!("ANALYZE {table}{list}");
+        let Some(target) = target else {
+            sqlx::query(&sql).execute(&mut **c).await?;
+            return Ok(());
+        };
         // `SET LOCAL` ends with the transaction, so the pooled connection
         // goes back with PostgreSQL's default whatever happens.
         let mut tx = c.begin().await?;
-        if let Some(target) = target {
-            let sql = format!("SET LOCAL default_statistics_target = {target}");
-            sqlx::query(&sql).execute(&mut *tx).await?;
-        }
-        sqlx::query(&format!("ANALYZE {table}{list}"))
-            .execute(&mut *tx)
-            .await?;
+        let set = format!("SET LOCAL default_statistics_target = {target}");
+        sqlx::query(&set).execute(&mut *tx).await?;
+        sqlx::query(&sql).execute(&mut *tx).await?;
         tx.commit().await?;
     }
     Ok(())

@@ -361,3 +361,38 @@ async fn module_tables_leave_room_for_updated_rows_on_postgres() {
     let expected = format!("fillfactor={}", importgate::store::schema::FILL_FACTOR);
     assert_eq!(options, vec![vec![Some(expected)]]);
 }
+
+/// On PostgreSQL a validation of 10,000 rows or more refreshes the stage
+/// table's statistics with a small sample (`store::stage::STATISTICS_TARGET`):
+/// the histogram of a planned column has at most target + 1 bounds, where
+/// PostgreSQL's default would give 101.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_validation_samples_the_stage_for_its_statistics_on_postgres() {
+    let app = spawn_app().await;
+    if !app.database.starts_with("postgres") {
+        return;
+    }
+    let sub = app.submitter().await;
+    let mut csv = String::from("tech_name,phone,city,skills,level,jobs_done,rating,active\n");
+    for i in 0..12_000 {
+        csv.push_str(&format!(
+            "Tech {i},08{i:010},Jakarta,AC,senior,{i},4.50,true\n"
+        ));
+    }
+    let job = app.upload(&sub, "technicians", "", &csv).await;
+    let job = app.wait_done(&sub, job["id"].as_str().unwrap()).await;
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    let bounds = app
+        .sql(
+            "SELECT CAST(cardinality(histogram_bounds::text::text[]) AS TEXT) FROM pg_stats \
+             WHERE tablename = 'ig_stage_technicians' AND attname = 'seq'",
+        )
+        .await;
+    let bounds: usize = bounds[0][0]
+        .as_deref()
+        .expect("seq has a histogram")
+        .parse()
+        .unwrap();
+    let target = importgate::store::stage::STATISTICS_TARGET as usize;
+    assert!((2..=target + 1).contains(&bounds), "{bounds} bounds");
+}
