@@ -10,11 +10,8 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use super::{FileError, read_error};
 
 /// Copies `reader` to an anonymous temporary file, positioned at its start.
-pub fn to_file(mut reader: impl Read) -> Result<File, FileError> {
-    let mut file = tempfile::tempfile().map_err(read_error)?;
-    std::io::copy(&mut reader, &mut file).map_err(read_error)?;
-    file.seek(SeekFrom::Start(0)).map_err(read_error)?;
-    Ok(file)
+pub fn to_file(reader: impl Read) -> Result<File, FileError> {
+    Tee::new(reader)?.finish()
 }
 
 /// A handle on the same temporary file, at its start, for another pass.

@@ -106,9 +106,9 @@ impl Value {
                 .map(Value::Decimal)
                 .unwrap_or_else(|_| Value::Text(s.clone())),
             (ColumnType::Boolean, Json::Bool(b)) => Value::Bool(*b),
-            (ColumnType::Date, Json::String(s)) => NaiveDate::parse_from_str(s, "%Y-%m-%d")
-                .map(Value::Date)
-                .unwrap_or_else(|_| Value::Text(s.clone())),
+            (ColumnType::Date, Json::String(s)) => {
+                iso_date(s).map_or_else(|| Value::Text(s.clone()), Value::Date)
+            }
             (ColumnType::Timestamptz, Json::String(s)) => DateTime::parse_from_rfc3339(s)
                 .map(|t| Value::Timestamp(t.with_timezone(&Utc)))
                 .unwrap_or_else(|_| Value::Text(s.clone())),
