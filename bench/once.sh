@@ -11,8 +11,15 @@
 #     bash bench/once.sh $b sqlite "$TMPDIR/importgate-bench/orders-1000000-v0-b0.csv"; done
 # With `perf` last, `perf record -a` runs during the upload (perf.data in
 # the work directory; per thread: perf script -F tid,comm | sort | uniq -c).
+# With IMPORTGATE_ONCE_PREFILL=CSV (a file with the module's columns as its
+# header), the module's table is first filled with that file by the
+# database's own loader, untimed: FILE then times an upsert validation,
+# e.g. the harness's orders-1000000-v1-b0.csv over its v0, uploaded with
+# `?mode=upsert` (the upload's query is IMPORTGATE_ONCE_QUERY, if set).
 set -euo pipefail
 bin=$(realpath "$1"); backend=$2; file=$(realpath "$3")
+here=$(cd "$(dirname "$0")" && pwd)
+prefill=${IMPORTGATE_ONCE_PREFILL:+$(realpath "$IMPORTGATE_ONCE_PREFILL")}
 module=${4:-orders}; type=${5:-text/csv}; perf=${6:-}
 pg=${IMPORTGATE_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}
 dir=${TMPDIR:-/tmp}/importgate-once
@@ -35,12 +42,22 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
 until curl -s "http://127.0.0.1:$port/healthz" >/dev/null; do sleep 0.1; done
+if [ -n "$prefill" ]; then
+  table=$(grep -A1 "^key = \"$module\"$" "$here/../src/catalog/modules.toml" | sed -n 's/^table = "\(.*\)"/\1/p')
+  columns=$(head -1 "$prefill")
+  if [ "$backend" = postgres ]; then
+    psql "$db" -qc "\\copy $table ($columns) FROM '$prefill' CSV HEADER" -qc "ANALYZE $table"
+  else
+    sqlite3 "$dir/once.db" ".import --csv '$prefill' prefill" \
+      "INSERT INTO $table ($columns) SELECT $columns FROM prefill" "DROP TABLE prefill"
+  fi
+fi
 key=$("$bin" keys create --name "Budi Santoso" --role submitter --database "$db" --config once.toml | tail -n1)
 ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
 busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 if [ -n "$perf" ]; then perf record -a -F 999 -o perf.data 2>/dev/null & recorder=$!; fi
 t0=$(ticks); b0=$(busy); start=$(date +%s.%N)
-curl -s -X POST "http://127.0.0.1:$port/api/import/$module" -H "X-API-Key: $key" \
+curl -s -X POST "http://127.0.0.1:$port/api/import/$module?${IMPORTGATE_ONCE_QUERY:-}" -H "X-API-Key: $key" \
   -H "Content-Type: $type" -H 'Prefer: wait=600' --data-binary "@$file" -o job.json
 end=$(date +%s.%N); t1=$(ticks); b1=$(busy)
 if [ -n "$perf" ]; then kill -INT $recorder; wait $recorder || true; fi
