@@ -124,7 +124,7 @@ pub async fn validate(
         .set_provided(&mut db.acquire().await?.conn(), &job.id, provided)
         .await?;
     let mut checks = Checks::new(&setup.targets, &header);
-    let (failure, staged, was, warned) =
+    let (failure, was, mut counts) =
         stage_rows(db, &stage, job, &header, &mut checks, &mut rx, setup).await?;
     drop(rx);
     reader.await?;
@@ -139,7 +139,7 @@ pub async fn validate(
         let mut c = db.acquire().await?;
         store::jobs::set_revision(&mut c.conn(), &job.id, &revision).await?;
     }
-    if staged >= store::ANALYZE_AFTER_ROWS {
+    if counts.rows >= store::ANALYZE_AFTER_ROWS {
         // The statistics then know this job's rows, for the checks below
         // and the commit's plans, which need only proportions (how many of
         // the stage's rows are this job's, and of which action).
@@ -147,9 +147,10 @@ pub async fn validate(
         let (table, target) = (stage.table(), Some(stage::STATISTICS_TARGET));
         store::analyze(&mut db.acquire().await?.conn(), &table, &columns, target).await?;
     }
-    mark_duplicates(db, &stage, &job.id).await?;
-    let mut counts = rows::counts(&mut db.acquire().await?.conn(), &stage, staged).await?;
-    counts.warnings = warned;
+    let was_staged = mark_duplicates(db, &stage, &job.id).await?;
+    for action in was_staged {
+        tally_duplicate(&mut counts, action);
+    }
     if counts.rows == 0 {
         return Ok(Outcome::FileFailure(FileError::new(
             "no_rows",
@@ -274,7 +275,7 @@ async fn stage_rows(
     checks: &mut Checks<'_>,
     rx: &mut mpsc::Receiver<Result<Msg, FileError>>,
     setup: &Setup,
-) -> anyhow::Result<(Option<FileError>, i64, Vec<(usize, String)>, i64)> {
+) -> anyhow::Result<(Option<FileError>, Vec<(usize, String)>, Counts)> {
     let (to_write, mut writes) = mpsc::channel::<Vec<StagedRow>>(2);
     let excluded: std::collections::HashSet<u64> = job
         .revision
@@ -286,7 +287,7 @@ async fn stage_rows(
         let mut was = Vec::new();
         while let Some(msg) = rx.recv().await {
             let batch = match msg {
-                Err(e) => return Ok((Some(e), seq, was)),
+                Err(e) => return Ok((Some(e), was)),
                 Ok(Msg::Header(_)) => continue,
                 Ok(Msg::Was(texts)) => {
                     was.extend(texts);
@@ -307,7 +308,7 @@ async fn stage_rows(
                 break;
             }
         }
-        Ok::<_, anyhow::Error>((None, seq, was))
+        Ok::<_, anyhow::Error>((None, was))
     };
     let write_all = async {
         let mut counts = Counts::default();
@@ -326,10 +327,10 @@ async fn stage_rows(
             }
         }
         loader.finish().await?;
-        Ok(counts.warnings)
+        Ok(counts)
     };
-    let ((failure, staged, was), warned) = tokio::try_join!(decide_all, write_all)?;
-    Ok((failure, staged, was, warned))
+    let ((failure, was), counts) = tokio::try_join!(decide_all, write_all)?;
+    Ok((failure, was, counts))
 }
 
 /// The blocking half: parse, match the header, check rows, send batches.
@@ -624,17 +625,36 @@ fn tally(counts: &mut Counts, staged: &[StagedRow]) {
     counts.valid = counts.rows - counts.errors - counts.excluded;
 }
 
-/// Marks every row that repeats an earlier row's natural key.
-async fn mark_duplicates(db: &Db, stage: &Stage<'_>, job_id: &str) -> anyhow::Result<()> {
+/// A staged row that became an error (a duplicate key) after it was
+/// counted as `was`.
+fn tally_duplicate(counts: &mut Counts, was: RowAction) {
+    match was {
+        RowAction::Error => return,
+        RowAction::Insert => counts.insert -= 1,
+        RowAction::Update => counts.update -= 1,
+        RowAction::Unchanged => counts.unchanged -= 1,
+        RowAction::Excluded => counts.excluded -= 1,
+    }
+    counts.errors += 1;
+    counts.valid = counts.rows - counts.errors - counts.excluded;
+}
+
+/// Marks every row that repeats an earlier row's natural key; says what
+/// each was staged as.
+async fn mark_duplicates(
+    db: &Db,
+    stage: &Stage<'_>,
+    job_id: &str,
+) -> anyhow::Result<Vec<RowAction>> {
     let module = stage.module;
     let mut tx = db.begin().await?;
     let dups = rows::duplicates(&mut tx.conn(), stage).await?;
-    for d in dups {
+    for d in &dups {
         let error = duplicate_error(module, d.row_no, &d.nkey, d.first_row);
         rows::mark_error(&mut tx.conn(), stage, job_id, d.seq, &error).await?;
     }
     tx.commit().await?;
-    Ok(())
+    Ok(dups.into_iter().map(|d| d.action).collect())
 }
 
 /// The error of a row repeating the key of an earlier row of the file.

@@ -396,3 +396,57 @@ async fn a_large_validation_samples_the_stage_for_its_statistics_on_postgres() {
     let target = importgate::store::stage::STATISTICS_TARGET as usize;
     assert!((2..=target + 1).contains(&bounds), "{bounds} bounds");
 }
+
+/// The counts a validation reports are those of the rows it staged, with
+/// a repeated key moved from its action to the errors; pages of updates
+/// hold each update once, with its before-image.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_key_among_updates_counts_as_an_error_and_pages_of_updates_hold_the_rest() {
+    let (app, sub, _apr) = seeded().await;
+    let csv = "phone,tech_name,jobs_done\n\
+0812000001,Andi,11\n\
+0812000003,Citra,8\n\
+0812000001,Andi,12\n\
+0812000002,Budi,3\n\
+0812000004,Dewi,1\n";
+    let job = app
+        .upload(&sub, "technicians", "?mode=upsert&on_error=skip", csv)
+        .await;
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    let counts = &job["counts"];
+    let got: Vec<i64> = [
+        "rows",
+        "valid",
+        "insert",
+        "update",
+        "unchanged",
+        "errors",
+        "excluded",
+    ]
+    .iter()
+    .map(|k| counts[*k].as_i64().unwrap())
+    .collect();
+    assert_eq!(got, [5, 4, 1, 2, 1, 1, 0], "{job}");
+    let id = job["id"].as_str().unwrap();
+    let errors = app.get_json(&sub, &format!("/api/jobs/{id}/errors")).await;
+    assert_eq!(errors["errors"][0]["row"], 4, "{errors}");
+    assert_eq!(errors["errors"][0]["code"], "duplicate_in_file", "{errors}");
+    let mut seen = vec![];
+    for offset in 0..3 {
+        let page = app
+            .get_json(
+                &sub,
+                &format!("/api/jobs/{id}/preview?action=update&limit=1&offset={offset}"),
+            )
+            .await;
+        assert_eq!(page["total"], 2, "{page}");
+        for row in page["rows"].as_array().unwrap() {
+            seen.push((
+                row["row"].as_i64().unwrap(),
+                row["before"]["jobs_done"].as_i64().unwrap(),
+                row["values"]["jobs_done"].as_i64().unwrap(),
+            ));
+        }
+    }
+    assert_eq!(seen, [(2, 10, 11), (3, 7, 8)]);
+}

@@ -57,6 +57,9 @@ SO-1,C-9,SKU-1,1,150000,2024-03-31,paid\n";
         job["counts"]["valid"], 2,
         "rows 2 and 8 (DD/MM/YYYY) are valid"
     );
+    // The repeated key was staged as an insert, then counted as an error.
+    assert_eq!(job["counts"]["insert"], 2, "{job}");
+    assert_eq!(job["counts"]["errors"], 6, "{job}");
     let id = job["id"].as_str().unwrap();
     let preview = app
         .get_json(&sub, &format!("/api/jobs/{id}/preview?action=insert"))
