@@ -9,7 +9,7 @@ use serde_json::Value as Json;
 use super::JobState;
 use crate::ingest::Format;
 use crate::keys::Person;
-use crate::validate::Mapping;
+use crate::validate::{Mapping, RowAction};
 
 /// How rows meet the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -113,6 +113,23 @@ pub struct Counts {
     /// Rows a revision left out (API.md section 11); neither valid nor errors.
     #[serde(default)]
     pub excluded: i64,
+}
+
+impl Counts {
+    /// Counts `n` more rows (fewer, when negative) as `action`, and keeps
+    /// `valid` the rows neither in error nor excluded. `rows` is the
+    /// caller's: a row moved from one action to another is the same row.
+    pub fn add(&mut self, action: RowAction, n: i64) {
+        let slot = match action {
+            RowAction::Insert => &mut self.insert,
+            RowAction::Update => &mut self.update,
+            RowAction::Unchanged => &mut self.unchanged,
+            RowAction::Error => &mut self.errors,
+            RowAction::Excluded => &mut self.excluded,
+        };
+        *slot += n;
+        self.valid = self.rows - self.errors - self.excluded;
+    }
 }
 
 /// What a request at the Human-Gate asks for.

@@ -202,26 +202,15 @@ fn mark_duplicates(module: &Module, staged: &mut [StagedRow]) {
 /// rows were, plus what they are.
 fn recount(base: &Counts, before: &[StoredRow], after: &[StagedRow]) -> Counts {
     let mut counts = base.clone();
-    let mut add = |action: RowAction, n: i64| {
-        let slot = match action {
-            RowAction::Insert => &mut counts.insert,
-            RowAction::Update => &mut counts.update,
-            RowAction::Unchanged => &mut counts.unchanged,
-            RowAction::Error => &mut counts.errors,
-            RowAction::Excluded => &mut counts.excluded,
-        };
-        *slot += n;
-    };
     for r in before {
-        add(r.action, -1);
+        counts.add(r.action, -1);
     }
     for r in after {
-        add(r.action, 1);
+        counts.add(r.action, 1);
     }
     let warned_before = before.iter().filter(|r| !r.warnings.is_empty()).count() as i64;
     let warned_after = after.iter().filter(|r| r.warns.is_some()).count() as i64;
     counts.warnings += warned_after - warned_before;
-    counts.valid = counts.rows - counts.errors - counts.excluded;
     counts
 }
 

@@ -147,9 +147,12 @@ pub async fn validate(
         let (table, target) = (stage.table(), Some(stage::STATISTICS_TARGET));
         store::analyze(&mut db.acquire().await?.conn(), &table, &columns, target).await?;
     }
-    let was_staged = mark_duplicates(db, &stage, &job.id).await?;
-    for action in was_staged {
-        tally_duplicate(&mut counts, action);
+    // The writer counted each repeat as it was staged; it is an error now.
+    for was in mark_duplicates(db, &stage, &job.id).await? {
+        if was != RowAction::Error {
+            counts.add(was, -1);
+            counts.add(RowAction::Error, 1);
+        }
     }
     if counts.rows == 0 {
         return Ok(Outcome::FileFailure(FileError::new(
@@ -613,30 +616,9 @@ fn changed(current: &[Option<Value>], row: &CheckedRow) -> bool {
 fn tally(counts: &mut Counts, staged: &[StagedRow]) {
     for r in staged {
         counts.rows += 1;
-        match r.action {
-            RowAction::Insert => counts.insert += 1,
-            RowAction::Update => counts.update += 1,
-            RowAction::Unchanged => counts.unchanged += 1,
-            RowAction::Error => counts.errors += 1,
-            RowAction::Excluded => counts.excluded += 1,
-        }
+        counts.add(r.action, 1);
         counts.warnings += i64::from(r.warns.is_some());
     }
-    counts.valid = counts.rows - counts.errors - counts.excluded;
-}
-
-/// A staged row that became an error (a duplicate key) after it was
-/// counted as `was`.
-fn tally_duplicate(counts: &mut Counts, was: RowAction) {
-    match was {
-        RowAction::Error => return,
-        RowAction::Insert => counts.insert -= 1,
-        RowAction::Update => counts.update -= 1,
-        RowAction::Unchanged => counts.unchanged -= 1,
-        RowAction::Excluded => counts.excluded -= 1,
-    }
-    counts.errors += 1;
-    counts.valid = counts.rows - counts.errors - counts.excluded;
 }
 
 /// Marks every row that repeats an earlier row's natural key; says what
