@@ -18,7 +18,7 @@ use crate::ledger::{Counts, Job, Mode, Warning, WarningCode};
 use crate::store::blobs::BlobReader;
 use crate::store::load::{self, Loader};
 use crate::store::lookup;
-use crate::store::rows::{self, StagedRow};
+use crate::store::rows::{self, Before, StagedRow};
 use crate::store::stage::{self, Stage};
 use crate::store::tables::TableRow;
 use crate::store::{self, Db};
@@ -528,6 +528,7 @@ pub(super) async fn decide(
         .filter_map(|(k, _)| k)
         .collect();
     let current = lookup::by_keys(db, module, lookup).await?;
+    let provided: Vec<usize> = header.provided.iter().map(|&(col, _)| col).collect();
     let mut staged = Vec::with_capacity(batch.len());
     for ((mut row, nkey), warnings) in batch.into_iter().zip(keys).zip(warnings) {
         let existing = nkey.as_ref().and_then(|k| current.get(k));
@@ -555,7 +556,7 @@ pub(super) async fn decide(
                 (_, Some(cur)) => {
                     let old = current_values(header, cur);
                     if changed(&old, &row) {
-                        before = Some(old);
+                        before = Some(Before::of(&provided, old, &row.values));
                         RowAction::Update
                     } else {
                         RowAction::Unchanged

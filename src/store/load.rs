@@ -240,12 +240,12 @@ struct Plan {
 
 impl Plan {
     fn new(stage: &Stage<'_>, job_id: &str, lease: Lease) -> Plan {
-        let width = 7 + 2 * stage.provided.len();
+        let width = 8 + 2 * stage.provided.len();
         let marks = vec!["?"; width].join(", ");
         let insert = format!(
             "INSERT INTO {} (job, seq, row_no, action, nkey, vals, warns{}) VALUES ",
             stage.table(),
-            stage.provided_list()
+            stage.written_list()
         );
         let tuple = format!("({marks})");
         // Well under SQLite's 32,766 parameters, whatever the module.
@@ -331,10 +331,11 @@ mod sqlite {
         insert.raw_bind_parameter(at + 5, r.nkey.as_deref())?;
         insert.raw_bind_parameter(at + 6, r.vals.as_deref())?;
         insert.raw_bind_parameter(at + 7, r.warns.as_deref())?;
+        insert.raw_bind_parameter(at + 8, r.same())?;
         for k in 0..plan.provided {
             let (value, before) = r.typed(k);
-            insert.raw_bind_parameter(at + 8 + k, value.map(sql))?;
-            insert.raw_bind_parameter(at + 8 + plan.provided + k, before.map(sql))?;
+            insert.raw_bind_parameter(at + 9 + k, value.map(sql))?;
+            insert.raw_bind_parameter(at + 9 + plan.provided + k, before.map(sql))?;
         }
         Ok(())
     }

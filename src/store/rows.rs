@@ -29,9 +29,9 @@ pub struct StagedRow {
     /// Rows with errors: the row as the preview shows it, JSON object text
     /// (failed cells carry their raw text).
     pub vals: Option<String>,
-    /// For updates: the target's current values of the provided columns,
-    /// in the stage's order.
-    pub before: Option<Vec<Option<Value>>>,
+    /// For updates: the target's current values of the provided columns
+    /// the update changes.
+    pub before: Option<Before>,
     pub errors: Vec<RowError>,
     /// Remarks that leave the row valid (a reference with
     /// `on_missing = "warn"`), as the stage holds them ([`warns_text`]):
@@ -39,12 +39,51 @@ pub struct StagedRow {
     pub warns: Option<String>,
 }
 
+/// An update's before-image as it is staged: only where the update
+/// changes a column (see [`stage::SAME`](super::stage::SAME)).
+#[derive(Debug, Clone)]
+pub struct Before {
+    /// The target's current values of the provided columns, in the
+    /// stage's order; none where `same` has the column's bit.
+    pub values: Vec<Option<Value>>,
+    /// The catalog columns (bits, [`same_bit`](super::stage::same_bit))
+    /// whose before-image is the row's own value.
+    pub same: i64,
+}
+
+impl Before {
+    /// The before-image of an update of the provided columns `provided`
+    /// (catalog positions, in the stage's order) from `current` to `new`.
+    /// A column is left out only where the value is spelled exactly as the
+    /// table's ([`Value::identical`]), so that what the commit checks and
+    /// the rollback writes back is what a whole image would have held.
+    pub fn of(provided: &[usize], current: Vec<Option<Value>>, new: &[Option<Value>]) -> Before {
+        let mut same = 0;
+        let values = (provided.iter().zip(current).zip(new))
+            .map(|((&i, now), new)| match super::stage::same_bit(i) {
+                Some(bit) if Value::identical(&now, new) => {
+                    same |= bit;
+                    None
+                }
+                _ => now,
+            })
+            .collect();
+        Before { values, same }
+    }
+}
+
 impl StagedRow {
-    /// The value, then the before-image, of the provided column `k`.
+    /// The value, then the before-image as staged, of the provided column
+    /// `k`.
     pub(crate) fn typed(&self, k: usize) -> (Option<&Value>, Option<&Value>) {
         let value = self.values.get(k).and_then(Option::as_ref);
-        let before = self.before.as_ref().and_then(|b| b.get(k)?.as_ref());
+        let before = self.before.as_ref().and_then(|b| b.values.get(k)?.as_ref());
         (value, before)
+    }
+
+    /// The row's [`SAME`](super::stage::SAME) mask: an update's, or null.
+    pub(crate) fn same(&self) -> Option<i64> {
+        self.before.as_ref().map(|b| b.same)
     }
 }
 
@@ -136,21 +175,21 @@ pub async fn insert_batch(
     if let Conn::Postgres(c) = conn {
         return copy_batch(c, stage, job_id, rows).await;
     }
-    let width = 7 + 2 * stage.provided.len();
+    let width = 8 + 2 * stage.provided.len();
     let per_statement = (30_000 / width).clamp(1, BATCH);
     for range in super::pieces(rows.len(), per_statement) {
         let part = &rows[range];
         let sql = format!(
             "INSERT INTO {} (job, seq, row_no, action, nkey, vals, warns{}) VALUES {}",
             stage.table(),
-            stage.provided_list(),
+            stage.written_list(),
             super::tuples(Dialect::Sqlite, part.len(), width)
         );
         on_conn!(conn, c => {
             let mut q = sqlx::query(&sql);
             for r in part {
                 q = q.bind(stage.job).bind(r.seq).bind(r.row_no).bind(r.action.as_str()).bind(&r.nkey)
-                    .bind(&r.vals).bind(&r.warns);
+                    .bind(&r.vals).bind(&r.warns).bind(r.same());
                 for (k, &i) in stage.provided.iter().enumerate() {
                     q = q.bind_value(r.typed(k).0, stage.module.columns[i].ty);
                 }
@@ -181,6 +220,7 @@ async fn copy_batch(
     let job = stage.job.to_string();
     for r in rows {
         let (seq, row_no) = (r.seq.to_string(), r.row_no.to_string());
+        let same = r.same().map(|m| m.to_string());
         let provided = 0..stage.provided.len();
         let values = provided.clone().map(|k| r.typed(k).0.map(pg_input));
         let before = provided.map(|k| r.typed(k).1.map(pg_input));
@@ -193,6 +233,7 @@ async fn copy_batch(
             r.nkey.as_deref(),
             r.vals.as_deref(),
             r.warns.as_deref(),
+            same.as_deref(),
         ];
         fields.extend(typed.iter().map(Option::as_deref));
         copy_line(&mut data, &fields);
@@ -200,7 +241,7 @@ async fn copy_batch(
     let sql = format!(
         "COPY {} (job, seq, row_no, action, nkey, vals, warns{}) FROM STDIN",
         stage.table(),
-        stage.provided_list()
+        stage.written_list()
     );
     let mut copy = c.copy_in_raw(&sql).await?;
     copy.send(data).await?;
@@ -378,7 +419,7 @@ pub async fn mark_error(
 fn select(stage: &Stage<'_>) -> String {
     format!(
         "SELECT seq, row_no, action, nkey, vals, warns{} FROM {}",
-        stage.provided_list(),
+        stage.read_list(),
         stage.table()
     )
 }

@@ -468,8 +468,11 @@ pub(super) async fn migrate(db: &Db, catalog: &Catalog) -> Result<()> {
             for prefix in [super::stage::VALUE, super::stage::BEFORE] {
                 add_missing_columns(&mut conn, &stage_name, &named(prefix)).await?;
             }
-            let warns = [("warns".to_string(), ColumnType::Text)];
-            add_missing_columns(&mut conn, &stage_name, &warns).await?;
+            let own = [
+                ("warns".to_string(), ColumnType::Text),
+                (super::stage::SAME.to_string(), ColumnType::Bigint),
+            ];
+            add_missing_columns(&mut conn, &stage_name, &own).await?;
             for index in super::stage::retired_indexes(module) {
                 let sql = format!("DROP INDEX IF EXISTS {}", ident(&index));
                 on_conn!(&mut conn, c => sqlx::query(&sql).execute(c).await.map(|r| r.rows_affected()))?;

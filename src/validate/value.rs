@@ -130,6 +130,16 @@ impl Value {
         }
     }
 
+    /// Whether two values are the same datum spelled the same way, as a
+    /// database stores them: `12.50` and `12.5` are not (see [`Value::same`]).
+    pub fn identical(a: &Option<Value>, b: &Option<Value>) -> bool {
+        match (a, b) {
+            // Sign, scale and digits: `-0`, `0` and `0.0` are three.
+            (Some(Value::Decimal(x)), Some(Value::Decimal(y))) => x.serialize() == y.serialize(),
+            _ => a == b,
+        }
+    }
+
     /// Whether two values are the same datum: `12.50` and `12.5` are equal
     /// numerics, so re-importing a table does not show every row as changed.
     pub fn same(a: &Option<Value>, b: &Option<Value>) -> bool {

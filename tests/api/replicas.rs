@@ -565,7 +565,8 @@ async fn preview(client: &Client, base: &str, key: &str, id: &str) -> Value {
 /// A service upgraded from the release that staged rows as JSON in
 /// `ig_job_rows` moves them into the typed stage tables at its first start:
 /// a job waiting at the gate keeps its preview (updates, unchanged rows,
-/// inserts, a row with a failed cell) and commits and rolls back as before.
+/// inserts, a row with a failed cell) and commits and rolls back as before,
+/// their before-images whole (the stage gets its `same` mask back, null).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upgrade_moves_rows_staged_as_json_into_the_stage_tables() {
     let dir = tempfile::tempdir().unwrap();
@@ -640,6 +641,14 @@ Dewi,0812000004,Bogor,5,true\n";
         }
     }
     exec(&db, "DELETE FROM ig_stage_technicians", &[]).await;
+    // Nor had its stage tables the mask of the columns an update leaves
+    // alone: the moved rows' before-images are whole.
+    exec(
+        &db,
+        "ALTER TABLE ig_stage_technicians DROP COLUMN same",
+        &[],
+    )
+    .await;
     exec(&db, "UPDATE ig_jobs SET columns = NULL", &[]).await;
 
     let (second, _) = start(&url, &dir.path().join("second.log")).await;

@@ -450,3 +450,75 @@ async fn a_repeated_key_among_updates_counts_as_an_error_and_pages_of_updates_ho
     }
     assert_eq!(seen, [(2, 10, 11), (3, 7, 8)]);
 }
+
+/// An update stages the before-image only of the cells it changes (the
+/// others' is the row's own value), yet the preview shows every cell the
+/// file gave as it was, the commit refuses a row changed since in a cell
+/// the update leaves alone, and the rollback restores every cell as it
+/// was spelled: `4.50` is not `4.5`, so its before-image is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_stages_only_what_it_changes_and_still_checks_and_restores_every_cell() {
+    let (app, sub, apr) = seeded().await;
+    let original = snapshot(&app).await;
+    let csv = "phone,tech_name,level,active,rating\n0812000001,Andi,lead,true,4.5\n";
+    let job = app.upload(&sub, "technicians", "?mode=update", csv).await;
+    assert_eq!(job["counts"]["update"], 1, "{job}");
+    let id = job["id"].as_str().unwrap();
+    let page = app
+        .get_json(&sub, &format!("/api/jobs/{id}/preview?action=update"))
+        .await;
+    let before = &page["rows"][0]["before"];
+    assert_eq!(before["tech_name"], "Andi", "{page}");
+    assert_eq!(before["level"], "senior", "{page}");
+    assert_eq!(before["active"], true, "{page}");
+    assert_eq!(before["rating"], "4.50", "{page}");
+    assert_eq!(before.as_object().unwrap().len(), 5, "{page}");
+    // Staged: the changed level and the respelled rating; the name, phone
+    // and flag only as the row's values.
+    let staged = app
+        .sql(&format!(
+            "SELECT CAST(COUNT(s.b_tech_name) + COUNT(s.b_phone) + COUNT(s.b_active) AS TEXT), \
+                    CAST(COUNT(s.b_level) + COUNT(s.b_rating) AS TEXT) \
+             FROM ig_stage_technicians s JOIN ig_jobs j ON j.stage = s.job \
+             WHERE j.id = '{id}' AND s.action = 'update'"
+        ))
+        .await;
+    let n = |v: &Option<String>| v.as_deref().unwrap().to_string();
+    assert_eq!(
+        (n(&staged[0][0]), n(&staged[0][1])),
+        ("0".into(), "2".into())
+    );
+
+    // Andi's flag, which the update leaves as it is, changes behind the
+    // service's back: the preview is stale.
+    let off = if app.database.starts_with("sqlite") {
+        "active = 0"
+    } else {
+        "active = false"
+    };
+    set(&app, "0812000001", off).await;
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["problem"]["code"], "stale_preview", "{job}");
+    assert_eq!(problem_rows(&job), vec![2], "{job}");
+
+    let on = if app.database.starts_with("sqlite") {
+        "active = 1"
+    } else {
+        "active = true"
+    };
+    set(&app, "0812000001", on).await;
+    assert_eq!(snapshot(&app).await, original);
+    let job = app.upload(&sub, "technicians", "?mode=update", csv).await;
+    let id = job["id"].as_str().unwrap();
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "committed", "{job}");
+    assert_ne!(snapshot(&app).await, original);
+    app.act_ok(&sub, id, "rollback").await;
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "rolled_back", "{job}");
+    assert_eq!(
+        snapshot(&app).await,
+        original,
+        "every cell as it was spelled"
+    );
+}

@@ -9,8 +9,9 @@
 //! `ig_job_rows` keyed every row and index entry by the job's 30-character
 //! id, and a table per job would add to the schema with every upload.
 //! An update's before-image (the table's values of the file's columns when
-//! the preview was made) is typed too, beside them: the commit checks it
-//! is still what the table holds, and a rollback writes it back. Only the
+//! the preview was made) is typed too, beside them, for the columns the
+//! update changes ([`SAME`] marks the others): the commit checks it is
+//! still what the table holds, and a rollback writes it back. Only the
 //! row as the preview shows it when a cell failed (its raw text) is JSON.
 
 pub mod writes;
@@ -119,12 +120,69 @@ impl<'a> Stage<'a> {
         own.into_iter().chain(keys).collect()
     }
 
-    /// `, "v_a", "v_b", "b_a", "b_b"`: the provided columns' values and
-    /// before-images, for a column list.
-    pub fn provided_list(&self) -> String {
+    /// `, same, "v_a", "v_b", "b_a", "b_b"`: the columns a staged row's
+    /// update mask, values and before-images are written to, for an
+    /// `INSERT`'s or a `COPY`'s column list.
+    pub fn written_list(&self) -> String {
         let values = self.provided.iter().map(|&i| column(self.module, i));
         let before = self.provided.iter().map(|&i| before_column(self.module, i));
+        let typed = values.chain(before).map(|c| format!(", {c}"));
+        std::iter::once(format!(", {SAME}")).chain(typed).collect()
+    }
+
+    /// `, "v_a", "v_b", <before of a>, <before of b>`: the provided
+    /// columns' values and whole before-images, for a `SELECT` of the
+    /// stage's rows (unqualified names).
+    pub fn read_list(&self) -> String {
+        let values = self.provided.iter().map(|&i| column(self.module, i));
+        let before = self.provided.iter().map(|&i| before_of(self.module, i, ""));
         values.chain(before).map(|c| format!(", {c}")).collect()
+    }
+}
+
+/// The stage's column of an update's mask of the columns it leaves as
+/// they are (bit `i` for catalog column `i`): their before-image is the
+/// row's own value, so it is not written twice, and `b_` holds null.
+/// An update re-uploading a table with a price changed wrote every
+/// column's value twice: the stage row of an update was twice an
+/// insert's, and writing it was most of an upsert's validation
+/// (BENCHMARKS.md, issue 18). Null for rows that are no update, and for
+/// rows staged before the mask, whose before-image is whole.
+pub const SAME: &str = "same";
+
+/// Columns from this catalog position on have no bit in [`SAME`] (an
+/// `i64` less its sign): their before-image is always written.
+pub const SAME_BITS: usize = 63;
+
+/// The bit of catalog column `i` in [`SAME`], if it has one.
+pub fn same_bit(i: usize) -> Option<i64> {
+    (i < SAME_BITS).then(|| 1i64 << i)
+}
+
+/// The before-image of catalog column `i` in the stage row `alias` (empty:
+/// unqualified), as an SQL expression: the row's value where [`SAME`]
+/// says the update leaves the column as it is, its `b_` column otherwise.
+pub fn before_of(module: &Module, i: usize, alias: &str) -> String {
+    let a = if alias.is_empty() {
+        String::new()
+    } else {
+        format!("{alias}.")
+    };
+    let (value, before) = (column(module, i), before_column(module, i));
+    match same_bit(i) {
+        Some(bit) => {
+            format!("CASE WHEN ({a}{SAME} & {bit}) <> 0 THEN {a}{value} ELSE {a}{before} END")
+        }
+        None => format!("{a}{before}"),
+    }
+}
+
+/// The value of catalog column `i` in the stage row `alias`.
+pub fn value_of(module: &Module, i: usize, alias: &str) -> String {
+    if alias.is_empty() {
+        column(module, i)
+    } else {
+        format!("{alias}.{}", column(module, i))
     }
 }
 
@@ -190,6 +248,8 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
         // The row's warnings: the columns naming what their referenced
         // module lacks (`rows::warns_text`); null for none.
         "warns TEXT".into(),
+        // Updates: the columns they leave as they are (see [`SAME`]).
+        format!("{SAME} BIGINT"),
     ];
     for name in [column, before_column] {
         for (i, c) in module.columns.iter().enumerate() {

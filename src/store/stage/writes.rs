@@ -26,8 +26,8 @@ fn literal(s: &str) -> String {
 #[derive(Clone, Copy)]
 enum Place<'a> {
     /// Typed columns of a stage table row under this alias: its values
-    /// ([`stage::column`]) or its before-image ([`stage::before_column`]).
-    Staged(&'a str, fn(&Module, usize) -> String),
+    /// ([`stage::value_of`]) or its before-image ([`stage::before_of`]).
+    Staged(&'a str, fn(&Module, usize, &str) -> String),
     /// A JSON object text, as rows were staged before stage tables (see
     /// [`adopt_job_rows`]). PostgreSQL parses each object once
     /// (`json_to_record` in a lateral join); SQLite's `json_extract` caches
@@ -49,7 +49,7 @@ impl<'a> Source<'a> {
         Source {
             dialect,
             module,
-            from: Place::Staged(alias, stage::column),
+            from: Place::Staged(alias, stage::value_of),
         }
     }
 
@@ -58,7 +58,7 @@ impl<'a> Source<'a> {
         Source {
             dialect,
             module,
-            from: Place::Staged(alias, stage::before_column),
+            from: Place::Staged(alias, stage::before_of),
         }
     }
 
@@ -93,7 +93,7 @@ impl<'a> Source<'a> {
     fn field(&self, i: usize) -> String {
         let name = &self.module.columns[i].name;
         match (self.from, self.dialect) {
-            (Place::Staged(alias, column), _) => format!("{alias}.{}", column(self.module, i)),
+            (Place::Staged(alias, image), _) => image(self.module, i, alias),
             (Place::Json(_, alias), Dialect::Postgres) => format!("{alias}.{}", ident(name)),
             (Place::Json(json, _), Dialect::Sqlite) => {
                 format!("json_extract({json}, {})", literal(&format!("$.{name}")))
