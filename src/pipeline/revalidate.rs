@@ -64,8 +64,10 @@ pub async fn revalidate(
     let excluded: HashSet<u64> = own.exclude.iter().copied().collect();
     let mut checks = Checks::new(&setup.targets, &header);
     let (checked, warnings) = check_references(db, &mut checks, checked, &excluded).await?;
+    let finder = crate::store::lookup::Lookup::new(module);
     let how = Decide {
         module,
+        lookup: &finder,
         mode: job.mode,
         header: &header,
         excluded: &excluded,

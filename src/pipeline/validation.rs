@@ -285,6 +285,7 @@ async fn stage_rows(
         .iter()
         .flat_map(|r| r.exclude.iter().copied())
         .collect();
+    let finder = lookup::Lookup::new(stage.module);
     let decide_all = async move {
         let mut seq = 0i64;
         let mut was = Vec::new();
@@ -301,6 +302,7 @@ async fn stage_rows(
             let (batch, warnings) = check_references(db, checks, batch, &excluded).await?;
             let how = Decide {
                 module: stage.module,
+                lookup: &finder,
                 mode: job.mode,
                 header,
                 excluded: &excluded,
@@ -488,6 +490,7 @@ pub(super) async fn check_references(
 /// columns, and the rows a revision leaves out.
 pub(super) struct Decide<'a> {
     pub module: &'a Module,
+    pub lookup: &'a lookup::Lookup,
     pub mode: Mode,
     pub header: &'a HeaderMap,
     pub excluded: &'a std::collections::HashSet<u64>,
@@ -503,6 +506,7 @@ pub(super) async fn decide(
 ) -> anyhow::Result<Vec<StagedRow>> {
     let Decide {
         module,
+        lookup: finder,
         mode,
         header,
         excluded,
@@ -527,7 +531,7 @@ pub(super) async fn decide(
         .filter(|(_, r)| r.errors.is_empty())
         .filter_map(|(k, _)| k)
         .collect();
-    let current = lookup::by_keys(db, module, lookup).await?;
+    let current = finder.by_keys(db, lookup).await?;
     let provided: Vec<usize> = header.provided.iter().map(|&(col, _)| col).collect();
     let mut staged = Vec::with_capacity(batch.len());
     for ((mut row, nkey), warnings) in batch.into_iter().zip(keys).zip(warnings) {

@@ -12,6 +12,7 @@
 //! keeps its one `unnest` join a batch ([`tables::by_keys`]).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::tables::{self, TableRow};
 use super::values::{from_sqlite, to_sqlite};
@@ -19,49 +20,56 @@ use super::{Db, Pooled, rows};
 use crate::catalog::{ColumnType, Module};
 use crate::validate::{Value, key_text};
 
-/// The table's rows holding these natural keys (each in the order of the
-/// module's key columns), by the key's canonical text.
-pub async fn by_keys(
-    db: &Db,
-    module: &Module,
-    keys: Vec<Vec<Value>>,
-) -> anyhow::Result<HashMap<String, TableRow>> {
-    if keys.is_empty() {
-        return Ok(HashMap::new());
+/// A validation's key lookups in one module: what the lookup thread needs,
+/// made once. The statement of a full part ([`rows::BATCH`] keys, with a
+/// `VALUES` list of 500 tuples for a two-column key) was written again
+/// for every part: 2 % of a 1M-row SQLite upsert validation's CPU in
+/// `perf` (BENCHMARKS.md, issue 18, ninth session).
+#[derive(Clone)]
+pub struct Lookup(Arc<Plan>);
+
+impl Lookup {
+    pub fn new(module: &Module) -> Lookup {
+        Lookup(Arc::new(Plan {
+            module: module.clone(),
+            full: tables::sqlite_lookup(module, rows::BATCH),
+            types: module.columns.iter().map(|c| c.ty).collect(),
+        }))
     }
-    let conn = match db.acquire().await? {
-        Pooled::Sqlite(conn) => conn,
-        mut pooled => return Ok(tables::by_keys(&mut pooled.conn(), module, &keys).await?),
-    };
-    let plan = Plan::new(module, keys.len());
-    let runtime = tokio::runtime::Handle::current();
-    tokio::task::spawn_blocking(move || sqlite(conn, &runtime, &plan, &keys))
-        .await
-        .map_err(|e| anyhow::anyhow!("the key lookup failed: {e}"))?
+
+    /// The table's rows holding these natural keys (each in the order of
+    /// the module's key columns), by the key's canonical text.
+    pub async fn by_keys(
+        &self,
+        db: &Db,
+        keys: Vec<Vec<Value>>,
+    ) -> anyhow::Result<HashMap<String, TableRow>> {
+        if keys.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let conn = match db.acquire().await? {
+            Pooled::Sqlite(conn) => conn,
+            mut pooled => {
+                let module = &self.0.module;
+                return Ok(tables::by_keys(&mut pooled.conn(), module, &keys).await?);
+            }
+        };
+        let plan = self.0.clone();
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || sqlite(conn, &runtime, &plan, &keys))
+            .await
+            .map_err(|e| anyhow::anyhow!("the key lookup failed: {e}"))?
+    }
 }
 
 /// What the lookup thread needs of the module.
 struct Plan {
-    /// The lookup statement of `n` keys ([`tables::sqlite_lookup`]), by `n`.
-    sql: HashMap<usize, String>,
+    module: Module,
+    /// The lookup statement of [`rows::BATCH`] keys
+    /// ([`tables::sqlite_lookup`]); a smaller part's is written when needed.
+    full: String,
     /// The type of each catalog column, in order.
     types: Vec<ColumnType>,
-    /// The key columns' places among them.
-    key_columns: Vec<usize>,
-}
-
-impl Plan {
-    /// The statements to look `keys` keys up in parts of [`rows::BATCH`].
-    fn new(module: &Module, keys: usize) -> Plan {
-        let sql = (super::pieces(keys, rows::BATCH).into_iter())
-            .map(|part| (part.len(), tables::sqlite_lookup(module, part.len())))
-            .collect();
-        Plan {
-            sql,
-            types: module.columns.iter().map(|c| c.ty).collect(),
-            key_columns: module.key_columns.clone(),
-        }
-    }
 }
 
 /// The lookups of one batch, on the pool connection `conn`.
@@ -78,7 +86,11 @@ fn sqlite(
     let c = unsafe { rusqlite::Connection::from_handle(locked.as_raw_handle().as_ptr())? };
     let mut found = HashMap::with_capacity(keys.len());
     for part in super::pieces(keys.len(), rows::BATCH) {
-        let mut select = c.prepare_cached(&plan.sql[&part.len()])?;
+        let mut select = if part.len() == rows::BATCH {
+            c.prepare_cached(&plan.full)?
+        } else {
+            c.prepare_cached(&tables::sqlite_lookup(&plan.module, part.len()))?
+        };
         let params = keys[part].iter().flatten();
         for (n, v) in params.enumerate() {
             select.raw_bind_parameter(n + 1, to_sqlite(v))?;
@@ -88,7 +100,7 @@ fn sqlite(
             let values: Vec<Option<Value>> = (plan.types.iter().enumerate())
                 .map(|(i, &ty)| from_sqlite(row.get_ref(i + 1)?, ty).map_err(Into::into))
                 .collect::<anyhow::Result<_>>()?;
-            let key: Option<Vec<Value>> = (plan.key_columns.iter())
+            let key: Option<Vec<Value>> = (plan.module.key_columns.iter())
                 .map(|&i| values[i].clone())
                 .collect();
             // Key columns are NOT NULL; a row without one matches no key.
