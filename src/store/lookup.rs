@@ -17,7 +17,7 @@ use std::sync::Arc;
 use super::tables::{self, TableRow};
 use super::values::{from_sqlite, to_sqlite};
 use super::{Db, Pooled, rows};
-use crate::catalog::{ColumnType, Module};
+use crate::catalog::Module;
 use crate::validate::{Value, key_text};
 
 /// A validation's key lookups in one module: what the lookup thread needs,
@@ -25,7 +25,6 @@ use crate::validate::{Value, key_text};
 /// `VALUES` list of 500 tuples for a two-column key) was written again
 /// for every part: 2 % of a 1M-row SQLite upsert validation's CPU in
 /// `perf` (BENCHMARKS.md, issue 18, ninth session).
-#[derive(Clone)]
 pub struct Lookup(Arc<Plan>);
 
 impl Lookup {
@@ -33,7 +32,6 @@ impl Lookup {
         Lookup(Arc::new(Plan {
             module: module.clone(),
             full: tables::sqlite_lookup(module, rows::BATCH),
-            types: module.columns.iter().map(|c| c.ty).collect(),
         }))
     }
 
@@ -68,8 +66,6 @@ struct Plan {
     /// The lookup statement of [`rows::BATCH`] keys
     /// ([`tables::sqlite_lookup`]); a smaller part's is written when needed.
     full: String,
-    /// The type of each catalog column, in order.
-    types: Vec<ColumnType>,
 }
 
 /// The lookups of one batch, on the pool connection `conn`.
@@ -97,8 +93,8 @@ fn sqlite(
         }
         let mut rows = select.raw_query();
         while let Some(row) = rows.next()? {
-            let values: Vec<Option<Value>> = (plan.types.iter().enumerate())
-                .map(|(i, &ty)| from_sqlite(row.get_ref(i + 1)?, ty).map_err(Into::into))
+            let values: Vec<Option<Value>> = (plan.module.columns.iter().enumerate())
+                .map(|(i, c)| from_sqlite(row.get_ref(i + 1)?, c.ty).map_err(Into::into))
                 .collect::<anyhow::Result<_>>()?;
             let key: Option<Vec<Value>> = (plan.module.key_columns.iter())
                 .map(|&i| values[i].clone())

@@ -163,11 +163,7 @@ pub fn same_bit(i: usize) -> Option<i64> {
 /// unqualified), as an SQL expression: the row's value where [`SAME`]
 /// says the update leaves the column as it is, its `b_` column otherwise.
 pub fn before_of(module: &Module, i: usize, alias: &str) -> String {
-    let a = if alias.is_empty() {
-        String::new()
-    } else {
-        format!("{alias}.")
-    };
+    let a = qualifier(alias);
     let (value, before) = (column(module, i), before_column(module, i));
     match same_bit(i) {
         Some(bit) => {
@@ -179,10 +175,15 @@ pub fn before_of(module: &Module, i: usize, alias: &str) -> String {
 
 /// The value of catalog column `i` in the stage row `alias`.
 pub fn value_of(module: &Module, i: usize, alias: &str) -> String {
+    format!("{}{}", qualifier(alias), column(module, i))
+}
+
+/// `alias.` before a column name, or nothing for an unqualified one.
+fn qualifier(alias: &str) -> String {
     if alias.is_empty() {
-        column(module, i)
+        String::new()
     } else {
-        format!("{alias}.{}", column(module, i))
+        format!("{alias}.")
     }
 }
 
@@ -303,11 +304,7 @@ pub const NOT_INSERT: &str = "action <> 'insert'";
 /// table's own `(job, seq)` order). The action is the enum's own spelling,
 /// never a client's text.
 pub fn action_is(alias: &str, action: RowAction) -> String {
-    let a = if alias.is_empty() {
-        String::new()
-    } else {
-        format!("{alias}.")
-    };
+    let a = qualifier(alias);
     match action {
         RowAction::Insert => format!("{a}action = 'insert'"),
         other => format!("{a}action = '{}' AND {a}{NOT_INSERT}", other.as_str()),
