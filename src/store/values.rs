@@ -13,6 +13,7 @@ use sqlx::{Postgres, Row, Sqlite, TypeInfo, ValueRef};
 use super::{Result, StoreError};
 use crate::catalog::ColumnType;
 use crate::validate::Value;
+use crate::validate::value::plain_date;
 
 /// Binds a module value as its database type.
 pub trait BindValue: Sized {
@@ -140,8 +141,10 @@ fn parse_text(t: &str, ty: ColumnType) -> Value {
         // Exact: `Decimal::from_str` rounds digits past 28 and reads
         // exponents, so the value written back would not be the text read.
         ColumnType::Numeric => Decimal::from_str_exact(t).ok().map(Value::Decimal),
-        // `FromStr` reads `%Y-%m-%d` without interpreting a format string.
-        ColumnType::Date => t.parse::<NaiveDate>().ok().map(Value::Date),
+        // Stored as `YYYY-MM-DD` ([`plain_date`]); chrono reads the rest.
+        ColumnType::Date => plain_date(t)
+            .unwrap_or_else(|| t.parse::<NaiveDate>().ok())
+            .map(Value::Date),
         ColumnType::Timestamptz => DateTime::parse_from_rfc3339(t)
             .map(|d| d.with_timezone(&Utc))
             .ok()
@@ -261,7 +264,9 @@ fn pg_binary(bytes: Result<&[u8], sqlx::error::BoxDynError>, ty: ColumnType) -> 
 fn pg_text(t: &str, ty: ColumnType) -> Value {
     let parsed = match ty {
         ColumnType::Numeric => Decimal::from_str_exact(t).ok().map(Value::Decimal),
-        ColumnType::Date => t.parse::<NaiveDate>().ok().map(Value::Date),
+        ColumnType::Date => plain_date(t)
+            .unwrap_or_else(|| t.parse::<NaiveDate>().ok())
+            .map(Value::Date),
         ColumnType::Timestamptz => DateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S%.f%#z")
             .ok()
             .map(|d| Value::Timestamp(d.with_timezone(&Utc))),

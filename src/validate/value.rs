@@ -153,13 +153,34 @@ impl Value {
 /// `YYYY-MM-DD`, without a format string to interpret for every cell.
 /// A year outside 0 to 9999 (only read from a table) is signed, as chrono
 /// and ISO 8601 write it (`+10000-01-01`, `-0043-03-15`).
+///
+/// Written digit by digit: `format!` with three padded fields took about
+/// 1,600 instructions a date under callgrind (a date column's every cell
+/// is written to the stage as text), 2.5 % of a SQLite validation of the
+/// harness's orders (BENCHMARKS.md, issue 18, tenth session).
 pub fn date_text(d: &NaiveDate) -> String {
     let year = d.year();
-    if (0..=9999).contains(&year) {
-        format!("{year:04}-{:02}-{:02}", d.month(), d.day())
-    } else {
-        format!("{year:+05}-{:02}-{:02}", d.month(), d.day())
+    if !(0..=9999).contains(&year) {
+        return format!("{year:+05}-{:02}-{:02}", d.month(), d.day());
     }
+    let (y, m, day) = (year as u32, d.month(), d.day());
+    let digit = |n: u32| char::from(b'0' + (n % 10) as u8);
+    let mut out = String::with_capacity(10);
+    for c in [
+        digit(y / 1000),
+        digit(y / 100),
+        digit(y / 10),
+        digit(y),
+        '-',
+        digit(m / 10),
+        digit(m),
+        '-',
+        digit(day / 10),
+        digit(day),
+    ] {
+        out.push(c);
+    }
+    out
 }
 
 /// Parses one cell for its column. `Ok(None)` is an empty cell (null).
@@ -386,6 +407,30 @@ fn parse_bool(s: &str) -> Result<Value, CellError> {
     }
 }
 
+/// A date written as ten characters `YYYY-MM-DD`, as every date is stored
+/// and nearly every date cell is written: `Some` of the date, or of `None`
+/// for no such day (`2024-02-30`); `None` for any other text, which chrono
+/// then reads. Digit by digit because chrono's parser took 760–870
+/// instructions a date under callgrind, 1.2 % of a validation reading the
+/// file's dates and 1.3 % more of an upsert's reading the table's
+/// (BENCHMARKS.md, issue 18, tenth session).
+pub fn plain_date(s: &str) -> Option<Option<NaiveDate>> {
+    let &[y1, y2, y3, y4, b'-', m1, m2, b'-', d1, d2] = s.as_bytes() else {
+        return None;
+    };
+    let digits = [y1, y2, y3, y4, m1, m2, d1, d2];
+    if !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n = |ds: &[u8]| ds.iter().fold(0, |acc, &d| acc * 10 + u32::from(d - b'0'));
+    let year = n(&digits[..4]) as i32;
+    Some(NaiveDate::from_ymd_opt(
+        year,
+        n(&digits[4..6]),
+        n(&digits[6..]),
+    ))
+}
+
 /// `%Y-%m-%d` as chrono's parsed items: `parse_from_str` reads its format
 /// string again for every value (`perf`: 1.7 % of a 1M-row validation in
 /// chrono's format reader), and nearly every date cell is in this one.
@@ -399,6 +444,9 @@ const ISO_DATE: &[Item<'static>] = &[
 
 /// `s` in `%Y-%m-%d`, as `NaiveDate::parse_from_str(s, "%Y-%m-%d")`.
 fn iso_date(s: &str) -> Option<NaiveDate> {
+    if let Some(date) = plain_date(s) {
+        return date;
+    }
     let mut parsed = Parsed::new();
     chrono::format::parse(&mut parsed, s, ISO_DATE.iter()).ok()?;
     parsed.to_naive_date().ok()
@@ -552,6 +600,13 @@ mod tests {
             "99999-12-31",
             "2024-13-01",
             "0000-01-01",
+            "9999-12-31",
+            "2024-00-10",
+            "2024-04-31",
+            "2024-04-00",
+            "2024-0a-01",
+            "2024/01/02",
+            "١٢٣٤-01-01",
         ];
         for s in cases {
             assert_eq!(
@@ -559,6 +614,10 @@ mod tests {
                 NaiveDate::parse_from_str(s, "%Y-%m-%d").ok(),
                 "{s:?}"
             );
+            // The store reads its dates with chrono's `FromStr` after it.
+            if let Some(date) = plain_date(s) {
+                assert_eq!(date, s.parse::<NaiveDate>().ok(), "{s:?}");
+            }
         }
     }
 
@@ -766,6 +825,12 @@ mod tests {
         assert_eq!(date_text(&far), "+10000-01-01");
         let bc = NaiveDate::from_ymd_opt(-43, 3, 15).unwrap();
         assert_eq!(date_text(&bc), "-0043-03-15");
+        // Dates 397 days apart over years 0 to 9999, as chrono writes them.
+        let mut d = NaiveDate::from_ymd_opt(0, 1, 1).unwrap();
+        while d.year() <= 9999 {
+            assert_eq!(date_text(&d), d.format("%Y-%m-%d").to_string());
+            d = d + chrono::Days::new(397);
+        }
     }
 
     #[test]
