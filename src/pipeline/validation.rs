@@ -448,12 +448,12 @@ impl Fixes {
 
 /// Runs the reference checks over the rows a revision does not exclude,
 /// and gives every row its warnings, in batch order.
-pub(super) async fn check_references(
+pub(super) async fn check_references<'a>(
     db: &Db,
-    checks: &mut Checks<'_>,
+    checks: &mut Checks<'a>,
     batch: Vec<CheckedRow>,
     excluded: &std::collections::HashSet<u64>,
-) -> anyhow::Result<(Vec<CheckedRow>, Vec<Vec<RowError>>)> {
+) -> anyhow::Result<(Vec<CheckedRow>, Vec<Vec<&'a str>>)> {
     if excluded.is_empty() {
         let mut batch = batch;
         let warnings = checks.run(db, &mut batch).await?;
@@ -501,7 +501,7 @@ pub(super) async fn decide(
     db: &Db,
     how: &Decide<'_>,
     batch: Vec<CheckedRow>,
-    warnings: Vec<Vec<RowError>>,
+    warnings: Vec<Vec<&str>>,
     seq: &mut i64,
 ) -> anyhow::Result<Vec<StagedRow>> {
     let Decide {

@@ -8,7 +8,7 @@ use importgate::ledger::Counts;
 use importgate::store::load::Loader;
 use importgate::store::rows::{self, StagedRow};
 use importgate::store::stage::Stage;
-use importgate::validate::{RowAction, RowError};
+use importgate::validate::RowAction;
 
 use crate::common::{TestApp, spawn_app};
 
@@ -30,13 +30,7 @@ fn batch(b: usize) -> Vec<StagedRow> {
                 vals: None,
                 before: None,
                 errors: vec![],
-                warns: rows::warns_text(&[RowError {
-                    row: (seq + 2) as u64,
-                    column: Some("wa_number".into()),
-                    value: Some(format!("V\t{seq}")),
-                    code: "reference".into(),
-                    message: format!("row {}: a warning", seq + 2),
-                }]),
+                warns: rows::warns_text(&["wa_number"]),
             }
         })
         .collect()
