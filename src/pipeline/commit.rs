@@ -297,8 +297,13 @@ async fn current_rows<'a>(
     module: &Module,
     nkeys: impl Iterator<Item = &'a str>,
 ) -> anyhow::Result<HashMap<String, TableRow>> {
-    let keys: Vec<Vec<Value>> = nkeys.filter_map(|k| key_values(module, k)).collect();
-    Ok(tables::by_keys(conn, module, &keys).await?)
+    let (texts, keys): (Vec<&str>, Vec<Vec<Value>>) = nkeys
+        .filter_map(|k| Some((k, key_values(module, k)?)))
+        .unzip();
+    let found = tables::by_keys(conn, module, &keys).await?;
+    Ok((texts.into_iter().zip(found))
+        .filter_map(|(k, row)| Some((k.to_string(), row?)))
+        .collect())
 }
 
 /// Whether the table still holds what the preview showed for these columns.

@@ -525,17 +525,26 @@ pub(super) async fn decide(
         .iter()
         .map(|k| k.as_deref().map(key_text))
         .collect();
-    let lookup: Vec<Vec<Value>> = key_values
-        .into_iter()
-        .zip(&batch)
-        .filter(|(_, r)| r.errors.is_empty())
-        .filter_map(|(k, _)| k)
-        .collect();
-    let current = finder.by_keys(db, lookup).await?;
+    // The rows without errors are looked up; each row's place in the
+    // lookup's answer, if it is looked up.
+    let mut places = Vec::with_capacity(batch.len());
+    let mut lookup: Vec<Vec<Value>> = Vec::with_capacity(batch.len());
+    for (k, r) in key_values.into_iter().zip(&batch) {
+        places.push(match k {
+            Some(k) if r.errors.is_empty() => {
+                lookup.push(k);
+                Some(lookup.len() - 1)
+            }
+            _ => None,
+        });
+    }
+    let mut current = finder.by_keys(db, lookup).await?;
     let provided: Vec<usize> = header.provided.iter().map(|&(col, _)| col).collect();
     let mut staged = Vec::with_capacity(batch.len());
-    for ((mut row, nkey), warnings) in batch.into_iter().zip(keys).zip(warnings) {
-        let existing = nkey.as_ref().and_then(|k| current.get(k));
+    let rows = batch.into_iter().zip(keys).zip(warnings).zip(places);
+    for (((mut row, nkey), warnings), place) in rows {
+        // Each row has its own place, so its table row is moved, not cloned.
+        let existing = place.and_then(|p| current[p].take());
         let mut before = None;
         let mut warnings = warnings;
         let action = if excluded.contains(&row.row) {
@@ -604,9 +613,9 @@ fn key_error(module: &Module, row: &CheckedRow, code: &str, verb: &str, mode: Mo
 
 /// The target row's current values of the file's columns, in the
 /// stage's order: an update's before-image.
-fn current_values(header: &HeaderMap, cur: &TableRow) -> Vec<Option<Value>> {
+fn current_values(header: &HeaderMap, mut cur: TableRow) -> Vec<Option<Value>> {
     (header.provided.iter())
-        .map(|&(col, _)| cur.values[col].clone())
+        .map(|&(col, _)| cur.values[col].take())
         .collect()
 }
 

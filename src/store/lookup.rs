@@ -11,14 +11,13 @@
 //! "Upsert commits, key lookups and the SQLite rollback"). PostgreSQL
 //! keeps its one `unnest` join a batch ([`tables::by_keys`]).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::tables::{self, TableRow};
 use super::values::{from_sqlite, to_sqlite};
 use super::{Db, Pooled, rows};
 use crate::catalog::Module;
-use crate::validate::{Value, key_text};
+use crate::validate::Value;
 
 /// A validation's key lookups in one module: what the lookup thread needs,
 /// made once. The statement of a full part ([`rows::BATCH`] keys, with a
@@ -29,21 +28,26 @@ pub struct Lookup(Arc<Plan>);
 
 impl Lookup {
     pub fn new(module: &Module) -> Lookup {
+        let in_key = (0..module.columns.len())
+            .map(|c| module.key_columns.iter().position(|&k| k == c))
+            .collect();
         Lookup(Arc::new(Plan {
             module: module.clone(),
             full: tables::sqlite_lookup(module, rows::BATCH),
+            in_key,
         }))
     }
 
     /// The table's rows holding these natural keys (each in the order of
-    /// the module's key columns), by the key's canonical text.
+    /// the module's key columns), in the keys' order: `None` for a key the
+    /// table does not hold.
     pub async fn by_keys(
         &self,
         db: &Db,
         keys: Vec<Vec<Value>>,
-    ) -> anyhow::Result<HashMap<String, TableRow>> {
+    ) -> anyhow::Result<Vec<Option<TableRow>>> {
         if keys.is_empty() {
-            return Ok(HashMap::new());
+            return Ok(vec![]);
         }
         let conn = match db.acquire().await? {
             Pooled::Sqlite(conn) => conn,
@@ -66,6 +70,8 @@ struct Plan {
     /// The lookup statement of [`rows::BATCH`] keys
     /// ([`tables::sqlite_lookup`]); a smaller part's is written when needed.
     full: String,
+    /// For each catalog column, its place in the natural key, if it is in.
+    in_key: Vec<Option<usize>>,
 }
 
 /// The lookups of one batch, on the pool connection `conn`.
@@ -74,40 +80,43 @@ fn sqlite(
     runtime: &tokio::runtime::Handle,
     plan: &Plan,
     keys: &[Vec<Value>],
-) -> anyhow::Result<HashMap<String, TableRow>> {
+) -> anyhow::Result<Vec<Option<TableRow>>> {
     let mut locked = runtime.block_on(conn.lock_handle())?;
     // SAFETY: the handle stays locked (no sqlx statement can run on it)
     // until `locked` drops, and `rusqlite` neither closes it nor outlives
     // it: `c` drops first, finalizing its statements.
     let c = unsafe { rusqlite::Connection::from_handle(locked.as_raw_handle().as_ptr())? };
-    let mut found = HashMap::with_capacity(keys.len());
+    let mut found: Vec<Option<TableRow>> = vec![None; keys.len()];
     for part in super::pieces(keys.len(), rows::BATCH) {
         let mut select = if part.len() == rows::BATCH {
             c.prepare_cached(&plan.full)?
         } else {
             c.prepare_cached(&tables::sqlite_lookup(&plan.module, part.len()))?
         };
-        let params = keys[part].iter().flatten();
+        let params = keys[part.clone()].iter().flatten();
         for (n, v) in params.enumerate() {
             select.raw_bind_parameter(n + 1, to_sqlite(v))?;
         }
         let mut rows = select.raw_query();
         while let Some(row) = rows.next()? {
+            // Column 0 is the key's place in the part, column 1 the id.
+            let place: usize = row.get(0)?;
+            let Some(key) = keys.get(part.start + place) else {
+                continue;
+            };
+            // A key column holds the key it was found by (binary equal:
+            // the key columns compare as stored), so it is not read again.
             let values: Vec<Option<Value>> = (plan.module.columns.iter().enumerate())
-                .map(|(i, c)| from_sqlite(row.get_ref(i + 1)?, c.ty).map_err(Into::into))
+                .map(|(i, c)| match plan.in_key[i] {
+                    Some(k) => Ok(Some(key[k].clone())),
+                    None => from_sqlite(row.get_ref(i + 2)?, c.ty).map_err(Into::into),
+                })
                 .collect::<anyhow::Result<_>>()?;
-            let key: Option<Vec<Value>> = (plan.module.key_columns.iter())
-                .map(|&i| values[i].clone())
-                .collect();
-            // Key columns are NOT NULL; a row without one matches no key.
-            if let Some(key) = key {
-                found.insert(
-                    key_text(&key),
-                    TableRow {
-                        id: row.get(0)?,
-                        values,
-                    },
-                );
+            if let Some(slot) = found.get_mut(part.start + place) {
+                *slot = Some(TableRow {
+                    id: row.get(1)?,
+                    values,
+                });
             }
         }
     }

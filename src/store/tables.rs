@@ -3,9 +3,8 @@
 //! set-based, in `staged`. Every identifier comes from the checked catalog
 //! and is quoted; every value is a bound parameter.
 
-use std::collections::HashMap;
-
 use serde_json::{Map, Value as Json};
+use sqlx::Row;
 
 use super::values::{BindValue, DecodeValue, pg_input};
 use super::{Conn, Dialect, Result, ident};
@@ -60,58 +59,59 @@ fn select_columns(module: &Module, table: Option<&str>) -> String {
     cols.join(", ")
 }
 
-/// A row selected with [`select_columns`].
-fn table_row<R: sqlx::Row + DecodeValue>(module: &Module, row: &R) -> Result<TableRow>
+/// A row selected with [`select_columns`], its id in column `first`.
+fn table_row<R: sqlx::Row + DecodeValue>(module: &Module, row: &R, first: usize) -> Result<TableRow>
 where
     usize: sqlx::ColumnIndex<R>,
     i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
 {
-    let id: i64 = row.try_get(0)?;
+    let id: i64 = row.try_get(first)?;
     let values = module
         .columns
         .iter()
         .enumerate()
-        .map(|(i, col)| row.value(i + 1, col.ty))
+        .map(|(i, col)| row.value(first + 1 + i, col.ty))
         .collect::<Result<_>>()?;
     Ok(TableRow { id, values })
 }
 
-/// SQLite's key lookup of `keys` keys: `IN` for a one-column key; for a
-/// wider one the keys are a `VALUES` list that the table is joined to
-/// (`CROSS JOIN` keeps the list the outer loop). With `(a, b) IN (VALUES
-/// …)` SQLite scanned the whole table for each batch (17 ms a batch of 500
-/// at 100k rows, against 1.3 ms joined).
+/// SQLite's key lookup of `keys` keys: the keys are a `VALUES` list, each
+/// with its place in the list, that the table is joined to (`CROSS JOIN`
+/// keeps the list the outer loop, an index lookup a key). A found row
+/// comes back with the place of its key (column 0), so the caller needs no
+/// key text to match it: the canonical text of every found row's key,
+/// and a hash map of them, were 2–3 % of a 1M-row upsert validation
+/// (BENCHMARKS.md, issue 18, tenth session). With `(a, b) IN (VALUES …)`
+/// SQLite scanned the whole table for each batch (17 ms a batch of 500 at
+/// 100k rows, against 1.3 ms joined).
 pub(super) fn sqlite_lookup(module: &Module, keys: usize) -> String {
     let width = module.key_columns.len();
-    let table = ident(&module.table);
-    if width == 1 {
-        let marks: Vec<String> = (1..=keys)
-            .map(|n| super::param(Dialect::Sqlite, n))
-            .collect();
-        return format!(
-            "SELECT {} FROM {table} WHERE {} IN ({})",
-            select_columns(module, None),
-            ident(&module.natural_key[0]),
-            marks.join(", ")
-        );
-    }
     let on: Vec<String> = module
         .natural_key
         .iter()
         .enumerate()
-        .map(|(n, name)| format!("t.{} = k.column{}", ident(name), n + 1))
+        .map(|(n, name)| format!("t.{} = k.column{}", ident(name), n + 2))
+        .collect();
+    let list: Vec<String> = (0..keys)
+        .map(|k| {
+            let marks: Vec<String> = (1..=width)
+                .map(|c| super::param(Dialect::Sqlite, k * width + c))
+                .collect();
+            format!("({k}, {})", marks.join(", "))
+        })
         .collect();
     format!(
-        "SELECT {} FROM (VALUES {}) AS k CROSS JOIN {table} t ON {}",
+        "SELECT k.column1, {} FROM (VALUES {}) AS k CROSS JOIN {} t ON {}",
         select_columns(module, Some("t")),
-        super::tuples(Dialect::Sqlite, keys, width),
+        list.join(", "),
+        ident(&module.table),
         on.join(" AND ")
     )
 }
 
 /// PostgreSQL's key lookup: the keys arrive as one text array per key
-/// column, unnested and joined to the table, each cast to its column's
-/// type. With `IN (VALUES …)`
+/// column, unnested with their place (from 1) and joined to the table,
+/// each cast to its column's type. With `IN (VALUES …)`
 /// the planner hashed the 500 keys and scanned the whole table once it
 /// held 100k rows (27 ms a batch: 3.8 s of looking up a 100k-row file
 /// already imported); an `unnest` of parameters is planned as index
@@ -134,7 +134,7 @@ fn unnest_lookup(module: &Module) -> String {
         })
         .collect();
     format!(
-        "SELECT {} FROM unnest({}) AS k({}) JOIN {} t ON {}",
+        "SELECT k.place, {} FROM unnest({}) WITH ORDINALITY AS k({}, place) JOIN {} t ON {}",
         select_columns(module, Some("t")),
         columns.join(", "),
         names.join(", "),
@@ -175,18 +175,26 @@ pub async fn lock_for_writing(conn: &mut Conn<'_>, module: &Module) -> Result<()
 /// module's one writer at a time has it.
 pub const JOIN_MEMORY: &str = "64MB";
 
-/// The rows holding these natural keys, by key text.
+/// The rows holding these natural keys (each in the order of the
+/// module's key columns), in the keys' order: `None` for a key the table
+/// does not hold.
 pub async fn by_keys(
     conn: &mut Conn<'_>,
     module: &Module,
     keys: &[Vec<Value>],
-) -> Result<HashMap<String, TableRow>> {
-    let mut found = HashMap::new();
-    if keys.is_empty() {
-        return Ok(found);
-    }
+) -> Result<Vec<Option<TableRow>>> {
+    let mut found = vec![None; keys.len()];
     for range in super::lookup_parts(conn.dialect(), keys.len(), super::rows::BATCH) {
-        let part = &keys[range];
+        let part = &keys[range.clone()];
+        let mut place = |p: i64, row| {
+            // The statement gives back the places it was given.
+            if let Some(slot) = usize::try_from(p)
+                .ok()
+                .and_then(|p| found.get_mut(range.start + p))
+            {
+                *slot = Some(row);
+            }
+        };
         if let Conn::Postgres(c) = conn {
             let sql = unnest_lookup(module);
             let mut q = sqlx::query(&sql);
@@ -194,8 +202,8 @@ pub async fn by_keys(
                 q = q.bind(part.iter().map(|key| pg_input(&key[k])).collect::<Vec<_>>());
             }
             for row in q.fetch_all(&mut **c).await? {
-                let row = table_row(module, &row)?;
-                found.insert(key_text(module, &row.values), row);
+                // `WITH ORDINALITY` counts from 1.
+                place(row.try_get::<i64, _>(0)? - 1, table_row(module, &row, 1)?);
             }
             continue;
         }
@@ -208,8 +216,7 @@ pub async fn by_keys(
                 }
             }
             for row in q.fetch_all(c).await? {
-                let row = table_row(module, &row)?;
-                found.insert(key_text(module, &row.values), row);
+                place(row.try_get::<i64, _>(0)?, table_row(module, &row, 1)?);
             }
         });
     }

@@ -269,7 +269,9 @@ impl CheckedRow {
 /// The canonical text of a natural key (a JSON array of its values), as
 /// the staged rows and the table lookups both name keys.
 pub fn key_text(values: &[Value]) -> String {
-    let mut out = vec![b'['];
+    // Room for a short code a column without growing: this runs per row.
+    let mut out = Vec::with_capacity(2 + 24 * values.len());
+    out.push(b'[');
     for (i, v) in values.iter().enumerate() {
         if i > 0 {
             out.push(b',');

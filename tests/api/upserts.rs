@@ -522,3 +522,54 @@ async fn an_update_stages_only_what_it_changes_and_still_checks_and_restores_eve
         "every cell as it was spelled"
     );
 }
+
+/// A file whose found keys span several lookups (500 keys each) and are
+/// in another order than the table's: every update is matched to its own
+/// row of the table, whose values are its before-image, and a key the
+/// table lacks is an insert.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_update_of_a_large_file_has_its_own_rows_before_image() {
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let header = "tech_name,phone,jobs_done\n";
+    let mut table = String::from(header);
+    for i in (0..2_600).step_by(2) {
+        table.push_str(&format!("Tech {i},08{i:010},{i}\n"));
+    }
+    let job = app.upload(&sub, "technicians", "", &table).await;
+    let job = app
+        .act_ok(&apr, job["id"].as_str().unwrap(), "approve")
+        .await;
+    assert_eq!(job["state"], "committed", "{job}");
+    // Backwards, every other key new: the places found are never the
+    // places of the table's rows.
+    let mut file = String::from(header);
+    for i in (0..2_600).rev() {
+        file.push_str(&format!("Tech {i},08{i:010},{}\n", 100_000 + i));
+    }
+    let job = app.upload(&sub, "technicians", "?mode=upsert", &file).await;
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    assert_eq!(job["counts"]["update"], 1_300, "{job}");
+    assert_eq!(job["counts"]["insert"], 1_300, "{job}");
+    let id = job["id"].as_str().unwrap();
+    let mut updates = 0;
+    for offset in [0, 1_000] {
+        let page = app
+            .get_json(
+                &sub,
+                &format!("/api/jobs/{id}/preview?action=update&limit=1000&offset={offset}"),
+            )
+            .await;
+        for row in page["rows"].as_array().unwrap() {
+            let new = row["values"]["jobs_done"].as_i64().unwrap();
+            assert_eq!(row["before"]["jobs_done"], new - 100_000, "{row}");
+            assert_eq!(
+                row["before"]["tech_name"], row["values"]["tech_name"],
+                "{row}"
+            );
+            assert_eq!(row["before"]["phone"], row["values"]["phone"], "{row}");
+            updates += 1;
+        }
+    }
+    assert_eq!(updates, 1_300);
+}
