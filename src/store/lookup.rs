@@ -99,26 +99,31 @@ fn sqlite(
         }
         let mut rows = select.raw_query();
         while let Some(row) = rows.next()? {
-            // Column 0 is the key's place in the part, column 1 the id.
-            let place: usize = row.get(0)?;
-            let Some(key) = keys.get(part.start + place) else {
-                continue;
-            };
-            // A key column holds the key it was found by (binary equal:
-            // the key columns compare as stored), so it is not read again.
-            let values: Vec<Option<Value>> = (plan.module.columns.iter().enumerate())
-                .map(|(i, c)| match plan.in_key[i] {
-                    Some(k) => Ok(Some(key[k].clone())),
-                    None => from_sqlite(row.get_ref(i + 2)?, c.ty).map_err(Into::into),
-                })
-                .collect::<anyhow::Result<_>>()?;
-            if let Some(slot) = found.get_mut(part.start + place) {
-                *slot = Some(TableRow {
-                    id: row.get(1)?,
-                    values,
-                });
+            // Column 0 is the key's place in the part; the statement gives
+            // back only places it was given.
+            let at = part.start + row.get::<_, usize>(0)?;
+            if let Some(key) = keys.get(at) {
+                found[at] = Some(table_row(plan, key, row)?);
             }
         }
     }
     Ok(found)
+}
+
+/// A found row (its id in column 1, the module's columns after it), found
+/// by `key`. SQLite compares each key column with the value bound for it
+/// in the column's affinity and binary collation, so the row's key cells
+/// hold exactly the key's values: they are taken from the key, not
+/// decoded again.
+fn table_row(plan: &Plan, key: &[Value], row: &rusqlite::Row<'_>) -> anyhow::Result<TableRow> {
+    let values = (plan.module.columns.iter().enumerate())
+        .map(|(i, c)| match plan.in_key[i] {
+            Some(k) => Ok(Some(key[k].clone())),
+            None => from_sqlite(row.get_ref(i + 2)?, c.ty).map_err(Into::into),
+        })
+        .collect::<anyhow::Result<_>>()?;
+    Ok(TableRow {
+        id: row.get(1)?,
+        values,
+    })
 }
