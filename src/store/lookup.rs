@@ -2,20 +2,24 @@
 //! module's table holds, and its rows for them (an update's before-image).
 //!
 //! On SQLite a batch's lookups run through `rusqlite` on a blocking thread,
-//! on one of the pool's connections: the same statements as through sqlx
-//! ([`tables::by_keys`]), each found row read straight into module
-//! values. Through sqlx the lookups of 1M keys, all found, took 6.4 s of a
-//! 9 s upsert validation: a multi-row statement's arguments built on the
-//! runtime's threads and bound value by value on the connection's thread,
-//! then every row sent back over a channel and decoded (BENCHMARKS.md,
-//! "Upsert commits, key lookups and the SQLite rollback"). PostgreSQL
-//! keeps its one `unnest` join a batch ([`tables::by_keys`]).
+//! on a read connection of the validation's own: the same statements as
+//! through sqlx ([`tables::by_keys`]), each found row read straight into
+//! module values. Through sqlx the lookups of 1M keys, all found, took
+//! 6.4 s of a 9 s upsert validation: a multi-row statement's arguments
+//! built on the runtime's threads and bound value by value on the
+//! connection's thread, then every row sent back over a channel and
+//! decoded (BENCHMARKS.md, "Upsert commits, key lookups and the SQLite
+//! rollback"). PostgreSQL keeps its one `unnest` join a batch
+//! ([`tables::by_keys`]).
 
-use std::sync::Arc;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::OpenFlags;
 
 use super::tables::{self, TableRow};
 use super::values::{from_sqlite, to_sqlite};
-use super::{Db, Pooled, rows};
+use super::{Db, rows};
 use crate::catalog::Module;
 use crate::validate::Value;
 
@@ -24,18 +28,33 @@ use crate::validate::Value;
 /// `VALUES` list of 500 tuples for a two-column key) was written again
 /// for every part: 2 % of a 1M-row SQLite upsert validation's CPU in
 /// `perf` (BENCHMARKS.md, issue 18, ninth session).
-pub struct Lookup(Arc<Plan>);
+///
+/// On SQLite the lookups have a connection of their own, opened at the
+/// first and kept until the validation drops its `Lookup`, so the
+/// statement is also prepared once: prepared again for every batch (on a
+/// pool connection, through a `rusqlite` handle made for the batch) it
+/// took about 1,000 instructions a key under callgrind (BENCHMARKS.md,
+/// issue 18, tenth session). It only reads: in WAL mode it sees the table
+/// as last committed, as a pool connection did, and holds no lock a
+/// writer waits for.
+pub struct Lookup {
+    plan: Arc<Plan>,
+    reader: Arc<Mutex<Option<rusqlite::Connection>>>,
+}
 
 impl Lookup {
     pub fn new(module: &Module) -> Lookup {
         let in_key = (0..module.columns.len())
             .map(|c| module.key_columns.iter().position(|&k| k == c))
             .collect();
-        Lookup(Arc::new(Plan {
-            module: module.clone(),
-            full: tables::sqlite_lookup(module, rows::BATCH),
-            in_key,
-        }))
+        Lookup {
+            plan: Arc::new(Plan {
+                module: module.clone(),
+                full: tables::sqlite_lookup(module, rows::BATCH),
+                in_key,
+            }),
+            reader: Arc::default(),
+        }
     }
 
     /// The table's rows holding these natural keys (each in the order of
@@ -49,19 +68,37 @@ impl Lookup {
         if keys.is_empty() {
             return Ok(vec![]);
         }
-        let conn = match db.acquire().await? {
-            Pooled::Sqlite(conn) => conn,
-            mut pooled => {
-                let module = &self.0.module;
+        let file = match db {
+            Db::Sqlite(pool) => pool.connect_options().get_filename().to_path_buf(),
+            Db::Postgres(_) => {
+                let mut pooled = db.acquire().await?;
+                let module = &self.plan.module;
                 return Ok(tables::by_keys(&mut pooled.conn(), module, &keys).await?);
             }
         };
-        let plan = self.0.clone();
-        let runtime = tokio::runtime::Handle::current();
-        tokio::task::spawn_blocking(move || sqlite(conn, &runtime, &plan, &keys))
-            .await
-            .map_err(|e| anyhow::anyhow!("the key lookup failed: {e}"))?
+        let (plan, reader) = (self.plan.clone(), self.reader.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut reader = reader
+                .lock()
+                .map_err(|_| anyhow::anyhow!("an earlier key lookup failed"))?;
+            let c = match &mut *reader {
+                Some(c) => c,
+                none => none.insert(open(&file)?),
+            };
+            sqlite(c, &plan, &keys)
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("the key lookup failed: {e}"))?
     }
+}
+
+/// The lookups' read connection to the database file.
+fn open(file: &Path) -> anyhow::Result<rusqlite::Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let c = rusqlite::Connection::open_with_flags(file, flags)?;
+    // It reads only; should a statement ever try to write, SQLite refuses.
+    c.pragma_update(None, "query_only", true)?;
+    Ok(c)
 }
 
 /// What the lookup thread needs of the module.
@@ -74,18 +111,12 @@ struct Plan {
     in_key: Vec<Option<usize>>,
 }
 
-/// The lookups of one batch, on the pool connection `conn`.
+/// The lookups of one batch, on the lookups' connection `c`.
 fn sqlite(
-    mut conn: sqlx::pool::PoolConnection<sqlx::Sqlite>,
-    runtime: &tokio::runtime::Handle,
+    c: &rusqlite::Connection,
     plan: &Plan,
     keys: &[Vec<Value>],
 ) -> anyhow::Result<Vec<Option<TableRow>>> {
-    let mut locked = runtime.block_on(conn.lock_handle())?;
-    // SAFETY: the handle stays locked (no sqlx statement can run on it)
-    // until `locked` drops, and `rusqlite` neither closes it nor outlives
-    // it: `c` drops first, finalizing its statements.
-    let c = unsafe { rusqlite::Connection::from_handle(locked.as_raw_handle().as_ptr())? };
     let mut found: Vec<Option<TableRow>> = vec![None; keys.len()];
     for part in super::pieces(keys.len(), rows::BATCH) {
         let mut select = if part.len() == rows::BATCH {
