@@ -19,20 +19,6 @@ pub struct TableRow {
     pub values: Vec<Option<Value>>,
 }
 
-/// The canonical text of a natural key, as validation computes it.
-pub fn key_text(module: &Module, values: &[Option<Value>]) -> String {
-    let parts: Option<Vec<Value>> = module
-        .key_columns
-        .iter()
-        .map(|&i| values[i].clone())
-        .collect();
-    match parts {
-        Some(parts) => crate::validate::key_text(&parts),
-        // Key columns are NOT NULL; a row without one matches no staged key.
-        None => String::new(),
-    }
-}
-
 /// Reads a natural key back from its canonical text.
 pub fn key_values(module: &Module, nkey: &str) -> Option<Vec<Value>> {
     let parts: Vec<Json> = serde_json::from_str(nkey).ok()?;

@@ -136,15 +136,18 @@ fn stored_value(cell: Stored<'_>, ty: ColumnType) -> Value {
     }
 }
 
+/// A date as either database writes it: `YYYY-MM-DD` ([`plain_date`]);
+/// chrono's `FromStr` reads the rest (a signed or five-digit year).
+fn stored_date(t: &str) -> Option<NaiveDate> {
+    plain_date(t).unwrap_or_else(|| t.parse().ok())
+}
+
 fn parse_text(t: &str, ty: ColumnType) -> Value {
     let parsed = match ty {
         // Exact: `Decimal::from_str` rounds digits past 28 and reads
         // exponents, so the value written back would not be the text read.
         ColumnType::Numeric => Decimal::from_str_exact(t).ok().map(Value::Decimal),
-        // Stored as `YYYY-MM-DD` ([`plain_date`]); chrono reads the rest.
-        ColumnType::Date => plain_date(t)
-            .unwrap_or_else(|| t.parse::<NaiveDate>().ok())
-            .map(Value::Date),
+        ColumnType::Date => stored_date(t).map(Value::Date),
         ColumnType::Timestamptz => DateTime::parse_from_rfc3339(t)
             .map(|d| d.with_timezone(&Utc))
             .ok()
@@ -264,9 +267,7 @@ fn pg_binary(bytes: Result<&[u8], sqlx::error::BoxDynError>, ty: ColumnType) -> 
 fn pg_text(t: &str, ty: ColumnType) -> Value {
     let parsed = match ty {
         ColumnType::Numeric => Decimal::from_str_exact(t).ok().map(Value::Decimal),
-        ColumnType::Date => plain_date(t)
-            .unwrap_or_else(|| t.parse::<NaiveDate>().ok())
-            .map(Value::Date),
+        ColumnType::Date => stored_date(t).map(Value::Date),
         ColumnType::Timestamptz => DateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S%.f%#z")
             .ok()
             .map(|d| Value::Timestamp(d.with_timezone(&Utc))),

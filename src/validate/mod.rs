@@ -267,7 +267,7 @@ impl CheckedRow {
 }
 
 /// The canonical text of a natural key (a JSON array of its values), as
-/// the staged rows and the table lookups both name keys.
+/// the staged rows name keys (the table lookups answer by place).
 pub fn key_text(values: &[Value]) -> String {
     // Room for a short code a column without growing: this runs per row.
     let mut out = Vec::with_capacity(2 + 24 * values.len());
