@@ -159,28 +159,34 @@ impl Value {
 /// is written to the stage as text), 2.5 % of a SQLite validation of the
 /// harness's orders (BENCHMARKS.md, issue 18, tenth session).
 pub fn date_text(d: &NaiveDate) -> String {
+    match date_digits(d) {
+        // The digits are ASCII.
+        Some(digits) => digits.iter().map(|&b| char::from(b)).collect(),
+        None => format!("{:+05}-{:02}-{:02}", d.year(), d.month(), d.day()),
+    }
+}
+
+/// `YYYY-MM-DD` of a date in the years 0 to 9999, written digit by digit;
+/// `None` for other years. Also what the stage's `COPY` sends.
+pub fn date_digits(d: &NaiveDate) -> Option<[u8; 10]> {
     let year = d.year();
     if !(0..=9999).contains(&year) {
-        return format!("{year:+05}-{:02}-{:02}", d.month(), d.day());
+        return None;
     }
     let (y, m, day) = (year as u32, d.month(), d.day());
-    let digit = |n: u32| char::from(b'0' + (n % 10) as u8);
-    let mut out = String::with_capacity(10);
-    for c in [
+    let digit = |n: u32| b'0' + (n % 10) as u8;
+    Some([
         digit(y / 1000),
         digit(y / 100),
         digit(y / 10),
         digit(y),
-        '-',
+        b'-',
         digit(m / 10),
         digit(m),
-        '-',
+        b'-',
         digit(day / 10),
         digit(day),
-    ] {
-        out.push(c);
-    }
-    out
+    ])
 }
 
 /// Parses one cell for its column. `Ok(None)` is an empty cell (null).
