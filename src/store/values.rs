@@ -169,64 +169,69 @@ fn parse_text(t: &str, ty: ColumnType) -> Value {
 }
 
 impl DecodeValue for PgRow {
+    /// Every type is read from the wire here, not through sqlx's `try_get`:
+    /// sqlx reads numerics, dates and timestamps into rust_decimal and
+    /// chrono, which hold less than PostgreSQL: it fails on `NaN`,
+    /// `Infinity` and numbers past 28 digits, drops the scale of a zero
+    /// (`0.00` came back `0`), and panics on `infinity` dates and
+    /// timestamps. And for text and integers its checks of the column's
+    /// type cost more than the decoding: a found row's columns took about
+    /// 600 instructions each, 15 % of an upsert validation's on PostgreSQL
+    /// (callgrind, BENCHMARKS.md, issue 18, eleventh session).
     fn value(&self, index: usize, ty: ColumnType) -> Result<Option<Value>> {
-        Ok(match ty {
-            ColumnType::Text => self.try_get::<Option<String>, _>(index)?.map(Value::Text),
-            ColumnType::Integer => self
-                .try_get::<Option<i32>, _>(index)?
-                .map(|i| Value::Int(i as i64)),
-            ColumnType::Bigint => self.try_get::<Option<i64>, _>(index)?.map(Value::Int),
-            ColumnType::Boolean => self.try_get::<Option<bool>, _>(index)?.map(Value::Bool),
-            // sqlx reads these three into rust_decimal and chrono, which
-            // hold less than PostgreSQL: it fails on `NaN`, `Infinity` and
-            // numbers past 28 digits, drops the scale of a zero (`0.00` came
-            // back `0`), and panics on `infinity` dates and timestamps. So
-            // they are read from the wire here.
-            ColumnType::Numeric | ColumnType::Date | ColumnType::Timestamptz => {
-                let raw = self.try_get_raw(index)?;
-                // The bytes are read by hand, so the type sqlx would check
-                // is checked here: eight bytes of text are no timestamp.
-                // (sqlx took `timestamp` for `timestamptz` too, alike on
-                // the wire.)
-                let expected: &[&str] = match ty {
-                    ColumnType::Numeric => &["NUMERIC"],
-                    ColumnType::Date => &["DATE"],
-                    _ => &["TIMESTAMPTZ", "TIMESTAMP"],
-                };
-                let info = raw.type_info();
-                if !expected.contains(&info.name()) {
-                    return Err(StoreError::Corrupt(format!(
-                        "column {index} is {}, not {}",
-                        info.name(),
-                        ty.as_str()
-                    )));
-                }
-                if raw.is_null() {
-                    None
-                } else {
-                    let value = match raw.format() {
-                        PgValueFormat::Binary => pg_binary(raw.as_bytes(), ty),
-                        PgValueFormat::Text => raw.as_str().ok().map(|t| pg_text(t, ty)),
-                    };
-                    let value = value.ok_or_else(|| {
-                        StoreError::Corrupt(format!(
-                            "column {index} is no PostgreSQL {}",
-                            ty.as_str()
-                        ))
-                    })?;
-                    Some(value)
-                }
-            }
-        })
+        let raw = self.try_get_raw(index)?;
+        // The bytes are read by hand, so the type sqlx would check is
+        // checked here: eight bytes of text are no timestamp. (sqlx took
+        // `timestamp` for `timestamptz` too, alike on the wire.)
+        let expected: &[&str] = match ty {
+            // As sqlx reads a `String`.
+            ColumnType::Text => &["TEXT", "VARCHAR", "BPCHAR", "NAME", "UNKNOWN", "citext"],
+            ColumnType::Integer | ColumnType::Bigint => &["INT4", "INT8", "INT2"],
+            ColumnType::Boolean => &["BOOL"],
+            ColumnType::Numeric => &["NUMERIC"],
+            ColumnType::Date => &["DATE"],
+            ColumnType::Timestamptz => &["TIMESTAMPTZ", "TIMESTAMP"],
+        };
+        let info = raw.type_info();
+        if !expected.contains(&info.name()) {
+            return Err(StoreError::Corrupt(format!(
+                "column {index} is {}, not {}",
+                info.name(),
+                ty.as_str()
+            )));
+        }
+        if raw.is_null() {
+            return Ok(None);
+        }
+        let value = match raw.format() {
+            PgValueFormat::Binary => pg_binary(raw.as_bytes(), ty),
+            PgValueFormat::Text => raw.as_str().ok().and_then(|t| pg_text(t, ty)),
+        };
+        let value = value.ok_or_else(|| {
+            StoreError::Corrupt(format!("column {index} is no PostgreSQL {}", ty.as_str()))
+        })?;
+        Ok(Some(value))
     }
 }
 
-/// A `numeric`, `date` or `timestamptz` in PostgreSQL's binary format, as
-/// a value of its column or, when it is none here, as PostgreSQL's text of
-/// it. `None` when the bytes are not of that type.
+/// A value in PostgreSQL's binary format, as a value of its column or,
+/// when it is none here (a `NaN` numeric, an `infinity` date), as
+/// PostgreSQL's text of it. `None` when the bytes are not of that type.
 fn pg_binary(bytes: Result<&[u8], sqlx::error::BoxDynError>, ty: ColumnType) -> Option<Value> {
     let bytes = bytes.ok()?;
     match ty {
+        ColumnType::Text => Some(Value::Text(std::str::from_utf8(bytes).ok()?.to_string())),
+        // `int2`, `int4` or `int8`, by its width, big-endian.
+        ColumnType::Integer | ColumnType::Bigint => Some(Value::Int(match bytes.len() {
+            2 => i16::from_be_bytes(bytes.try_into().ok()?).into(),
+            4 => i32::from_be_bytes(bytes.try_into().ok()?).into(),
+            8 => i64::from_be_bytes(bytes.try_into().ok()?),
+            _ => return None,
+        })),
+        ColumnType::Boolean => match bytes {
+            [b] => Some(Value::Bool(*b != 0)),
+            _ => None,
+        },
         ColumnType::Numeric => {
             let text = numeric_text(bytes)?;
             Some(match Decimal::from_str_exact(&text) {
@@ -259,21 +264,28 @@ fn pg_binary(bytes: Result<&[u8], sqlx::error::BoxDynError>, ty: ColumnType) -> 
                 },
             })
         }
-        _ => None,
     }
 }
 
 /// The same in PostgreSQL's text format (the session's zone is UTC).
-fn pg_text(t: &str, ty: ColumnType) -> Value {
+fn pg_text(t: &str, ty: ColumnType) -> Option<Value> {
     let parsed = match ty {
+        ColumnType::Text => return Some(Value::Text(t.to_string())),
+        ColumnType::Integer | ColumnType::Bigint => return t.parse().ok().map(Value::Int),
+        ColumnType::Boolean => {
+            return match t {
+                "t" => Some(Value::Bool(true)),
+                "f" => Some(Value::Bool(false)),
+                _ => None,
+            };
+        }
         ColumnType::Numeric => Decimal::from_str_exact(t).ok().map(Value::Decimal),
         ColumnType::Date => stored_date(t).map(Value::Date),
         ColumnType::Timestamptz => DateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S%.f%#z")
             .ok()
             .map(|d| Value::Timestamp(d.with_timezone(&Utc))),
-        _ => None,
     };
-    parsed.unwrap_or_else(|| Value::Text(t.to_string()))
+    Some(parsed.unwrap_or_else(|| Value::Text(t.to_string())))
 }
 
 /// PostgreSQL's epoch, 2000-01-01: dates count days and timestamps
