@@ -4,10 +4,11 @@
 //! Written by hand because it is a dozen lines and no crate writes it
 //! without a `String` per field: the stage's writer used to make the text
 //! of every number and typed value, gather a row's fields into a `Vec`,
-//! and escape byte by byte (`perf` of a 1M-row `orders` validation on
-//! PostgreSQL: about a tenth of the service's CPU in that and its
-//! allocations; BENCHMARKS.md, issue 18, eleventh session). Nearly every
-//! field needs no escape, so a field is scanned first and copied whole.
+//! and escape byte by byte (callgrind of a PostgreSQL validation of the
+//! harness's `orders`: a quarter of the service's instructions, 8,200 a
+//! row; written this way 2,650; BENCHMARKS.md, issue 18, eleventh
+//! session). Nearly every field needs no escape, so a field is scanned
+//! first and copied whole.
 
 use chrono::Datelike;
 
