@@ -269,23 +269,25 @@ fn pg_binary(bytes: Result<&[u8], sqlx::error::BoxDynError>, ty: ColumnType) -> 
 
 /// The same in PostgreSQL's text format (the session's zone is UTC).
 fn pg_text(t: &str, ty: ColumnType) -> Option<Value> {
-    let parsed = match ty {
-        ColumnType::Text => return Some(Value::Text(t.to_string())),
-        ColumnType::Integer | ColumnType::Bigint => return t.parse().ok().map(Value::Int),
-        ColumnType::Boolean => {
-            return match t {
-                "t" => Some(Value::Bool(true)),
-                "f" => Some(Value::Bool(false)),
-                _ => None,
-            };
+    let as_text = || Value::Text(t.to_string());
+    match ty {
+        ColumnType::Text => Some(as_text()),
+        ColumnType::Integer | ColumnType::Bigint => t.parse().ok().map(Value::Int),
+        ColumnType::Boolean => match t {
+            "t" => Some(Value::Bool(true)),
+            "f" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        // What no type here holds stays PostgreSQL's text of it.
+        ColumnType::Numeric => {
+            Some(Decimal::from_str_exact(t).map_or_else(|_| as_text(), Value::Decimal))
         }
-        ColumnType::Numeric => Decimal::from_str_exact(t).ok().map(Value::Decimal),
-        ColumnType::Date => stored_date(t).map(Value::Date),
-        ColumnType::Timestamptz => DateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S%.f%#z")
-            .ok()
-            .map(|d| Value::Timestamp(d.with_timezone(&Utc))),
-    };
-    Some(parsed.unwrap_or_else(|| Value::Text(t.to_string())))
+        ColumnType::Date => Some(stored_date(t).map_or_else(as_text, Value::Date)),
+        ColumnType::Timestamptz => Some(
+            DateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S%.f%#z")
+                .map_or_else(|_| as_text(), |d| Value::Timestamp(d.with_timezone(&Utc))),
+        ),
+    }
 }
 
 /// PostgreSQL's epoch, 2000-01-01: dates count days and timestamps
@@ -489,6 +491,49 @@ mod tests {
         assert_eq!(zero.map(|v| v.to_text()).as_deref(), Some("0.00"));
         let big = pg_binary(Ok(&numeric(10, 0, 0, &[1])), ColumnType::Numeric);
         assert!(matches!(big, Some(Value::Text(_))), "{big:?}");
+    }
+
+    #[test]
+    fn text_integers_and_booleans_read_from_either_wire_format() {
+        use ColumnType::*;
+        let binary = |bytes: &[u8], ty| pg_binary(Ok(bytes), ty);
+        // An integer column reads `int2`, `int4` and `int8` by width.
+        assert_eq!(
+            binary(&(-7i16).to_be_bytes(), Integer),
+            Some(Value::Int(-7))
+        );
+        assert_eq!(
+            binary(&i32::MIN.to_be_bytes(), Integer),
+            Some(Value::Int(i32::MIN.into()))
+        );
+        assert_eq!(
+            binary(&i64::MAX.to_be_bytes(), Bigint),
+            Some(Value::Int(i64::MAX))
+        );
+        assert_eq!(
+            binary(&[0, 0, 1], Bigint),
+            None,
+            "three bytes are no integer"
+        );
+        assert_eq!(binary(&[1], Boolean), Some(Value::Bool(true)));
+        assert_eq!(binary(&[0], Boolean), Some(Value::Bool(false)));
+        assert_eq!(binary(&[0, 1], Boolean), None);
+        assert_eq!(
+            binary("Ü\t".as_bytes(), Text),
+            Some(Value::Text("Ü\t".into()))
+        );
+        assert_eq!(binary(&[0xff, 0xfe], Text), None, "not UTF-8");
+        assert_eq!(pg_text("-42", Integer), Some(Value::Int(-42)));
+        assert_eq!(pg_text("4x", Bigint), None);
+        assert_eq!(pg_text("t", Boolean), Some(Value::Bool(true)));
+        assert_eq!(pg_text("f", Boolean), Some(Value::Bool(false)));
+        assert_eq!(pg_text("yes", Boolean), None);
+        assert_eq!(pg_text("a b", Text), Some(Value::Text("a b".into())));
+        assert_eq!(pg_text("NaN", Numeric), Some(Value::Text("NaN".into())));
+        assert_eq!(
+            pg_text("infinity", Date),
+            Some(Value::Text("infinity".into()))
+        );
     }
 
     #[test]
