@@ -108,16 +108,20 @@ where
             header.push(key.to_string());
             Ok(())
         };
-        let mut found = Vec::new();
+        let mut scanned = Vec::new();
         let mut objects = 0u64;
         walk(&mut reader, &mut |element| {
             objects += 1;
-            if object_keys(element.bytes, &mut found) {
+            let found = match element.keys {
+                Some(keys) => Some(keys),
+                None => object_keys(element.bytes, &mut scanned).then_some(&scanned[..]),
+            };
+            if let Some(found) = found {
                 if max_columns > 0 && found.len() > max_columns {
                     let f = too_many_keys(max_columns);
                     return Err(FileError::new(f.code, placed(&element, layout, &f.message)));
                 }
-                if same.as_before(element.bytes, &found) {
+                if same.as_before(element.bytes, found) {
                     return kept.push(&element);
                 }
                 let mut readable = true;
@@ -128,7 +132,7 @@ where
                     }
                 }
                 if readable {
-                    same.remember(element.bytes, &found);
+                    same.remember(element.bytes, found);
                     return kept.push(&element);
                 }
             }
@@ -287,6 +291,7 @@ fn walk_ndjson(file: &mut dyn Read, max_line: usize, sink: &mut Sink) -> Result<
             number,
             line: number,
             depth: 0,
+            keys: None,
         })?;
     }
 }
