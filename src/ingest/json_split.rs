@@ -568,7 +568,7 @@ mod tests {
             let keys = match e.keys {
                 Some(keys) => keys.to_vec(),
                 None if object_keys(e.bytes, &mut scanned) => scanned.clone(),
-                None => vec![0..0],
+                None => Vec::new(),
             };
             let keys: Vec<_> = keys.iter().map(|r| &e.bytes[r.clone()]).collect();
             let text = String::from_utf8(e.bytes.to_vec()).unwrap();
