@@ -9,8 +9,9 @@
 //! built on the runtime's threads and bound value by value on the
 //! connection's thread, then every row sent back over a channel and
 //! decoded (BENCHMARKS.md, "Upsert commits, key lookups and the SQLite
-//! rollback"). PostgreSQL keeps its one `unnest` join a batch
-//! ([`tables::by_keys`]).
+//! rollback"). PostgreSQL keeps its one `unnest` statement a batch
+//! ([`tables::by_keys_planned`]), a join or one index probe a key as the
+//! table's size says ([`tables::key_plan`], counted at the first lookup).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -40,6 +41,9 @@ use crate::validate::Value;
 pub struct Lookup {
     plan: Arc<Plan>,
     reader: Arc<Mutex<Option<rusqlite::Connection>>>,
+    /// PostgreSQL's plan, chosen at the first lookup from the table's size
+    /// ([`tables::key_plan`]): the validation does not write the table.
+    key_plan: std::sync::OnceLock<tables::KeyPlan>,
 }
 
 impl Lookup {
@@ -54,6 +58,7 @@ impl Lookup {
                 in_key,
             }),
             reader: Arc::default(),
+            key_plan: std::sync::OnceLock::new(),
         }
     }
 
@@ -72,8 +77,16 @@ impl Lookup {
             Db::Sqlite(pool) => pool.connect_options().get_filename().to_path_buf(),
             Db::Postgres(_) => {
                 let mut pooled = db.acquire().await?;
+                let mut conn = pooled.conn();
                 let module = &self.plan.module;
-                return Ok(tables::by_keys(&mut pooled.conn(), module, &keys).await?);
+                let plan = match self.key_plan.get() {
+                    Some(plan) => *plan,
+                    None => {
+                        let plan = tables::key_plan(&mut conn, module).await?;
+                        *self.key_plan.get_or_init(|| plan)
+                    }
+                };
+                return Ok(tables::by_keys_planned(&mut conn, module, &keys, plan).await?);
             }
         };
         let (plan, reader) = (self.plan.clone(), self.reader.clone());

@@ -95,14 +95,55 @@ pub(super) fn sqlite_lookup(module: &Module, keys: usize) -> String {
     )
 }
 
+/// How PostgreSQL's key lookup meets the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyPlan {
+    /// A join, planned as PostgreSQL sees fit.
+    Join,
+    /// One probe of the natural-key index a key, whatever the plan.
+    Probe,
+}
+
+/// From how many rows a table gets [`KeyPlan::Probe`]. PostgreSQL's
+/// planner hashed the whole table for every batch up to about 700k rows
+/// (a scan of the table costs it less than 2,000 random index reads), at
+/// 0.55 µs a table row where a probe takes 4.5 µs a key: 55 ms a batch
+/// at 100k rows against 9 ms probed, and a 100k-row upsert over a 100k-row
+/// table took three times its insert (BENCHMARKS.md, twelfth session).
+/// Below this a hash of the table costs about what probing the batch does,
+/// and of an empty table nothing, where probes still cost 1.4 µs a key.
+pub const PROBE_FROM: i64 = 20_000;
+
+/// The plan for this validation's lookups in `module`'s table: whether it
+/// holds [`PROBE_FROM`] rows, counted up to there (a few milliseconds,
+/// once a validation). Not from the statistics: the `ANALYZE` after a
+/// commit runs once the job has moved, and an upsert uploaded right after
+/// found none yet. SQLite plans its own lookups as index probes.
+pub async fn key_plan(conn: &mut Conn<'_>, module: &Module) -> Result<KeyPlan> {
+    let Conn::Postgres(c) = conn else {
+        return Ok(KeyPlan::Join);
+    };
+    let sql = format!(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM {} LIMIT {PROBE_FROM}) s",
+        ident(&module.table)
+    );
+    let rows: i64 = sqlx::query_scalar(&sql).fetch_one(&mut **c).await?;
+    Ok(match rows >= PROBE_FROM {
+        true => KeyPlan::Probe,
+        false => KeyPlan::Join,
+    })
+}
+
 /// PostgreSQL's key lookup: the keys arrive as one text array per key
 /// column, unnested with their place (from 1) and joined to the table,
 /// each cast to its column's type. With `IN (VALUES …)`
 /// the planner hashed the 500 keys and scanned the whole table once it
 /// held 100k rows (27 ms a batch: 3.8 s of looking up a 100k-row file
-/// already imported); an `unnest` of parameters is planned as index
-/// lookups at any size, and binds two arrays instead of 1,000 values.
-fn unnest_lookup(module: &Module) -> String {
+/// already imported); an `unnest` of parameters binds two arrays instead
+/// of 1,000 values. [`KeyPlan::Probe`] puts the table in a `LATERAL`
+/// subquery that `OFFSET 0` keeps from being merged into the join, so it
+/// is run once a key, through the natural-key index.
+fn unnest_lookup(module: &Module, plan: KeyPlan) -> String {
     let columns: Vec<String> = (1..=module.key_columns.len())
         .map(|n| format!("${n}::text[]"))
         .collect();
@@ -119,13 +160,18 @@ fn unnest_lookup(module: &Module) -> String {
             format!("t.{} = k.k{}::{ty}", ident(&col.name), n + 1)
         })
         .collect();
+    let (table, on) = (ident(&module.table), on.join(" AND "));
+    let joined = match plan {
+        KeyPlan::Join => format!("JOIN {table} t ON {on}"),
+        KeyPlan::Probe => {
+            format!("CROSS JOIN LATERAL (SELECT * FROM {table} t WHERE {on} OFFSET 0) t")
+        }
+    };
     format!(
-        "SELECT k.place, {} FROM unnest({}) WITH ORDINALITY AS k({}, place) JOIN {} t ON {}",
+        "SELECT k.place, {} FROM unnest({}) WITH ORDINALITY AS k({}, place) {joined}",
         select_columns(module, Some("t")),
         columns.join(", "),
         names.join(", "),
-        ident(&module.table),
-        on.join(" AND ")
     )
 }
 
@@ -169,6 +215,16 @@ pub async fn by_keys(
     module: &Module,
     keys: &[Vec<Value>],
 ) -> Result<Vec<Option<TableRow>>> {
+    by_keys_planned(conn, module, keys, KeyPlan::Join).await
+}
+
+/// [`by_keys`], PostgreSQL's statement as `plan` says.
+pub async fn by_keys_planned(
+    conn: &mut Conn<'_>,
+    module: &Module,
+    keys: &[Vec<Value>],
+    plan: KeyPlan,
+) -> Result<Vec<Option<TableRow>>> {
     let mut found = vec![None; keys.len()];
     for range in super::lookup_parts(conn.dialect(), keys.len(), super::rows::BATCH) {
         let part = &keys[range.clone()];
@@ -182,7 +238,7 @@ pub async fn by_keys(
             }
         };
         if let Conn::Postgres(c) = conn {
-            let sql = unnest_lookup(module);
+            let sql = unnest_lookup(module, plan);
             let mut q = sqlx::query(&sql);
             for k in 0..module.key_columns.len() {
                 q = q.bind(part.iter().map(|key| pg_input(&key[k])).collect::<Vec<_>>());

@@ -573,3 +573,61 @@ async fn each_update_of_a_large_file_has_its_own_rows_before_image() {
     }
     assert_eq!(updates, 1_300);
 }
+
+/// `rows` orders, `SO-00000`… each with one SKU; `qty` 1 plus what `bump`
+/// says for the row.
+fn orders_csv(rows: usize, bump: impl Fn(usize) -> usize) -> String {
+    let mut csv =
+        String::from("order_no,customer_id,sku,qty,amount_idr,order_date,status,payment_method\n");
+    for i in 0..rows {
+        let qty = 1 + bump(i);
+        csv.push_str(&format!(
+            "SO-{i:08},C-{:06},SKU-{:04},{qty},{},2024-05-{:02},paid,cod\n",
+            i % 9973,
+            i % 1999,
+            1000 * (i % 97 + 1),
+            i % 28 + 1
+        ));
+    }
+    csv
+}
+
+/// Past [`importgate::store::tables::PROBE_FROM`] rows, PostgreSQL's
+/// lookups probe the natural-key index once a key instead of joining
+/// (BENCHMARKS.md, twelfth session): every key of a two-column key is
+/// still found, each with its own row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upsert_over_a_table_past_the_probe_size_finds_every_key() {
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let rows = importgate::store::tables::PROBE_FROM as usize + 4_000;
+    let job = app
+        .upload(&sub, "orders", "", &orders_csv(rows, |_| 0))
+        .await;
+    let job = app
+        .act_ok(&apr, job["id"].as_str().unwrap(), "approve")
+        .await;
+    assert_eq!(job["state"], "committed", "{job}");
+    // Every 1,000th order's quantity changes; two orders are new.
+    let mut csv = orders_csv(rows, |i| usize::from(i % 1_000 == 7) * (i % 5 + 1));
+    csv.push_str("SO-99999998,C-000001,SKU-0001,5,1000,2024-05-01,paid,cod\n");
+    csv.push_str("SO-99999999,C-000001,SKU-0002,5,1000,2024-05-01,paid,cod\n");
+    let job = app.upload(&sub, "orders", "?mode=upsert", &csv).await;
+    let changed = (0..rows).filter(|i| i % 1_000 == 7).count() as i64;
+    assert_eq!(job["counts"]["update"], changed, "{job}");
+    assert_eq!(job["counts"]["insert"], 2, "{job}");
+    assert_eq!(job["counts"]["unchanged"], rows as i64 - changed, "{job}");
+    let job = app
+        .act_ok(&apr, job["id"].as_str().unwrap(), "approve")
+        .await;
+    assert_eq!(job["state"], "committed", "{job}");
+    let bumped = app
+        .sql(
+            "SELECT order_no, CAST(qty AS TEXT) FROM uc_sales_orders \
+             WHERE qty > 1 ORDER BY order_no",
+        )
+        .await;
+    assert_eq!(bumped.len() as i64, changed + 2);
+    assert_eq!(bumped[1][0].as_deref(), Some("SO-00001007"));
+    assert_eq!(bumped[1][1].as_deref(), Some(&*(1007 % 5 + 2).to_string()));
+}
