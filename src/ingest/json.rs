@@ -76,7 +76,7 @@ fn line_limit(options: &Options) -> usize {
 /// object kept as found. Second pass: the kept objects parsed into rows.
 /// Both run on the reader's own thread ([`produce`]).
 fn two_passes<W>(
-    reader: Box<dyn Read + Send>,
+    mut reader: Box<dyn Read + Send>,
     options: &Options,
     layout: Layout,
     walk: W,
@@ -86,7 +86,6 @@ where
 {
     let max_columns = options.max_columns;
     produce(move |emit| {
-        let mut reader = reader;
         let mut kept = Kept::new()?;
         let mut header: Vec<String> = Vec::new();
         let mut columns = Columns::default();

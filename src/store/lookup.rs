@@ -83,7 +83,8 @@ impl Lookup {
                     Some(plan) => *plan,
                     None => {
                         let plan = tables::key_plan(&mut conn, module).await?;
-                        *self.key_plan.get_or_init(|| plan)
+                        let _ = self.key_plan.set(plan);
+                        plan
                     }
                 };
                 return Ok(tables::by_keys_planned(&mut conn, module, &keys, plan).await?);

@@ -128,9 +128,10 @@ pub async fn key_plan(conn: &mut Conn<'_>, module: &Module) -> Result<KeyPlan> {
         ident(&module.table)
     );
     let rows: i64 = sqlx::query_scalar(&sql).fetch_one(&mut **c).await?;
-    Ok(match rows >= PROBE_FROM {
-        true => KeyPlan::Probe,
-        false => KeyPlan::Join,
+    Ok(if rows >= PROBE_FROM {
+        KeyPlan::Probe
+    } else {
+        KeyPlan::Join
     })
 }
 
