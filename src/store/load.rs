@@ -3,8 +3,9 @@
 //! is refused if another worker holds it), now and then with the job's
 //! progress counts.
 //!
-//! On PostgreSQL a batch is one `COPY` of rows (with their warnings) and
-//! one of errors ([`rows::insert_batch`]), and two batches are written at once, each on
+//! On PostgreSQL a batch (with the batches queued behind it, joined up to
+//! 8,000 rows) is one `COPY` of rows (with their warnings) and one of
+//! errors ([`rows::insert_batch`]), and two batches are written at once, each on
 //! its own connection: a `COPY` keeps its backend busy on one core (1M
 //! `orders` rows: 7 of the 10 s), and the service's side needs about half
 //! the other. Their transactions commit in batch order: each renews the
@@ -136,6 +137,16 @@ mod pg {
     /// Batches written at once, each on its own connection.
     const IN_FLIGHT: usize = 2;
 
+    /// Rows of queued batches one transaction writes at most. Each
+    /// transaction costs its `COPY`'s start and a handful of round trips
+    /// (begin, durability, breaks, lease, commit), each a wait for a
+    /// backend to be scheduled on a machine whose two cores are busy: 1M
+    /// `orders` rows in 2,000-row transactions validated in a median of
+    /// 4.13 s, joined 3.70–3.76 s (BENCHMARKS.md, "Queued batches written
+    /// as one").
+    /// Memory holds no more rows than the queue already did.
+    const JOINED_ROWS: usize = 8_000;
+
     /// The batches being written, oldest first.
     pub struct Writes<'a> {
         db: &'a Db,
@@ -162,16 +173,24 @@ mod pg {
             }
         }
 
+        /// The next batch, with the batches queued behind it joined to it
+        /// up to [`JOINED_ROWS`]: they wait only because the writer is
+        /// behind, and one transaction and one `COPY` of them costs less
+        /// than one each (see [`JOINED_ROWS`]).
         pub async fn next(
             &mut self,
             rx: &mut mpsc::Receiver<Vec<StagedRow>>,
         ) -> anyhow::Result<Option<Vec<StagedRow>>> {
-            loop {
+            let mut rows = loop {
                 tokio::select! {
                     Some(written) = self.flying.next(), if !self.flying.is_empty() => written?,
-                    rows = rx.recv() => return Ok(rows),
+                    rows = rx.recv() => break rows,
                 }
+            };
+            if let Some(rows) = &mut rows {
+                join_queued(rows, rx, JOINED_ROWS);
             }
+            Ok(rows)
         }
 
         pub async fn push(&mut self, load: Load) -> anyhow::Result<()> {
@@ -218,6 +237,15 @@ mod pg {
             }
             Ok(())
         }
+    }
+}
+
+/// Appends to `rows` the batches already waiting in `rx`, while `rows`
+/// holds fewer than `up_to`; never waits for one.
+fn join_queued<T>(rows: &mut Vec<T>, rx: &mut mpsc::Receiver<Vec<T>>, up_to: usize) {
+    while rows.len() < up_to {
+        let Ok(more) = rx.try_recv() else { break };
+        rows.extend(more);
     }
 }
 
@@ -412,3 +440,31 @@ fn lease_lost(job_id: &str) -> anyhow::Error {
 
 /// How long a validation waits between progress updates.
 pub const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn queued_batches_join_in_order_up_to_the_bound_and_nothing_is_awaited() {
+        let (tx, mut rx) = mpsc::channel(8);
+        for b in 0..5u32 {
+            tx.send((b * 3..b * 3 + 3).collect::<Vec<u32>>())
+                .await
+                .unwrap();
+        }
+        let mut first = rx.recv().await.unwrap();
+        join_queued(&mut first, &mut rx, 8);
+        // Whole batches: the third goes past the bound, none is split.
+        assert_eq!(first, (0..9).collect::<Vec<_>>());
+        let mut rest = rx.recv().await.unwrap();
+        join_queued(&mut rest, &mut rx, 8);
+        assert_eq!(rest, (9..15).collect::<Vec<_>>());
+        // An empty queue with its sender still open returns at once.
+        let mut last = vec![99];
+        join_queued(&mut last, &mut rx, 8);
+        assert_eq!(last, vec![99]);
+        drop(tx);
+        assert!(rx.recv().await.is_none());
+    }
+}
