@@ -2,6 +2,8 @@
 //!
 //! - [`validation`]: read the stored file, check every row with
 //!   [`crate::validate`], compare with the target table, stage the preview;
+//! - [`distinct`]: whether a validation's keys are certainly all
+//!   distinct, learned as they are staged;
 //! - [`references`]: the set-based checks of values that name rows of
 //!   other modules;
 //! - [`commit`]: write the approved preview in one transaction, or undo a
@@ -12,6 +14,7 @@
 //! service records it.
 
 pub mod commit;
+pub mod distinct;
 pub mod references;
 pub mod revalidate;
 pub mod validation;

@@ -11,6 +11,7 @@ use std::time::Instant;
 use serde_json::Value as Json;
 use tokio::sync::mpsc;
 
+use super::distinct::Distinct;
 use super::references::{Checks, Target};
 use crate::catalog::Module;
 use crate::ingest::{self, FileError};
@@ -124,7 +125,7 @@ pub async fn validate(
         .set_provided(&mut db.acquire().await?.conn(), &job.id, provided)
         .await?;
     let mut checks = Checks::new(&setup.targets, &header);
-    let (failure, was, mut counts) =
+    let (failure, was, mut counts, distinct) =
         stage_rows(db, &stage, job, &header, &mut checks, &mut rx, setup).await?;
     drop(rx);
     reader.await?;
@@ -148,7 +149,7 @@ pub async fn validate(
         store::analyze(&mut db.acquire().await?.conn(), &table, &columns, target).await?;
     }
     // The writer counted each repeat as it was staged; it is an error now.
-    for was in mark_duplicates(db, &stage, &job.id).await? {
+    for was in mark_duplicates(db, &stage, &job.id, distinct).await? {
         if was != RowAction::Error {
             counts.add(was, -1);
             counts.add(RowAction::Error, 1);
@@ -268,8 +269,9 @@ pub async fn read_head(
 /// while one batch is written (its own transaction), the keys of the next
 /// are looked up in the table. Done one after the other, each side waited
 /// for the other: a 1M-row validation kept one of the two cores busy.
-/// Returns the file's failure, if it has one part-way, the rows staged,
-/// what a revision's fixes replaced, and how many rows have warnings.
+/// Returns the file's failure, if it has one part-way, what a revision's
+/// fixes replaced, the rows staged (with how many have warnings), and
+/// whether their keys are certainly distinct.
 async fn stage_rows(
     db: &Db,
     stage: &Stage<'_>,
@@ -278,7 +280,7 @@ async fn stage_rows(
     checks: &mut Checks<'_>,
     rx: &mut mpsc::Receiver<Result<Msg, FileError>>,
     setup: &Setup,
-) -> anyhow::Result<(Option<FileError>, Vec<(usize, String)>, Counts)> {
+) -> anyhow::Result<(Option<FileError>, Vec<(usize, String)>, Counts, bool)> {
     let (to_write, mut writes) = mpsc::channel::<Vec<StagedRow>>(2);
     let excluded: std::collections::HashSet<u64> = job
         .revision
@@ -317,10 +319,13 @@ async fn stage_rows(
     };
     let write_all = async {
         let mut counts = Counts::default();
+        let mut keys = Distinct::start();
         let mut last_progress = Instant::now();
         let mut loader = Loader::start(db, stage, &job.id, setup.lease.clone()).await?;
         while let Some(staged) = loader.next(&mut writes).await? {
             tally(&mut counts, &staged);
+            keys.add(staged.iter().filter_map(|r| r.nkey.as_deref()))
+                .await;
             let progress = (last_progress.elapsed() > load::PROGRESS_EVERY).then(|| {
                 last_progress = Instant::now();
                 counts.clone()
@@ -332,10 +337,10 @@ async fn stage_rows(
             }
         }
         loader.finish().await?;
-        Ok(counts)
+        Ok((counts, keys.certain().await))
     };
-    let ((failure, was), counts) = tokio::try_join!(decide_all, write_all)?;
-    Ok((failure, was, counts))
+    let ((failure, was), (counts, keys)) = tokio::try_join!(decide_all, write_all)?;
+    Ok((failure, was, counts, keys))
 }
 
 /// The blocking half: parse, match the header, check rows, send batches.
@@ -636,12 +641,17 @@ fn tally(counts: &mut Counts, staged: &[StagedRow]) {
 }
 
 /// Marks every row that repeats an earlier row's natural key; says what
-/// each was staged as.
+/// each was staged as. Keys known to be distinct as they were staged need
+/// no look in the stage.
 async fn mark_duplicates(
     db: &Db,
     stage: &Stage<'_>,
     job_id: &str,
+    distinct: bool,
 ) -> anyhow::Result<Vec<RowAction>> {
+    if distinct {
+        return Ok(vec![]);
+    }
     let module = stage.module;
     let mut tx = db.begin().await?;
     let dups = rows::duplicates(&mut tx.conn(), stage).await?;

@@ -321,6 +321,9 @@ pub struct Duplicate {
 /// sort by key names the repeats. A single join of the rows with their
 /// aggregate was planned as a nested loop over that "one row", and ran for
 /// twenty minutes on a 1M-row job.
+///
+/// A validation whose keys a Bloom filter found all distinct as they were
+/// staged does not ask (`pipeline::distinct`).
 pub async fn duplicates(conn: &mut Conn<'_>, stage: &Stage<'_>) -> Result<Vec<Duplicate>> {
     if let Conn::Postgres(c) = conn {
         let sql = format!("SET LOCAL work_mem = '{}'", super::tables::JOIN_MEMORY);
