@@ -143,8 +143,7 @@ mod pg {
     /// backend to be scheduled on a machine whose two cores are busy: 1M
     /// `orders` rows in 2,000-row transactions validated in a median of
     /// 4.13 s, joined 3.70–3.76 s (BENCHMARKS.md, "Queued batches written
-    /// as one").
-    /// Memory holds no more rows than the queue already did.
+    /// as one"). Memory holds no more rows than the queue already did.
     const JOINED_ROWS: usize = 8_000;
 
     /// The batches being written, oldest first.
