@@ -149,7 +149,13 @@ pub async fn validate(
         store::analyze(&mut db.acquire().await?.conn(), &table, &columns, target).await?;
     }
     // The writer counted each repeat as it was staged; it is an error now.
-    for was in mark_duplicates(db, &stage, &job.id, distinct).await? {
+    // Keys the filter found all distinct have none to look for.
+    let repeats = if distinct {
+        vec![]
+    } else {
+        mark_duplicates(db, &stage, &job.id).await?
+    };
+    for was in repeats {
         if was != RowAction::Error {
             counts.add(was, -1);
             counts.add(RowAction::Error, 1);
@@ -641,17 +647,12 @@ fn tally(counts: &mut Counts, staged: &[StagedRow]) {
 }
 
 /// Marks every row that repeats an earlier row's natural key; says what
-/// each was staged as. Keys known to be distinct as they were staged need
-/// no look in the stage.
+/// each was staged as.
 async fn mark_duplicates(
     db: &Db,
     stage: &Stage<'_>,
     job_id: &str,
-    distinct: bool,
 ) -> anyhow::Result<Vec<RowAction>> {
-    if distinct {
-        return Ok(vec![]);
-    }
     let module = stage.module;
     let mut tx = db.begin().await?;
     let dups = rows::duplicates(&mut tx.conn(), stage).await?;
