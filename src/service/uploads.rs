@@ -425,32 +425,56 @@ impl Spool {
         Ok(())
     }
 
-    /// The body again, one stored chunk at a time, into the store.
+    /// The body again, one stored chunk at a time, into the store. Each
+    /// chunk is packed ([`blobs::Packed`]) on a blocking thread while the
+    /// one before it is written, so packing and writing take a core each.
     async fn store(self, conn: &mut store::Conn<'_>, upload_id: &str) -> Result<()> {
-        use tokio::io::{AsyncReadExt, AsyncSeekExt};
-        let Some(mut file) = self.file else {
-            for (seq, chunk) in self.memory.chunks(blobs::CHUNK).enumerate() {
-                blobs::put_chunk(conn, upload_id, seq as i64, chunk).await?;
+        use tokio::io::AsyncWriteExt;
+        let body: Box<dyn std::io::Read + Send> = match self.file {
+            None => Box::new(std::io::Cursor::new(self.memory)),
+            Some(mut file) => {
+                // Every spooled byte written before the file is read again.
+                file.flush().await.map_err(Error::internal)?;
+                let mut file = file.into_std().await;
+                std::io::Seek::rewind(&mut file).map_err(Error::internal)?;
+                Box::new(file)
             }
-            return Ok(());
         };
-        file.seek(std::io::SeekFrom::Start(0))
-            .await
-            .map_err(Error::internal)?;
-        let mut chunk = Vec::with_capacity(blobs::CHUNK);
+        let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+        let packer = tokio::task::spawn_blocking(move || pack_chunks(body, &tx));
         let mut seq = 0i64;
-        loop {
-            chunk.clear();
-            let read = (&mut file)
-                .take(blobs::CHUNK as u64)
-                .read_to_end(&mut chunk)
-                .await
-                .map_err(Error::internal)?;
-            if read == 0 {
-                return Ok(());
-            }
+        while let Some(chunk) = rx.recv().await {
+            let chunk = chunk.map_err(Error::internal)?;
             blobs::put_chunk(conn, upload_id, seq, &chunk).await?;
             seq += 1;
+        }
+        // A packer that panicked closed the channel early: not a whole file.
+        packer.await.map_err(Error::internal)
+    }
+}
+
+/// Reads `body` in [`blobs::CHUNK`]s and sends each packed, in order,
+/// until the body ends, a read fails (sent as the last item) or the
+/// receiver is gone.
+fn pack_chunks(
+    mut body: Box<dyn std::io::Read + Send>,
+    tx: &tokio::sync::mpsc::Sender<std::io::Result<blobs::Packed>>,
+) {
+    use std::io::Read;
+    let mut chunk = Vec::with_capacity(blobs::CHUNK);
+    loop {
+        chunk.clear();
+        let packed = match (&mut body)
+            .take(blobs::CHUNK as u64)
+            .read_to_end(&mut chunk)
+        {
+            Ok(0) => return,
+            Ok(_) => Ok(blobs::Packed::new(&chunk)),
+            Err(e) => Err(e),
+        };
+        let last = packed.is_err();
+        if tx.blocking_send(packed).is_err() || last {
+            return;
         }
     }
 }

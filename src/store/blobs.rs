@@ -1,6 +1,7 @@
 //! Uploaded files, kept in the database in 1 MiB chunks and addressed by
 //! their SHA-256, so a job can always re-read exactly the bytes it was given
-//! and every process sharing the database can read them.
+//! and every process sharing the database can read them. Each chunk is
+//! stored compressed when that makes it smaller ([`Packed`]).
 
 use std::io::Read;
 
@@ -13,10 +14,59 @@ use crate::on_conn;
 /// that a chunk in memory does not matter.
 pub const CHUNK: usize = 1024 * 1024;
 
-pub async fn put_chunk(conn: &mut Conn<'_>, upload_id: &str, seq: i64, data: &[u8]) -> Result<()> {
+/// How a chunk's bytes are stored (`ig_blob_chunks.codec`).
+const AS_IS: i64 = 0;
+const ZSTD: i64 = 1;
+
+/// zstd's fastest regular level: a 65 MB CSV shrinks about four times
+/// in 0.17 s; the negative levels were no faster on it and shrank it less.
+const LEVEL: i32 = 1;
+
+/// A chunk as it is stored: compressed when that makes it smaller (a CSV
+/// about four times), as it came otherwise (XLSX and ODS are zip files
+/// already). Stored files then take a quarter of the database's space for
+/// their retention and rollback window, and a quarter of the writes while
+/// the upload is stored and of the reads while it is validated.
+pub struct Packed {
+    codec: i64,
+    data: Vec<u8>,
+}
+
+impl Packed {
+    /// Packs up to [`CHUNK`] bytes of a file. Blocking: 1 MiB takes about
+    /// 3 ms.
+    pub fn new(raw: &[u8]) -> Packed {
+        match zstd::bulk::compress(raw, LEVEL) {
+            Ok(data) if data.len() < raw.len() => Packed { codec: ZSTD, data },
+            _ => Packed {
+                codec: AS_IS,
+                data: raw.to_vec(),
+            },
+        }
+    }
+
+    /// The chunk's bytes as the file had them. A chunk that would unpack
+    /// to more than [`CHUNK`] bytes is refused, not unpacked.
+    fn unpack(self) -> std::io::Result<Vec<u8>> {
+        match self.codec {
+            AS_IS => Ok(self.data),
+            ZSTD => zstd::bulk::decompress(&self.data, CHUNK),
+            other => Err(std::io::Error::other(format!(
+                "a stored chunk has an unknown codec {other}"
+            ))),
+        }
+    }
+}
+
+pub async fn put_chunk(
+    conn: &mut Conn<'_>,
+    upload_id: &str,
+    seq: i64,
+    chunk: &Packed,
+) -> Result<()> {
     on_conn!(conn, c => sqlx::query(
-        "INSERT INTO ig_blob_chunks (upload_id, seq, data, created_at) VALUES ($1, $2, $3, $4)")
-        .bind(upload_id).bind(seq).bind(data).bind(super::now()).execute(c).await.map(|r| r.rows_affected()))?;
+        "INSERT INTO ig_blob_chunks (upload_id, seq, codec, data, created_at) VALUES ($1, $2, $3, $4, $5)")
+        .bind(upload_id).bind(seq).bind(chunk.codec).bind(&chunk.data).bind(super::now()).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
 }
 
@@ -91,13 +141,14 @@ pub async fn drop_unused(conn: &mut Conn<'_>, sha256: &str, job_id: &str) -> Res
     Ok(Dropped::Yes { bytes })
 }
 
-async fn chunk(db: &Db, sha256: &str, seq: i64) -> Result<Option<Vec<u8>>> {
+async fn chunk(db: &Db, sha256: &str, seq: i64) -> Result<Option<Packed>> {
     let mut pooled = db.acquire().await?;
     let mut conn = pooled.conn();
-    Ok(on_conn!(&mut conn, c => sqlx::query_scalar(
-        "SELECT k.data FROM ig_blobs b JOIN ig_blob_chunks k ON k.upload_id = b.upload_id \
+    let found: Option<(i64, Vec<u8>)> = on_conn!(&mut conn, c => sqlx::query_as(
+        "SELECT k.codec, k.data FROM ig_blobs b JOIN ig_blob_chunks k ON k.upload_id = b.upload_id \
          WHERE b.sha256 = $1 AND k.seq = $2")
-        .bind(sha256).bind(seq).fetch_optional(c).await)?)
+        .bind(sha256).bind(seq).fetch_optional(c).await)?;
+    Ok(found.map(|(codec, data)| Packed { codec, data }))
 }
 
 /// A blocking reader over a stored file, for parsers that want
@@ -138,8 +189,8 @@ impl Read for BlobReader {
                 .block_on(chunk(&self.db, &self.sha256, self.next_seq))
                 .map_err(std::io::Error::other)?;
             match got {
-                Some(data) => {
-                    self.buf = data;
+                Some(packed) => {
+                    self.buf = packed.unpack()?;
                     self.pos = 0;
                     self.next_seq += 1;
                 }
@@ -150,5 +201,53 @@ impl Read for BlobReader {
         out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
         self.pos += n;
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunk_unpacks_to_the_bytes_it_was_packed_from() {
+        let csv: Vec<u8> = (0..40_000)
+            .flat_map(|i| format!("Pelanggan {i},0812{i:08},Bandung\n").into_bytes())
+            .take(CHUNK)
+            .collect();
+        let packed = Packed::new(&csv);
+        assert_eq!(packed.codec, ZSTD);
+        assert!(packed.data.len() < csv.len() / 3, "{}", packed.data.len());
+        assert_eq!(packed.unpack().unwrap(), csv);
+        // Bytes that do not compress (a zip's) are kept as they came.
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let noise: Vec<u8> = (0..CHUNK)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        let packed = Packed::new(&noise);
+        assert_eq!(packed.codec, AS_IS);
+        assert_eq!(packed.unpack().unwrap(), noise);
+        assert_eq!(Packed::new(b"").unpack().unwrap(), b"");
+    }
+
+    #[test]
+    fn a_chunk_that_would_unpack_past_its_size_or_has_no_known_codec_is_refused() {
+        let big = Packed::new(&vec![b'a'; CHUNK + 1]);
+        assert_eq!(big.codec, ZSTD);
+        assert!(big.unpack().is_err());
+        let garbage = Packed {
+            codec: ZSTD,
+            data: b"not a zstd frame".to_vec(),
+        };
+        assert!(garbage.unpack().is_err());
+        let unknown = Packed {
+            codec: 7,
+            data: b"x".to_vec(),
+        };
+        assert!(unknown.unpack().is_err());
     }
 }

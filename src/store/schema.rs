@@ -326,6 +326,11 @@ CREATE TABLE ig_stage_breaks (
     PRIMARY KEY (job, row_no)
 );
 "#,
+    // 15: how each stored chunk is encoded (`blobs::Packed`): 0 as it
+    // came (every chunk stored before), 1 a zstd frame.
+    r#"
+ALTER TABLE ig_blob_chunks ADD COLUMN codec BIGINT NOT NULL DEFAULT 0;
+"#,
 ];
 
 fn fill(sql: &str, dialect: Dialect) -> String {
