@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One upload, timed, for comparing two builds side by side: starts BINARY
 # on a fresh database, uploads FILE to MODULE with `Prefer: wait`, and
-# prints the wall time of upload + validation, the server's CPU and the
-# whole machine's (PostgreSQL's backends included) in clock ticks.
+# prints the wall time of upload + validation, the server's own time for
+# the stage (the wall minus it is the upload's part), the server's CPU and
+# the whole machine's (PostgreSQL's backends included) in clock ticks.
 #
 #   bash bench/once.sh BINARY sqlite|postgres FILE [MODULE] [CONTENT-TYPE] [perf]
 #
@@ -62,4 +63,6 @@ curl -s -X POST "http://127.0.0.1:$port/api/import/$module?${IMPORTGATE_ONCE_QUE
 end=$(date +%s.%N); t1=$(ticks); b1=$(busy)
 if [ -n "$perf" ]; then kill -INT $recorder; wait $recorder || true; fi
 state=$(python3 -c 'import json; j = json.load(open("job.json")); print(j["state"], j["counts"]["rows"], "rows")')
-echo "validate $(echo "$end - $start" | bc) s, server $((t1 - t0)) ticks, machine $((b1 - b0)) ticks: $state"
+# The server's own time for the stage; the wall minus it is the upload's part.
+stage=$(sed 's/\x1b\[[0-9;]*m//g' server.log | sed -n 's/.*stage finished stage="validate".* ms=\([0-9]*\).*/\1/p' | head -n1)
+echo "validate $(echo "$end - $start" | bc) s (stage ${stage:-?} ms), server $((t1 - t0)) ticks, machine $((b1 - b0)) ticks: $state"
