@@ -56,8 +56,7 @@ pub fn open_xlsx(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowS
         let mut rows = Assembler::new(emit, max_columns);
         while let Some(cell) = cells.next_cell().map_err(|e| unreadable("XLSX", e))? {
             let (row, column) = cell.get_position();
-            let value: &DataRef = cell.get_value();
-            rows.cell(row, column, convert(&Data::from(value.clone())))?;
+            rows.cell(row, column, convert_ref(cell.get_value()))?;
         }
         rows.finish()
     })
@@ -414,16 +413,48 @@ fn too_many_columns(max: usize) -> FileError {
 fn convert(value: &Data) -> Cell {
     match value {
         Data::Empty => Cell::Empty,
-        Data::String(s) | Data::DateTimeIso(s) | Data::DurationIso(s) => text(s.clone()),
+        Data::String(s) | Data::DateTimeIso(s) | Data::DurationIso(s) => text_of(s),
         Data::Int(i) => Cell::Int(*i),
         Data::Float(f) => number(*f),
         Data::Bool(b) => Cell::Bool(*b),
-        Data::DateTime(d) if d.is_duration() => Cell::Float(d.as_f64()),
-        Data::DateTime(d) => match d.as_datetime() {
-            Some(dt) => date_time(dt),
-            None => Cell::Error(format!("{} is not a date", d.as_f64())),
-        },
+        Data::DateTime(d) => excel_date(d),
         Data::Error(e) => Cell::Error(e.to_string()),
+    }
+}
+
+/// An XLSX cell as calamine streams it, read where it lies: its text is
+/// copied once, where going through calamine's owned `Data` copied it
+/// twice.
+fn convert_ref(value: &DataRef) -> Cell {
+    match value {
+        DataRef::Empty => Cell::Empty,
+        DataRef::SharedString(s) => text_of(s),
+        DataRef::String(s) | DataRef::DateTimeIso(s) | DataRef::DurationIso(s) => text_of(s),
+        DataRef::Int(i) => Cell::Int(*i),
+        DataRef::Float(f) => number(*f),
+        DataRef::Bool(b) => Cell::Bool(*b),
+        DataRef::DateTime(d) => excel_date(d),
+        DataRef::Error(e) => Cell::Error(e.to_string()),
+    }
+}
+
+/// A date cell's value: a duration is its number of days.
+fn excel_date(d: &calamine::ExcelDateTime) -> Cell {
+    if d.is_duration() {
+        return Cell::Float(d.as_f64());
+    }
+    match d.as_datetime() {
+        Some(dt) => date_time(dt),
+        None => Cell::Error(format!("{} is not a date", d.as_f64())),
+    }
+}
+
+/// A text cell from borrowed text, copied only when it is not blank.
+fn text_of(s: &str) -> Cell {
+    if s.trim().is_empty() {
+        Cell::Empty
+    } else {
+        Cell::Text(s.to_string())
     }
 }
 
@@ -539,5 +570,35 @@ mod tests {
         let noon =
             calamine::ExcelDateTime::new(45382.5, calamine::ExcelDateTimeType::DateTime, false);
         assert!(matches!(convert(&Data::DateTime(noon)), Cell::DateTime(_)));
+    }
+
+    #[test]
+    fn a_streamed_cell_reads_as_its_owned_value_does() {
+        let day =
+            calamine::ExcelDateTime::new(45382.0, calamine::ExcelDateTimeType::DateTime, false);
+        let hours =
+            calamine::ExcelDateTime::new(1.5, calamine::ExcelDateTimeType::TimeDelta, false);
+        for value in [
+            DataRef::Empty,
+            DataRef::SharedString("Budi Santoso"),
+            DataRef::SharedString(" \t "),
+            DataRef::String("Jl. Merdeka 1".into()),
+            DataRef::DateTimeIso("2024-03-31T10:00:00".into()),
+            DataRef::DurationIso("PT1H".into()),
+            DataRef::Int(-7),
+            DataRef::Float(12.0),
+            DataRef::Float(0.25),
+            DataRef::Bool(true),
+            DataRef::DateTime(day),
+            DataRef::DateTime(hours),
+            DataRef::Error(calamine::CellErrorType::NA),
+        ] {
+            let owned = convert(&Data::from(value.clone()));
+            assert_eq!(convert_ref(&value), owned, "{value:?}");
+        }
+        assert_eq!(
+            convert_ref(&DataRef::SharedString("Budi")),
+            Cell::Text("Budi".into())
+        );
     }
 }
