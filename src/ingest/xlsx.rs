@@ -413,7 +413,7 @@ fn too_many_columns(max: usize) -> FileError {
 fn convert(value: &Data) -> Cell {
     match value {
         Data::Empty => Cell::Empty,
-        Data::String(s) | Data::DateTimeIso(s) | Data::DurationIso(s) => text_of(s),
+        Data::String(s) | Data::DateTimeIso(s) | Data::DurationIso(s) => text(s),
         Data::Int(i) => Cell::Int(*i),
         Data::Float(f) => number(*f),
         Data::Bool(b) => Cell::Bool(*b),
@@ -428,8 +428,8 @@ fn convert(value: &Data) -> Cell {
 fn convert_ref(value: &DataRef) -> Cell {
     match value {
         DataRef::Empty => Cell::Empty,
-        DataRef::SharedString(s) => text_of(s),
-        DataRef::String(s) | DataRef::DateTimeIso(s) | DataRef::DurationIso(s) => text_of(s),
+        DataRef::SharedString(s) => text(*s),
+        DataRef::String(s) | DataRef::DateTimeIso(s) | DataRef::DurationIso(s) => text(s),
         DataRef::Int(i) => Cell::Int(*i),
         DataRef::Float(f) => number(*f),
         DataRef::Bool(b) => Cell::Bool(*b),
@@ -449,21 +449,13 @@ fn excel_date(d: &calamine::ExcelDateTime) -> Cell {
     }
 }
 
-/// A text cell from borrowed text, copied only when it is not blank.
-fn text_of(s: &str) -> Cell {
-    if s.trim().is_empty() {
+/// A text cell; only spaces is empty. Owned text is kept; borrowed text
+/// (a streamed cell's) is copied only when it is not blank.
+pub(super) fn text<S: AsRef<str> + Into<String>>(s: S) -> Cell {
+    if s.as_ref().trim().is_empty() {
         Cell::Empty
     } else {
-        Cell::Text(s.to_string())
-    }
-}
-
-/// A text cell; only spaces is empty.
-pub(super) fn text(s: String) -> Cell {
-    if s.trim().is_empty() {
-        Cell::Empty
-    } else {
-        Cell::Text(s)
+        Cell::Text(s.into())
     }
 }
 
