@@ -263,20 +263,7 @@ pub async fn rollback(
         }
         orphaned.total += (o.rows as usize).saturating_sub(o.listed.len());
     }
-    // The inserted rows are checked by deleting those that still hold what
-    // was inserted (one pass, not a check and then a delete); if any row
-    // was not deleted, the deletes are undone and the conflicts listed.
-    store::savepoint(&mut tx.conn(), "ig_undo_inserts").await?;
-    let mut deleted = 0;
-    for seqs in Seqs::all(tx.conn().dialect(), job.counts.rows) {
-        deleted += staged::delete_inserted(&mut tx.conn(), &stage, seqs).await?;
-    }
-    let mut conflicts = Conflicts::default();
-    if deleted != job.counts.insert as u64 {
-        store::rollback_to(&mut tx.conn(), "ig_undo_inserts").await?;
-        let changed = staged::changed_inserts(&mut tx.conn(), &stage, LISTED as i64).await?;
-        conflicts.add_found(changed, "the row was changed or deleted since the commit");
-    }
+    let mut conflicts = undo_inserts(tx, &stage, job).await?;
     // Inserted rows first, then updated rows, each in file order; then
     // the keys other modules still name.
     conflicts.extend(updated);
@@ -288,6 +275,37 @@ pub async fn rollback(
         staged::restore_updated(&mut tx.conn(), &stage, seqs).await?;
     }
     Ok(Ok(()))
+}
+
+/// Deletes the rows a committed job inserted, if every one still holds
+/// what was inserted; otherwise deletes nothing and lists those that do
+/// not. When they are still the one range of ids the commit gave them
+/// (nearly always), one read proves it and they go by id; else each is
+/// checked and deleted through its key in one pass, and if any was not
+/// deleted the deletes are undone and the conflicts listed.
+async fn undo_inserts(tx: &mut Tx, stage: &Stage<'_>, job: &Job) -> anyhow::Result<Conflicts> {
+    let inserted = job.counts.insert;
+    let mut conflicts = Conflicts::default();
+    if inserted == 0 {
+        return Ok(conflicts);
+    }
+    let only_inserts = inserted == job.counts.rows;
+    let ids = staged::inserted_ids(&mut tx.conn(), stage, inserted, only_inserts).await?;
+    if let Some((first, last)) = ids {
+        staged::delete_ids(&mut tx.conn(), stage.module, first, last).await?;
+        return Ok(conflicts);
+    }
+    store::savepoint(&mut tx.conn(), "ig_undo_inserts").await?;
+    let mut deleted = 0;
+    for seqs in Seqs::all(tx.conn().dialect(), job.counts.rows) {
+        deleted += staged::delete_inserted(&mut tx.conn(), stage, seqs).await?;
+    }
+    if deleted != inserted as u64 {
+        store::rollback_to(&mut tx.conn(), "ig_undo_inserts").await?;
+        let changed = staged::changed_inserts(&mut tx.conn(), stage, LISTED as i64).await?;
+        conflicts.add_found(changed, "the row was changed or deleted since the commit");
+    }
+    Ok(conflicts)
 }
 
 /// The table's rows for these natural keys (the table is locked, see

@@ -408,6 +408,67 @@ async fn a_rollback_conflict_undoes_nothing_and_names_the_rows() {
     assert_eq!(last["to"], "committed");
 }
 
+/// A rollback deletes a job's inserted rows by their range of ids when
+/// they still fill it; this holds it to deleting exactly the job's rows
+/// when they do not, and when the job staged other rows between them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_deletes_exactly_the_jobs_rows_whatever_their_ids() {
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let cols = "customer_name, wa_number, city, grade, consumable_cycle_days";
+    let numbers = || async {
+        app.sql(&format!("SELECT wa_number FROM {TABLE} ORDER BY wa_number"))
+            .await
+            .into_iter()
+            .map(|r| r[0].clone().unwrap())
+            .collect::<Vec<_>>()
+    };
+    // Only inserts. Afterwards a committed row is deleted, a row of
+    // someone else's goes in, and the deleted row is put back as it was:
+    // the job's rows now span a range of ids with another row in it.
+    let job = app.upload(&sub, "customers", "", CUSTOMERS).await;
+    let id = job["id"].as_str().unwrap();
+    app.act_ok(&apr, id, "approve").await;
+    app.sql(&format!(
+        "DELETE FROM {TABLE} WHERE wa_number = '0811000002'"
+    ))
+    .await;
+    app.sql(&format!(
+        "INSERT INTO {TABLE} ({cols}) VALUES ('Lina', '0811000099', 'Depok', NULL, NULL)"
+    ))
+    .await;
+    app.sql(&format!(
+        "INSERT INTO {TABLE} ({cols}) VALUES ('Budi Hartono', '0811000002', 'Bandung', 'B', NULL)"
+    ))
+    .await;
+    app.act_ok(&sub, id, "rollback").await;
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "rolled_back", "{job}");
+    assert_eq!(numbers().await, ["0811000099"]);
+
+    // Inserts with a skipped bad row between them, after a row of the
+    // table's and before another: only the job's two rows go.
+    let csv =
+        "customer_name,wa_number,city\nDewi,0811000004,Bogor\nEko,,Medan\nFajar,0811000005,Solo\n";
+    let job = app.upload(&sub, "customers", "?on_error=skip", csv).await;
+    assert_eq!(job["counts"]["insert"], 2, "{job}");
+    assert_eq!(job["counts"]["errors"], 1, "{job}");
+    let id = job["id"].as_str().unwrap();
+    app.act_ok(&apr, id, "approve").await;
+    app.sql(&format!(
+        "INSERT INTO {TABLE} ({cols}) VALUES ('Gita', '0811000100', 'Bekasi', NULL, NULL)"
+    ))
+    .await;
+    assert_eq!(
+        numbers().await,
+        ["0811000004", "0811000005", "0811000099", "0811000100"]
+    );
+    app.act_ok(&sub, id, "rollback").await;
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "rolled_back", "{job}");
+    assert_eq!(numbers().await, ["0811000099", "0811000100"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn update_mode_shows_before_and_after_and_unchanged_rows() {
     let app = spawn_app().await;

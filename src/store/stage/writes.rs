@@ -365,6 +365,98 @@ pub async fn delete_inserted(conn: &mut Conn<'_>, stage: &Stage<'_>, seqs: Seqs)
     in_range(conn, &sql, stage.job, seqs).await
 }
 
+/// The ids of the rows the job inserted, `(first, last)`, when all
+/// `inserted` of them still hold exactly what the job inserted and their
+/// ids are one unbroken range; `None` otherwise. A commit inserts its rows
+/// in one statement, in file order, with the table locked, so their ids
+/// are one range unless a row went or changed since. Such a range holds
+/// the job's rows and nothing else (as many distinct ids as its length),
+/// so a rollback can delete it by id ([`delete_ids`]) after one read.
+/// Checking and deleting row by row through the natural key
+/// ([`delete_inserted`]) cost SQLite half as long again (BENCHMARKS.md,
+/// issue 18, fifteenth session).
+///
+/// With `only_inserts` (the job staged nothing else, so its inserts are
+/// numbered without gaps), each staged row is first looked for at the id
+/// its number gives, the first insert's id onwards: SQLite reads 1M rows
+/// so in 0.40 s, through the natural key index in 0.72 s. Where that
+/// fails the check goes through the key.
+pub async fn inserted_ids(
+    conn: &mut Conn<'_>,
+    stage: &Stage<'_>,
+    inserted: i64,
+    only_inserts: bool,
+) -> Result<Option<(i64, i64)>> {
+    let src = Source::staged(conn.dialect(), stage.module, "r");
+    let t = ident(&stage.module.table);
+    let (id, job) = (ident("id"), stage.job);
+    let (from, staged) = (stage.table(), "r.job = $1 AND r.action = 'insert'");
+    let holds = holds_inserted(&src, &t, &stage.provided);
+    let range = format!("SELECT COUNT(*), MIN({t}.{id}), MAX({t}.{id})");
+    if only_inserts {
+        let first = format!(
+            "SELECT {t}.{id} - r.seq FROM {from} r JOIN {t} ON {} WHERE {staged} \
+             ORDER BY r.seq LIMIT 1",
+            src.key_match(&t)
+        );
+        let offset: Option<i64> =
+            on_conn!(conn, c => sqlx::query_scalar(&first).bind(job).fetch_optional(c).await)?;
+        if let Some(offset) = offset {
+            let sql = format!(
+                "{range} FROM {from} r JOIN {t} ON {t}.{id} = r.seq + $2 WHERE {staged} AND {holds}"
+            );
+            let found: (i64, Option<i64>, Option<i64>) = on_conn!(conn, c => sqlx::query_as(&sql)
+                .bind(job).bind(offset).fetch_one(c).await)?;
+            if let Some(ids) = one_range(found, inserted) {
+                return Ok(Some(ids));
+            }
+        }
+    }
+    let sql = format!(
+        "{range} FROM {from} r JOIN {t} ON {} WHERE {staged} AND {holds}",
+        src.key_match(&t)
+    );
+    let found = on_conn!(conn, c => sqlx::query_as(&sql).bind(job).fetch_one(c).await)?;
+    Ok(one_range(found, inserted))
+}
+
+/// `(first, last)` of `rows` ids found between them, if they are the
+/// `wanted` rows and fill the range.
+fn one_range(
+    (rows, first, last): (i64, Option<i64>, Option<i64>),
+    wanted: i64,
+) -> Option<(i64, i64)> {
+    match (first, last) {
+        (Some(first), Some(last)) if rows == wanted && last - first + 1 == rows => {
+            Some((first, last))
+        }
+        _ => None,
+    }
+}
+
+/// Deletes the rows of a module's table with ids `first..=last`, and says
+/// how many. SQLite gathers the rows a `DELETE` takes before deleting
+/// them, so there it goes [`Seqs::STEP`] ids at a time (see [`Seqs`]).
+pub async fn delete_ids(
+    conn: &mut Conn<'_>,
+    module: &Module,
+    first: i64,
+    last: i64,
+) -> Result<u64> {
+    let sql = format!(
+        "DELETE FROM {} WHERE {id} >= $1 AND {id} < $2",
+        ident(&module.table),
+        id = ident("id")
+    );
+    let mut deleted = 0;
+    for ids in Seqs::all(conn.dialect(), last - first + 1) {
+        let (from, to) = (first + ids.from, first.saturating_add(ids.to).min(last + 1));
+        deleted += on_conn!(conn, c => sqlx::query(&sql).bind(from).bind(to)
+            .execute(c).await.map(|r| r.rows_affected()))?;
+    }
+    Ok(deleted)
+}
+
 /// Which of a staged row's images a check compares the table with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Image {
