@@ -536,21 +536,30 @@ pub(super) async fn decide(
         .iter()
         .map(|k| k.as_deref().map(key_text))
         .collect();
-    // The rows without errors are looked up; each row's place in the
-    // lookup's answer, if it is looked up.
+    // The rows without errors are looked up, their values lent to the
+    // lookup (see `Wanted`); each row's place in the lookup's answer, if
+    // it is looked up.
     let mut places = Vec::with_capacity(batch.len());
-    let mut lookup: Vec<Vec<Value>> = Vec::with_capacity(batch.len());
-    for (k, r) in key_values.into_iter().zip(&batch) {
+    let mut wanted = Vec::with_capacity(batch.len());
+    let mut batch = batch;
+    for (k, r) in key_values.into_iter().zip(&mut batch) {
         places.push(match k {
-            Some(k) if r.errors.is_empty() => {
-                lookup.push(k);
-                Some(lookup.len() - 1)
+            Some(key) if r.errors.is_empty() => {
+                let file = std::mem::take(&mut r.values);
+                wanted.push(lookup::Wanted { key, file });
+                Some(wanted.len() - 1)
             }
             _ => None,
         });
     }
-    let mut current = finder.by_keys(db, lookup).await?;
     let provided: Vec<usize> = header.provided.iter().map(|&(col, _)| col).collect();
+    let (wanted, mut current) = finder.by_keys(db, wanted, &provided).await?;
+    let mut lent = wanted.into_iter();
+    for (r, _) in batch.iter_mut().zip(&places).filter(|(_, p)| p.is_some()) {
+        if let Some(w) = lent.next() {
+            r.values = w.file;
+        }
+    }
     let mut staged = Vec::with_capacity(batch.len());
     let rows = batch.into_iter().zip(keys).zip(warnings).zip(places);
     for (((mut row, nkey), warnings), place) in rows {
@@ -578,9 +587,10 @@ pub(super) async fn decide(
                 }
                 (_, None) => RowAction::Insert,
                 (_, Some(cur)) => {
-                    let old = current_values(header, cur);
-                    if changed(&old, &row) {
-                        before = Some(Before::of(&provided, old, &row.values));
+                    let as_file = cur.as_file;
+                    let old = current_values(header, cur.row);
+                    if changed(&provided, &old, as_file, &row) {
+                        before = Some(Before::of(&provided, old, as_file, &row.values));
                         RowAction::Update
                     } else {
                         RowAction::Unchanged
@@ -630,12 +640,13 @@ fn current_values(header: &HeaderMap, mut cur: TableRow) -> Vec<Option<Value>> {
         .collect()
 }
 
-/// Whether a row would change the target row's values of its columns.
-fn changed(current: &[Option<Value>], row: &CheckedRow) -> bool {
-    current
-        .iter()
-        .zip(&row.values)
-        .any(|(now, new)| !Value::same(now, new))
+/// Whether a row would change the target row's values of its columns
+/// (`provided`, as catalog columns): `current` holds the table's, but for
+/// the columns in `as_file`, which hold the file's ([`lookup::Found`]).
+fn changed(provided: &[usize], current: &[Option<Value>], as_file: i64, row: &CheckedRow) -> bool {
+    let held = |i| stage::same_bit(i).is_some_and(|bit| as_file & bit != 0);
+    (provided.iter().zip(current).zip(&row.values))
+        .any(|((&i, now), new)| !held(i) && !Value::same(now, new))
 }
 
 fn tally(counts: &mut Counts, staged: &[StagedRow]) {

@@ -219,11 +219,12 @@ pub async fn by_keys(
     by_keys_planned(conn, module, keys, KeyPlan::Join).await
 }
 
-/// [`by_keys`], PostgreSQL's statement as `plan` says.
-pub async fn by_keys_planned(
+/// [`by_keys`], PostgreSQL's statement as `plan` says. Each of `keys`
+/// gives a key's values.
+pub async fn by_keys_planned<K: AsRef<[Value]>>(
     conn: &mut Conn<'_>,
     module: &Module,
-    keys: &[Vec<Value>],
+    keys: &[K],
     plan: KeyPlan,
 ) -> Result<Vec<Option<TableRow>>> {
     let mut found = vec![None; keys.len()];
@@ -242,7 +243,11 @@ pub async fn by_keys_planned(
             let sql = unnest_lookup(module, plan);
             let mut q = sqlx::query(&sql);
             for k in 0..module.key_columns.len() {
-                q = q.bind(part.iter().map(|key| pg_input(&key[k])).collect::<Vec<_>>());
+                q = q.bind(
+                    part.iter()
+                        .map(|key| pg_input(&key.as_ref()[k]))
+                        .collect::<Vec<_>>(),
+                );
             }
             for row in q.fetch_all(&mut **c).await? {
                 // `WITH ORDINALITY` counts from 1.
@@ -254,7 +259,7 @@ pub async fn by_keys_planned(
         on_conn!(conn, c => {
             let mut q = sqlx::query(&sql);
             for key in part {
-                for (v, &i) in key.iter().zip(&module.key_columns) {
+                for (v, &i) in key.as_ref().iter().zip(&module.key_columns) {
                     q = q.bind_value(Some(v), module.columns[i].ty);
                 }
             }
