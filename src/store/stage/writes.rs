@@ -426,16 +426,13 @@ fn one_range(
     (rows, first, last): (i64, Option<i64>, Option<i64>),
     wanted: i64,
 ) -> Option<(i64, i64)> {
-    match (first, last) {
-        (Some(first), Some(last)) if rows == wanted && last - first + 1 == rows => {
-            Some((first, last))
-        }
-        _ => None,
-    }
+    let (first, last) = (first?, last?);
+    let span = last.checked_sub(first)?.checked_add(1)?;
+    (rows == wanted && span == rows).then_some((first, last))
 }
 
-/// Deletes the rows of a module's table with ids `first..=last`, and says
-/// how many. SQLite gathers the rows a `DELETE` takes before deleting
+/// Deletes the rows of a module's table with ids `first..=last` (`last`
+/// may be the greatest id there is), and says how many. SQLite gathers the rows a `DELETE` takes before deleting
 /// them, so there it goes [`Seqs::STEP`] ids at a time (see [`Seqs`]).
 pub async fn delete_ids(
     conn: &mut Conn<'_>,
@@ -444,13 +441,15 @@ pub async fn delete_ids(
     last: i64,
 ) -> Result<u64> {
     let sql = format!(
-        "DELETE FROM {} WHERE {id} >= $1 AND {id} < $2",
+        "DELETE FROM {} WHERE {id} >= $1 AND {id} <= $2",
         ident(&module.table),
         id = ident("id")
     );
     let mut deleted = 0;
-    for ids in Seqs::all(conn.dialect(), last - first + 1) {
-        let (from, to) = (first + ids.from, first.saturating_add(ids.to).min(last + 1));
+    let span = last.saturating_sub(first).saturating_add(1);
+    for ids in Seqs::all(conn.dialect(), span) {
+        let from = first.saturating_add(ids.from);
+        let to = first.saturating_add(ids.to - 1).min(last);
         deleted += on_conn!(conn, c => sqlx::query(&sql).bind(from).bind(to)
             .execute(c).await.map(|r| r.rows_affected()))?;
     }
@@ -563,7 +562,23 @@ pub async fn adopt_job_rows(conn: &mut Conn<'_>, catalog: &Catalog) -> Result<()
 
 #[cfg(test)]
 mod tests {
-    use super::{Dialect, Seqs};
+    use super::{Dialect, Seqs, one_range};
+
+    /// The ids found are the job's only when there are as many as it
+    /// inserted and they fill the range between the least and greatest.
+    #[test]
+    fn found_ids_are_one_range_only_when_they_fill_it() {
+        assert_eq!(one_range((3, Some(5), Some(7)), 3), Some((5, 7)));
+        assert_eq!(one_range((1, Some(9), Some(9)), 1), Some((9, 9)));
+        // One row went, or another row's id lies between them.
+        assert_eq!(one_range((2, Some(5), Some(7)), 3), None);
+        assert_eq!(one_range((3, Some(5), Some(8)), 3), None);
+        assert_eq!(one_range((0, None, None), 3), None);
+        // Ids at the ends of the range of numbers do not overflow.
+        assert_eq!(one_range((2, Some(i64::MIN), Some(i64::MAX)), 2), None);
+        let top = (2, Some(i64::MAX - 1), Some(i64::MAX));
+        assert_eq!(one_range(top, 2), Some((i64::MAX - 1, i64::MAX)));
+    }
 
     /// Every staged row, numbered from 0, falls in exactly one range.
     #[test]
