@@ -511,7 +511,7 @@ pub(super) struct Decide<'a> {
 pub(super) async fn decide(
     db: &Db,
     how: &Decide<'_>,
-    batch: Vec<CheckedRow>,
+    mut batch: Vec<CheckedRow>,
     warnings: Vec<Vec<&str>>,
     seq: &mut i64,
 ) -> anyhow::Result<Vec<StagedRow>> {
@@ -541,7 +541,6 @@ pub(super) async fn decide(
     // it is looked up.
     let mut places = Vec::with_capacity(batch.len());
     let mut wanted = Vec::with_capacity(batch.len());
-    let mut batch = batch;
     for (k, r) in key_values.into_iter().zip(&mut batch) {
         places.push(match k {
             Some(key) if r.errors.is_empty() => {

@@ -392,7 +392,14 @@ pub async fn inserted_ids(
     let (id, job) = (ident("id"), stage.job);
     let (from, staged) = (stage.table(), "r.job = $1 AND r.action = 'insert'");
     let holds = holds_inserted(&src, &t, &stage.provided);
-    let range = format!("SELECT COUNT(*), MIN({t}.{id}), MAX({t}.{id})");
+    // The staged inserts joined `on` their table rows, counted with the
+    // least and greatest id of those that hold what was inserted.
+    let range = |on: &str| {
+        format!(
+            "SELECT COUNT(*), MIN({t}.{id}), MAX({t}.{id}) FROM {from} r JOIN {t} ON {on} \
+             WHERE {staged} AND {holds}"
+        )
+    };
     if only_inserts {
         let first = format!(
             "SELECT {t}.{id} - r.seq FROM {from} r JOIN {t} ON {} WHERE {staged} \
@@ -402,9 +409,7 @@ pub async fn inserted_ids(
         let offset: Option<i64> =
             on_conn!(conn, c => sqlx::query_scalar(&first).bind(job).fetch_optional(c).await)?;
         if let Some(offset) = offset {
-            let sql = format!(
-                "{range} FROM {from} r JOIN {t} ON {t}.{id} = r.seq + $2 WHERE {staged} AND {holds}"
-            );
+            let sql = range(&format!("{t}.{id} = r.seq + $2"));
             let found: (i64, Option<i64>, Option<i64>) = on_conn!(conn, c => sqlx::query_as(&sql)
                 .bind(job).bind(offset).fetch_one(c).await)?;
             if let Some(ids) = one_range(found, inserted) {
@@ -412,10 +417,7 @@ pub async fn inserted_ids(
             }
         }
     }
-    let sql = format!(
-        "{range} FROM {from} r JOIN {t} ON {} WHERE {staged} AND {holds}",
-        src.key_match(&t)
-    );
+    let sql = range(&src.key_match(&t));
     let found = on_conn!(conn, c => sqlx::query_as(&sql).bind(job).fetch_one(c).await)?;
     Ok(one_range(found, inserted))
 }
