@@ -49,6 +49,12 @@ pub enum Declared {
 const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
 const OLE2_MAGIC: &[u8] = b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1";
 
+/// Whether a file is a zip container (XLSX, ODS): its bytes are
+/// compressed already.
+pub fn is_zip(prefix: &[u8]) -> bool {
+    prefix.starts_with(ZIP_MAGIC)
+}
+
 impl Format {
     /// What a `Content-Type` essence (lowercase, without parameters) names;
     /// `None` for a type the service does not take (`415`).
@@ -93,7 +99,7 @@ impl Format {
     /// complete object other than the `{"rows": [...]}` wrapper, else JSON;
     /// anything else is CSV.
     pub fn sniff(prefix: &[u8]) -> Format {
-        if prefix.starts_with(ZIP_MAGIC) {
+        if is_zip(prefix) {
             return if ods::is_ods(prefix) {
                 Format::Ods
             } else {

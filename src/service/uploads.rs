@@ -453,7 +453,8 @@ impl Spool {
     }
 }
 
-/// Reads `body` in [`blobs::CHUNK`]s and sends each packed, in order,
+/// Reads `body` in [`blobs::CHUNK`]s and sends each packed (a zip's as
+/// they came: [`blobs::Packed::as_is`]), in order,
 /// until the body ends, a read fails (sent as the last item) or the
 /// receiver is gone.
 fn pack_chunks(
@@ -462,6 +463,7 @@ fn pack_chunks(
 ) {
     use std::io::Read;
     let mut chunk = Vec::with_capacity(blobs::CHUNK);
+    let mut zipped = None;
     loop {
         chunk.clear();
         let packed = match (&mut body)
@@ -469,6 +471,9 @@ fn pack_chunks(
             .read_to_end(&mut chunk)
         {
             Ok(0) => return,
+            Ok(_) if *zipped.get_or_insert_with(|| crate::ingest::is_zip(&chunk)) => {
+                Ok(blobs::Packed::as_is(&chunk))
+            }
             Ok(_) => Ok(blobs::Packed::new(&chunk)),
             Err(e) => Err(e),
         };
@@ -552,6 +557,30 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_zips_chunks_are_kept_as_they_came_and_others_compressed() {
+        let text = b"Pelanggan,0812345678,Bandung\n".repeat(100_000);
+        let packed = |body: Vec<u8>| {
+            let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+            let packer =
+                std::thread::spawn(move || pack_chunks(Box::new(std::io::Cursor::new(body)), &tx));
+            let mut chunks = Vec::new();
+            while let Some(chunk) = rx.blocking_recv() {
+                chunks.push(chunk.unwrap());
+            }
+            packer.join().unwrap();
+            chunks
+        };
+        let plain = packed(text.clone());
+        assert_eq!(plain.len(), 3);
+        assert!(plain.iter().all(|c| !c.kept_as_is()));
+        // The same bytes after a zip's signature: every chunk, not only
+        // the first, is stored as it came.
+        let zipped = packed([b"PK\x03\x04".as_slice(), &text].concat());
+        assert_eq!(zipped.len(), 3);
+        assert!(zipped.iter().all(|c| c.kept_as_is()));
+    }
 
     #[test]
     fn parameters_become_reader_options() {
