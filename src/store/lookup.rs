@@ -5,12 +5,12 @@
 //! on a read connection of the validation's own: the same statements as
 //! through sqlx ([`tables::by_keys`]), each found row read straight into
 //! module values, except the cells that hold exactly the file's value
-//! ([`Found::as_file`]), which are only compared. Through sqlx the lookups of 1M keys, all found, took
-//! 6.4 s of a 9 s upsert validation: a multi-row statement's arguments
-//! built on the runtime's threads and bound value by value on the
-//! connection's thread, then every row sent back over a channel and
-//! decoded (BENCHMARKS.md, "Upsert commits, key lookups and the SQLite
-//! rollback"). PostgreSQL keeps its one `unnest` statement a batch
+//! ([`Found::as_file`]), which are only compared. Through sqlx the
+//! lookups of 1M keys, all found, took 6.4 s of a 9 s upsert validation:
+//! a multi-row statement's arguments built on the runtime's threads and
+//! bound value by value on the connection's thread, then every row sent
+//! back over a channel and decoded (BENCHMARKS.md, "Upsert commits, key
+//! lookups and the SQLite rollback"). PostgreSQL keeps its one `unnest` statement a batch
 //! ([`tables::by_keys_planned`]), a join or one index probe a key as the
 //! table's size says ([`tables::key_plan`], counted at the first lookup).
 

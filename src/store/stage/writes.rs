@@ -434,8 +434,9 @@ fn one_range(
 }
 
 /// Deletes the rows of a module's table with ids `first..=last` (`last`
-/// may be the greatest id there is), and says how many. SQLite gathers the rows a `DELETE` takes before deleting
-/// them, so there it goes [`Seqs::STEP`] ids at a time (see [`Seqs`]).
+/// may be the greatest id there is), and says how many. SQLite gathers
+/// the rows a `DELETE` takes before deleting them, so there it goes
+/// [`Seqs::STEP`] ids at a time (see [`Seqs`]).
 pub async fn delete_ids(
     conn: &mut Conn<'_>,
     module: &Module,
