@@ -733,7 +733,9 @@ async fn settle_all(app: &App, owner: &str, batch: &[Done]) -> Result<()> {
         }
         stored::set_failing(&mut tx.conn(), &w.id, Some(a.at)).await?;
         let since = w.failing_since.unwrap_or(a.at);
-        if w.enabled && at - since >= window {
+        let long_enough = at - since >= window
+            || failed_all_along(&mut tx.conn(), &settled, &recorded, &w.id, since).await?;
+        if w.enabled && long_enough {
             let reason = format!(
                 "every delivery failed since {}; the last: {}",
                 crate::ledger::job::time(&since),
@@ -745,6 +747,32 @@ async fn settle_all(app: &App, owner: &str, batch: &[Done]) -> Result<()> {
     }
     tx.commit().await?;
     Ok(())
+}
+
+/// Whether a delivery of endpoint `webhook` failed for good in this batch
+/// and the endpoint has failed every attempt since that delivery's first
+/// (`since` no later than it). A delivery's window counts from its
+/// creation, the endpoint's from its first failed attempt, a little later:
+/// without this an endpoint whose only delivery failed for good could
+/// stay enabled, short of the window by the delivery's wait in the queue.
+async fn failed_all_along(
+    conn: &mut crate::store::Conn<'_>,
+    settled: &[stored::Settled<'_>],
+    recorded: &std::collections::HashSet<String>,
+    webhook: &str,
+    since: chrono::DateTime<Utc>,
+) -> Result<bool> {
+    let ended = settled
+        .iter()
+        .filter(|s| s.next.state == "failed" && s.delivery.webhook_id == webhook)
+        .filter(|s| recorded.contains(&s.delivery.id));
+    for s in ended {
+        let first = stored::first_attempt_at(conn, &s.delivery.id).await?;
+        if first.unwrap_or(s.attempt.at) >= since {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The wait before the next attempt after `failed` failures: the base,

@@ -384,6 +384,16 @@ pub async fn set_failing(
     Ok(())
 }
 
+/// When a delivery was first attempted, if it was.
+pub async fn first_attempt_at(
+    conn: &mut Conn<'_>,
+    delivery_id: &str,
+) -> Result<Option<DateTime<Utc>>> {
+    Ok(on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT at FROM ig_webhook_attempts WHERE delivery_id = $1 AND n = 1")
+        .bind(delivery_id).fetch_optional(c).await)?)
+}
+
 /// Disables an endpoint that kept failing, with the reason.
 pub async fn disable(conn: &mut Conn<'_>, id: &str, reason: &str, at: DateTime<Utc>) -> Result<()> {
     on_conn!(conn, c => sqlx::query(
