@@ -733,9 +733,11 @@ async fn settle_all(app: &App, owner: &str, batch: &[Done]) -> Result<()> {
         }
         stored::set_failing(&mut tx.conn(), &w.id, Some(a.at)).await?;
         let since = w.failing_since.unwrap_or(a.at);
-        let long_enough = at - since >= window
-            || failed_all_along(&mut tx.conn(), &settled, &recorded, &w.id, since).await?;
-        if w.enabled && long_enough {
+        // An endpoint disabled already needs no reading of its attempts.
+        let disable = w.enabled
+            && (at - since >= window
+                || failed_all_along(&mut tx.conn(), &settled, &recorded, &w.id, since).await?);
+        if disable {
             let reason = format!(
                 "every delivery failed since {}; the last: {}",
                 crate::ledger::job::time(&since),

@@ -10,9 +10,10 @@
 //! a multi-row statement's arguments built on the runtime's threads and
 //! bound value by value on the connection's thread, then every row sent
 //! back over a channel and decoded (BENCHMARKS.md, "Upsert commits, key
-//! lookups and the SQLite rollback"). PostgreSQL keeps its one `unnest` statement a batch
-//! ([`tables::by_keys_planned`]), a join or one index probe a key as the
-//! table's size says ([`tables::key_plan`], counted at the first lookup).
+//! lookups and the SQLite rollback"). PostgreSQL keeps its one `unnest`
+//! statement a batch ([`tables::by_keys_planned`]), a join or one index
+//! probe a key as the table's size says ([`tables::key_plan`], counted at
+//! the first lookup).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
