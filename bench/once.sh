@@ -11,7 +11,9 @@
 #   for b in /tmp/old/importgate target/release/importgate; do
 #     bash bench/once.sh $b sqlite "$TMPDIR/importgate-bench/orders-1000000-v0-b0.csv"; done
 # With `perf` last, `perf record -a` runs during the upload (perf.data in
-# the work directory; per thread: perf script -F tid,comm | sort | uniq -c).
+# the work directory; per thread: perf script -F tid,comm | sort | uniq -c);
+# IMPORTGATE_ONCE_PERF_ARGS replaces its `-a -F 999`, e.g. with
+# '-a -F 499 --call-graph dwarf,16384' to see who calls what.
 # With IMPORTGATE_ONCE_PREFILL=CSV (a file with the module's columns as its
 # header), the module's table is first filled with that file by the
 # database's own loader, untimed: FILE then times an upsert validation,
@@ -56,7 +58,7 @@ fi
 key=$("$bin" keys create --name "Budi Santoso" --role submitter --database "$db" --config once.toml | tail -n1)
 ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
 busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
-if [ -n "$perf" ]; then perf record -a -F 999 -o perf.data 2>/dev/null & recorder=$!; fi
+if [ -n "$perf" ]; then perf record ${IMPORTGATE_ONCE_PERF_ARGS:--a -F 999} -o perf.data 2>/dev/null & recorder=$!; fi
 t0=$(ticks); b0=$(busy); start=$(date +%s.%N)
 curl -s -X POST "http://127.0.0.1:$port/api/import/$module?${IMPORTGATE_ONCE_QUERY:-}" -H "X-API-Key: $key" \
   -H "Content-Type: $type" -H 'Prefer: wait=600' --data-binary "@$file" -o job.json
