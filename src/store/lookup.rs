@@ -13,7 +13,7 @@
 //! lookups and the SQLite rollback"). PostgreSQL keeps its one `unnest`
 //! statement a batch ([`tables::by_keys_planned`]), a join or one index
 //! probe a key as the table's size says ([`tables::key_plan`], counted at
-//! the first lookup).
+//! the first lookup). Neither looks in a table that was empty then.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -44,8 +44,11 @@ use crate::validate::Value;
 pub struct Lookup {
     plan: Arc<Plan>,
     reader: Arc<Mutex<Option<rusqlite::Connection>>>,
-    /// PostgreSQL's plan, chosen at the first lookup from the table's size
-    /// ([`tables::key_plan`]): the validation does not write the table.
+    /// The lookups' plan, chosen at the first from the table's size
+    /// ([`tables::key_plan`]): the validation does not write the table. A
+    /// table empty then is not looked in: a first import of 1M orders on
+    /// PostgreSQL spent 1.1 s of its validation on 500 lookups that found
+    /// nothing (BENCHMARKS.md, issue 18, seventeenth session).
     key_plan: std::sync::OnceLock<tables::KeyPlan>,
 }
 
@@ -80,21 +83,18 @@ impl Lookup {
         if wanted.is_empty() {
             return Ok((wanted, vec![]));
         }
+        let plan = self.key_plan(db).await?;
+        if plan == tables::KeyPlan::Empty {
+            let none = std::iter::repeat_with(|| None).take(wanted.len()).collect();
+            return Ok((wanted, none));
+        }
         let file = match db {
             Db::Sqlite(pool) => pool.connect_options().get_filename().to_path_buf(),
             Db::Postgres(_) => {
                 let mut pooled = db.acquire().await?;
-                let mut conn = pooled.conn();
                 let module = &self.plan.module;
-                let plan = match self.key_plan.get() {
-                    Some(plan) => *plan,
-                    None => {
-                        let plan = tables::key_plan(&mut conn, module).await?;
-                        let _ = self.key_plan.set(plan);
-                        plan
-                    }
-                };
-                let rows = tables::by_keys_planned(&mut conn, module, &wanted, plan).await?;
+                let rows =
+                    tables::by_keys_planned(&mut pooled.conn(), module, &wanted, plan).await?;
                 let found = rows.into_iter().map(|r| r.map(Found::decoded)).collect();
                 return Ok((wanted, found));
             }
@@ -114,6 +114,17 @@ impl Lookup {
         })
         .await
         .map_err(|e| anyhow::anyhow!("the key lookup failed: {e}"))?
+    }
+
+    /// The lookups' plan ([`tables::key_plan`]), chosen at the first.
+    async fn key_plan(&self, db: &Db) -> anyhow::Result<tables::KeyPlan> {
+        if let Some(plan) = self.key_plan.get() {
+            return Ok(*plan);
+        }
+        let module = &self.plan.module;
+        let plan = tables::key_plan(&mut db.acquire().await?.conn(), module).await?;
+        let _ = self.key_plan.set(plan);
+        Ok(plan)
     }
 }
 

@@ -95,10 +95,16 @@ pub(super) fn sqlite_lookup(module: &Module, keys: usize) -> String {
     )
 }
 
-/// How PostgreSQL's key lookup meets the table.
+/// How a validation's key lookups meet the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyPlan {
-    /// A join, planned as PostgreSQL sees fit.
+    /// The table held no row when the validation began: no key is looked
+    /// up, every one is new. A table fills during a validation only by
+    /// another job's commit, and a commit refuses a staged insert whose
+    /// key was taken since its preview, as it did when each batch looked.
+    Empty,
+    /// A join, planned as PostgreSQL sees fit (SQLite: its own plan,
+    /// index probes).
     Join,
     /// One probe of the natural-key index a key, whatever the plan.
     Probe,
@@ -115,23 +121,25 @@ pub enum KeyPlan {
 pub const PROBE_FROM: i64 = 20_000;
 
 /// The plan for this validation's lookups in `module`'s table: whether it
-/// holds [`PROBE_FROM`] rows, counted up to there (a few milliseconds,
-/// once a validation). Not from the statistics: the `ANALYZE` after a
-/// commit runs once the job has moved, and an upsert uploaded right after
-/// found none yet. SQLite plans its own lookups as index probes.
+/// holds a row, and on PostgreSQL whether it holds [`PROBE_FROM`], counted
+/// up to there (a few milliseconds, once a validation). Not from the
+/// statistics: the `ANALYZE` after a commit runs once the job has moved,
+/// and an upsert uploaded right after found none yet. SQLite plans its own
+/// lookups as index probes.
 pub async fn key_plan(conn: &mut Conn<'_>, module: &Module) -> Result<KeyPlan> {
-    let Conn::Postgres(c) = conn else {
-        return Ok(KeyPlan::Join);
+    let limit = match conn.dialect() {
+        Dialect::Postgres => PROBE_FROM,
+        Dialect::Sqlite => 1,
     };
     let sql = format!(
-        "SELECT COUNT(*) FROM (SELECT 1 FROM {} LIMIT {PROBE_FROM}) s",
+        "SELECT COUNT(*) FROM (SELECT 1 FROM {} LIMIT {limit}) s",
         ident(&module.table)
     );
-    let rows: i64 = sqlx::query_scalar(&sql).fetch_one(&mut **c).await?;
-    Ok(if rows >= PROBE_FROM {
-        KeyPlan::Probe
-    } else {
-        KeyPlan::Join
+    let rows: i64 = on_conn!(conn, c => sqlx::query_scalar(&sql).fetch_one(c).await)?;
+    Ok(match (rows, conn.dialect()) {
+        (0, _) => KeyPlan::Empty,
+        (PROBE_FROM.., Dialect::Postgres) => KeyPlan::Probe,
+        _ => KeyPlan::Join,
     })
 }
 
@@ -163,7 +171,7 @@ fn unnest_lookup(module: &Module, plan: KeyPlan) -> String {
         .collect();
     let (table, on) = (ident(&module.table), on.join(" AND "));
     let joined = match plan {
-        KeyPlan::Join => format!("JOIN {table} t ON {on}"),
+        KeyPlan::Join | KeyPlan::Empty => format!("JOIN {table} t ON {on}"),
         KeyPlan::Probe => {
             format!("CROSS JOIN LATERAL (SELECT * FROM {table} t WHERE {on} OFFSET 0) t")
         }
@@ -228,6 +236,9 @@ pub async fn by_keys_planned<K: AsRef<[Value]>>(
     plan: KeyPlan,
 ) -> Result<Vec<Option<TableRow>>> {
     let mut found = vec![None; keys.len()];
+    if plan == KeyPlan::Empty {
+        return Ok(found);
+    }
     for range in super::lookup_parts(conn.dialect(), keys.len(), super::rows::BATCH) {
         let part = &keys[range.clone()];
         let mut place = |p: i64, row| {
