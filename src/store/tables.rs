@@ -99,9 +99,10 @@ pub(super) fn sqlite_lookup(module: &Module, keys: usize) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyPlan {
     /// The table held no row when the validation began: no key is looked
-    /// up, every one is new. A table fills during a validation only by
-    /// another job's commit, and a commit refuses a staged insert whose
-    /// key was taken since its preview, as it did when each batch looked.
+    /// up, every one is new. A row written meanwhile (another job's
+    /// commit, or anything else writing the table) is caught by the
+    /// commit, which refuses a staged insert whose key was taken since its
+    /// preview, as it was when each batch looked.
     Empty,
     /// A join, planned as PostgreSQL sees fit (SQLite: its own plan,
     /// index probes).
