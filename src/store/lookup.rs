@@ -85,7 +85,7 @@ impl Lookup {
         }
         let plan = self.key_plan(db).await?;
         if plan == tables::KeyPlan::Empty {
-            let none = std::iter::repeat_with(|| None).take(wanted.len()).collect();
+            let none = not_found(wanted.len());
             return Ok((wanted, none));
         }
         let file = match db {
@@ -160,6 +160,11 @@ impl Found {
     }
 }
 
+/// The answer for `n` keys before any is found (`Found` is not `Clone`).
+fn not_found(n: usize) -> Vec<Option<Found>> {
+    std::iter::repeat_with(|| None).take(n).collect()
+}
+
 /// For each catalog column, its place among the `provided` columns.
 fn in_file(columns: usize, provided: &[usize]) -> Vec<Option<usize>> {
     (0..columns)
@@ -194,8 +199,7 @@ fn sqlite(
     wanted: &[Wanted],
     at: &[Option<usize>],
 ) -> anyhow::Result<Vec<Option<Found>>> {
-    let mut found: Vec<Option<Found>> =
-        std::iter::repeat_with(|| None).take(wanted.len()).collect();
+    let mut found = not_found(wanted.len());
     for part in super::pieces(wanted.len(), rows::BATCH) {
         let mut select = if part.len() == rows::BATCH {
             c.prepare_cached(&plan.full)?
