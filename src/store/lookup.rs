@@ -11,9 +11,11 @@
 //! bound value by value on the connection's thread, then every row sent
 //! back over a channel and decoded (BENCHMARKS.md, "Upsert commits, key
 //! lookups and the SQLite rollback"). PostgreSQL keeps its one `unnest`
-//! statement a batch ([`tables::by_keys_planned`]), a join or one index
-//! probe a key as the table's size says ([`tables::key_plan`], counted at
-//! the first lookup). Neither looks in a table that was empty then.
+//! statement a batch ([`tables::pg_lookup`]), a join or one index probe a
+//! key as the table's size says ([`tables::key_plan`], counted at the
+//! first lookup), and reads its found rows' cells as SQLite's are: those
+//! holding the file's value compared on the wire, not decoded. Neither
+//! looks in a table that was empty then.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -22,10 +24,11 @@ use rusqlite::OpenFlags;
 use rusqlite::types::ValueRef;
 
 use super::tables::{self, TableRow};
-use super::values::{from_sqlite, to_sqlite};
+use super::values::{self, from_sqlite, to_sqlite};
 use super::{Db, rows, stage};
 use crate::catalog::{ColumnType, Module};
 use crate::validate::Value;
+use crate::validate::value::date_digits;
 
 /// A validation's key lookups in one module: what the lookup thread needs,
 /// made once. The statement of a full part ([`rows::BATCH`] keys, with a
@@ -92,10 +95,11 @@ impl Lookup {
             Db::Sqlite(pool) => pool.connect_options().get_filename().to_path_buf(),
             Db::Postgres(_) => {
                 let mut pooled = db.acquire().await?;
-                let module = &self.plan.module;
-                let rows =
-                    tables::by_keys_planned(&mut pooled.conn(), module, &wanted, plan).await?;
-                let found = rows.into_iter().map(|r| r.map(Found::decoded)).collect();
+                let crate::store::Conn::Postgres(c) = pooled.conn() else {
+                    anyhow::bail!("a PostgreSQL pool lent another connection");
+                };
+                let at = in_file(self.plan.module.columns.len(), provided);
+                let found = postgres(c, &self.plan, &wanted, &at, plan).await?;
                 return Ok((wanted, found));
             }
         };
@@ -150,13 +154,6 @@ pub struct Found {
 impl AsRef<[Value]> for Wanted {
     fn as_ref(&self) -> &[Value] {
         &self.key
-    }
-}
-
-impl Found {
-    /// A row with every cell decoded.
-    fn decoded(row: TableRow) -> Found {
-        Found { row, as_file: 0 }
     }
 }
 
@@ -223,49 +220,147 @@ fn sqlite(
     Ok(found)
 }
 
-/// A found row (its id in column 1, the module's columns after it), found
-/// for `w`. SQLite compares each key column with the value bound for it
-/// in the column's affinity and binary collation, so the row's key cells
-/// hold exactly the key's values: they are taken from the key, not
-/// decoded again. A cell holding exactly the file's value is not decoded
-/// either ([`Found::as_file`]).
+/// The lookups of one batch on PostgreSQL, on connection `c`, as `key_plan`
+/// says; `at` as for [`sqlite`]. Each found row's cells are read as
+/// SQLite's are ([`found`]): decoding every cell of 1M found orders was
+/// 0.66 s of the upsert validation's critical path, the lookups
+/// (BENCHMARKS.md, issue 18, eighteenth session).
+async fn postgres(
+    c: &mut sqlx::PgConnection,
+    plan: &Plan,
+    wanted: &[Wanted],
+    at: &[Option<usize>],
+    key_plan: tables::KeyPlan,
+) -> anyhow::Result<Vec<Option<Found>>> {
+    use sqlx::Row;
+    let mut found = not_found(wanted.len());
+    let module = &plan.module;
+    for part in super::lookup_parts(super::Dialect::Postgres, wanted.len(), rows::BATCH) {
+        for row in tables::pg_lookup(c, module, &wanted[part.clone()], key_plan).await? {
+            // `WITH ORDINALITY` counts from 1, and gives back only places
+            // it was given.
+            let place = usize::try_from(row.try_get::<i64, _>(0)?)
+                .ok()
+                .and_then(|p| p.checked_sub(1))
+                .map(|p| part.start + p)
+                .filter(|p| part.contains(p));
+            let Some(place) = place else { continue };
+            let w = &wanted[place];
+            let id = row.try_get(1)?;
+            let pg = super::Dialect::Postgres;
+            found[place] = Some(self::found(pg, plan, w, at, id, |i, ty, file| {
+                Ok(match values::pg_cell(&row, i + 2, ty)? {
+                    None => Cell::Value(None),
+                    Some(cell) if values::pg_holds_exactly(&cell, file, ty) => Cell::AsFile,
+                    Some(cell) => Cell::Value(Some(values::pg_decode(cell, i + 2, ty)?)),
+                })
+            })?);
+        }
+    }
+    Ok(found)
+}
+
+/// A found row's cell as [`found`] reads it.
+enum Cell {
+    /// It holds exactly the file's value: left null, its bit set.
+    AsFile,
+    /// Its value, decoded.
+    Value(Option<Value>),
+}
+
+/// A found row, with id `id`, found for `w`: each cell from `read`
+/// (catalog column, its type, the file's value, and gives back a
+/// [`Cell`]), but for the key's. The database compared each key column
+/// with the file's value exactly ([`key_is_exact`]), so the row's key cells
+/// hold the file's values: they are neither read nor decoded again.
+fn found(
+    dialect: super::Dialect,
+    plan: &Plan,
+    w: &Wanted,
+    at: &[Option<usize>],
+    id: i64,
+    mut read: impl FnMut(usize, ColumnType, Option<&Value>) -> anyhow::Result<Cell>,
+) -> anyhow::Result<Found> {
+    let mut as_file = 0;
+    let mut values = Vec::with_capacity(plan.module.columns.len());
+    for (i, c) in plan.module.columns.iter().enumerate() {
+        let bit = stage::same_bit(i);
+        let key = plan.in_key[i].filter(|_| key_is_exact(dialect, c.ty));
+        let cell = match key {
+            Some(_) if bit.is_some() => Cell::AsFile,
+            Some(k) => Cell::Value(Some(w.key[k].clone())),
+            None => {
+                // Only a column with a bit can be left undecoded.
+                let file = at[i].and_then(|p| w.file.get(p)?.as_ref());
+                read(i, c.ty, file.filter(|_| bit.is_some()))?
+            }
+        };
+        match (cell, bit) {
+            (Cell::AsFile, Some(bit)) => {
+                as_file |= bit;
+                values.push(None);
+            }
+            (Cell::AsFile, None) => anyhow::bail!("column {i} has no bit to be left as the file's"),
+            (Cell::Value(v), _) => values.push(v),
+        }
+    }
+    Ok(Found {
+        row: TableRow { id, values },
+        as_file,
+    })
+}
+
+/// Whether a lookup's match on a key column of type `ty` means the cell
+/// holds the file's value exactly. SQLite compares in the column's
+/// affinity and binary collation. PostgreSQL's equality is that only for
+/// text (a deterministic collation ties on the bytes), integers, booleans
+/// and dates: `4.5 = 4.50` as numerics, and two timestamps of one instant
+/// may be written apart.
+fn key_is_exact(dialect: super::Dialect, ty: ColumnType) -> bool {
+    match dialect {
+        super::Dialect::Sqlite => true,
+        super::Dialect::Postgres => matches!(
+            ty,
+            ColumnType::Text
+                | ColumnType::Integer
+                | ColumnType::Bigint
+                | ColumnType::Boolean
+                | ColumnType::Date
+        ),
+    }
+}
+
+/// A found SQLite row (its id in column 1, the module's columns after
+/// it), found for `w` ([`found`]).
 fn table_row(
     plan: &Plan,
     w: &Wanted,
     at: &[Option<usize>],
     row: &rusqlite::Row<'_>,
 ) -> anyhow::Result<Found> {
-    let mut as_file = 0;
-    let mut values = Vec::with_capacity(plan.module.columns.len());
-    for (i, c) in plan.module.columns.iter().enumerate() {
-        if let Some(k) = plan.in_key[i] {
-            values.push(Some(w.key[k].clone()));
-            continue;
-        }
-        let cell = row.get_ref(i + 2)?;
-        let file = at[i].and_then(|p| w.file.get(p)?.as_ref());
-        match stage::same_bit(i) {
-            Some(bit) if holds_exactly(cell, file, c.ty) => {
-                as_file |= bit;
-                values.push(None);
-            }
-            _ => values.push(from_sqlite(cell, c.ty)?),
-        }
-    }
-    Ok(Found {
-        row: TableRow {
-            id: row.get(1)?,
-            values,
+    found(
+        super::Dialect::Sqlite,
+        plan,
+        w,
+        at,
+        row.get(1)?,
+        |i, ty, file| {
+            let cell = row.get_ref(i + 2)?;
+            Ok(if holds_exactly(cell, file, ty) {
+                Cell::AsFile
+            } else {
+                Cell::Value(from_sqlite(cell, ty)?)
+            })
         },
-        as_file,
-    })
+    )
 }
 
 /// Whether a cell of a column of type `ty` holds `file` exactly as the
 /// stage stores it ([`to_sqlite`]), so that [`from_sqlite`] would read it
-/// back as `file` itself. Only text and integers, which are compared
-/// without being made: a cell of any other kind, or stored otherwise, is
-/// decoded and compared as before.
+/// back as `file` itself. Only text, integers, booleans and dates (the
+/// date's digits against the stored text), which are compared without
+/// being made: a cell of any other kind, or stored otherwise, is decoded
+/// and compared as before.
 fn holds_exactly(cell: ValueRef<'_>, file: Option<&Value>, ty: ColumnType) -> bool {
     match (cell, file, ty) {
         (ValueRef::Text(stored), Some(Value::Text(text)), ColumnType::Text) => {
@@ -278,6 +373,9 @@ fn holds_exactly(cell: ValueRef<'_>, file: Option<&Value>, ty: ColumnType) -> bo
         ) => stored == *n,
         (ValueRef::Integer(stored), Some(Value::Bool(b)), ColumnType::Boolean) => {
             stored == i64::from(*b)
+        }
+        (ValueRef::Text(stored), Some(Value::Date(d)), ColumnType::Date) => {
+            date_digits(d).is_some_and(|digits| stored == digits)
         }
         _ => false,
     }
@@ -346,6 +444,18 @@ mod tests {
             &Value::Text("12".into()),
             ColumnType::Numeric
         ));
+        let date = Value::Date(chrono::NaiveDate::from_ymd_opt(2024, 3, 1).unwrap());
+        assert!(holds(
+            ValueRef::Text(b"2024-03-01"),
+            &date,
+            ColumnType::Date
+        ));
+        assert!(!holds(
+            ValueRef::Text(b"2024-03-02"),
+            &date,
+            ColumnType::Date
+        ));
+        assert!(!holds(ValueRef::Text(b"2024-3-1"), &date, ColumnType::Date));
         // A null cell and a null file value are compared as values.
         assert!(!holds_exactly(ValueRef::Null, None, ColumnType::Text));
     }

@@ -220,22 +220,11 @@ pub const JOIN_MEMORY: &str = "64MB";
 
 /// The rows holding these natural keys (each in the order of the
 /// module's key columns), in the keys' order: `None` for a key the table
-/// does not hold.
+/// does not hold. (A validation's lookups are `lookup::Lookup`'s.)
 pub async fn by_keys(
     conn: &mut Conn<'_>,
     module: &Module,
     keys: &[Vec<Value>],
-) -> Result<Vec<Option<TableRow>>> {
-    by_keys_planned(conn, module, keys, KeyPlan::Join).await
-}
-
-/// [`by_keys`], PostgreSQL's statement as `plan` says. Each of `keys`
-/// gives a key's values.
-pub async fn by_keys_planned<K: AsRef<[Value]>>(
-    conn: &mut Conn<'_>,
-    module: &Module,
-    keys: &[K],
-    plan: KeyPlan,
 ) -> Result<Vec<Option<TableRow>>> {
     let mut found = vec![None; keys.len()];
     for range in super::lookup_parts(conn.dialect(), keys.len(), super::rows::BATCH) {
@@ -250,17 +239,7 @@ pub async fn by_keys_planned<K: AsRef<[Value]>>(
             }
         };
         if let Conn::Postgres(c) = conn {
-            let sql = unnest_lookup(module, plan);
-            let mut q = sqlx::query(&sql);
-            for k in 0..module.key_columns.len() {
-                q = q.bind(
-                    part.iter()
-                        .map(|key| pg_input(&key.as_ref()[k]))
-                        .collect::<Vec<_>>(),
-                );
-            }
-            for row in q.fetch_all(&mut **c).await? {
-                // `WITH ORDINALITY` counts from 1.
+            for row in pg_lookup(c, module, part, KeyPlan::Join).await? {
                 place(row.try_get::<i64, _>(0)? - 1, table_row(module, &row, 1)?);
             }
             continue;
@@ -269,7 +248,7 @@ pub async fn by_keys_planned<K: AsRef<[Value]>>(
         on_conn!(conn, c => {
             let mut q = sqlx::query(&sql);
             for key in part {
-                for (v, &i) in key.as_ref().iter().zip(&module.key_columns) {
+                for (v, &i) in key.iter().zip(&module.key_columns) {
                     q = q.bind_value(Some(v), module.columns[i].ty);
                 }
             }
@@ -279,6 +258,28 @@ pub async fn by_keys_planned<K: AsRef<[Value]>>(
         });
     }
     Ok(found)
+}
+
+/// PostgreSQL's rows holding the natural keys `part` (at most
+/// [`super::PG_LOOKUP`]), in one statement as `plan` says: each row is
+/// its key's place in `part` counted from 1 (column 0, `WITH
+/// ORDINALITY`), then its id and cells ([`select_columns`]).
+pub async fn pg_lookup<K: AsRef<[Value]>>(
+    c: &mut sqlx::PgConnection,
+    module: &Module,
+    part: &[K],
+    plan: KeyPlan,
+) -> Result<Vec<sqlx::postgres::PgRow>> {
+    let sql = unnest_lookup(module, plan);
+    let mut q = sqlx::query(&sql);
+    for k in 0..module.key_columns.len() {
+        q = q.bind(
+            part.iter()
+                .map(|key| pg_input(&key.as_ref()[k]))
+                .collect::<Vec<_>>(),
+        );
+    }
+    Ok(q.fetch_all(c).await?)
 }
 
 /// Inserts whole rows (every catalog column, in catalog order) outside any

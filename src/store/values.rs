@@ -5,7 +5,7 @@
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, TimeDelta, Timelike, Utc};
 use rusqlite::types::{ToSqlOutput, Value as SqliteValue, ValueRef as SqliteCell};
 use rust_decimal::Decimal;
-use sqlx::postgres::{PgArguments, PgRow, PgValueFormat};
+use sqlx::postgres::{PgArguments, PgRow, PgValueFormat, PgValueRef};
 use sqlx::query::Query;
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Postgres, Row, Sqlite, TypeInfo, ValueRef};
@@ -179,38 +179,73 @@ impl DecodeValue for PgRow {
     /// 600 instructions each, 15 % of an upsert validation's on PostgreSQL
     /// (callgrind, BENCHMARKS.md, issue 18, eleventh session).
     fn value(&self, index: usize, ty: ColumnType) -> Result<Option<Value>> {
-        let raw = self.try_get_raw(index)?;
-        // The bytes are read by hand, so the type sqlx would check is
-        // checked here: eight bytes of text are no timestamp. (sqlx took
-        // `timestamp` for `timestamptz` too, alike on the wire.)
-        let expected: &[&str] = match ty {
-            // As sqlx reads a `String`.
-            ColumnType::Text => &["TEXT", "VARCHAR", "BPCHAR", "NAME", "UNKNOWN", "citext"],
-            ColumnType::Integer | ColumnType::Bigint => &["INT4", "INT8", "INT2"],
-            ColumnType::Boolean => &["BOOL"],
-            ColumnType::Numeric => &["NUMERIC"],
-            ColumnType::Date => &["DATE"],
-            ColumnType::Timestamptz => &["TIMESTAMPTZ", "TIMESTAMP"],
-        };
-        let info = raw.type_info();
-        if !expected.contains(&info.name()) {
-            return Err(StoreError::Corrupt(format!(
-                "column {index} is {}, not {}",
-                info.name(),
-                ty.as_str()
-            )));
+        pg_cell(self, index, ty)?
+            .map(|raw| pg_decode(raw, index, ty))
+            .transpose()
+    }
+}
+
+/// Cell `index` of a PostgreSQL row, checked to be of a type a column of
+/// type `ty` reads; `None` for null.
+pub fn pg_cell(row: &PgRow, index: usize, ty: ColumnType) -> Result<Option<PgValueRef<'_>>> {
+    let raw = row.try_get_raw(index)?;
+    // The bytes are read by hand, so the type sqlx would check is checked
+    // here: eight bytes of text are no timestamp. (sqlx took `timestamp`
+    // for `timestamptz` too, alike on the wire.)
+    let expected: &[&str] = match ty {
+        // As sqlx reads a `String`.
+        ColumnType::Text => &["TEXT", "VARCHAR", "BPCHAR", "NAME", "UNKNOWN", "citext"],
+        ColumnType::Integer | ColumnType::Bigint => &["INT4", "INT8", "INT2"],
+        ColumnType::Boolean => &["BOOL"],
+        ColumnType::Numeric => &["NUMERIC"],
+        ColumnType::Date => &["DATE"],
+        ColumnType::Timestamptz => &["TIMESTAMPTZ", "TIMESTAMP"],
+    };
+    let info = raw.type_info();
+    if !expected.contains(&info.name()) {
+        return Err(StoreError::Corrupt(format!(
+            "column {index} is {}, not {}",
+            info.name(),
+            ty.as_str()
+        )));
+    }
+    Ok((!raw.is_null()).then_some(raw))
+}
+
+/// The value of a non-null cell from [`pg_cell`].
+pub fn pg_decode(raw: PgValueRef<'_>, index: usize, ty: ColumnType) -> Result<Value> {
+    let value = match raw.format() {
+        PgValueFormat::Binary => pg_binary(raw.as_bytes(), ty),
+        PgValueFormat::Text => raw.as_str().ok().and_then(|t| pg_text(t, ty)),
+    };
+    value.ok_or_else(|| {
+        StoreError::Corrupt(format!("column {index} is no PostgreSQL {}", ty.as_str()))
+    })
+}
+
+/// Whether a non-null cell from [`pg_cell`] holds exactly `file`, so that
+/// [`pg_decode`] would read it back as `file` itself: text by its bytes,
+/// integers, booleans and dates by their binary form, compared without
+/// being made (PostgreSQL's twin of `lookup::holds_exactly`). Any other
+/// kind or format is decoded and compared as before.
+pub fn pg_holds_exactly(raw: &PgValueRef<'_>, file: Option<&Value>, ty: ColumnType) -> bool {
+    if raw.format() != PgValueFormat::Binary {
+        return false;
+    }
+    let Ok(bytes) = raw.as_bytes() else {
+        return false;
+    };
+    match (file, ty) {
+        (Some(Value::Text(text)), ColumnType::Text) => bytes == text.as_bytes(),
+        (Some(Value::Int(n)), ColumnType::Integer | ColumnType::Bigint) => {
+            pg_binary(Ok(bytes), ty) == Some(Value::Int(*n))
         }
-        if raw.is_null() {
-            return Ok(None);
+        (Some(Value::Bool(b)), ColumnType::Boolean) => bytes == [u8::from(*b)],
+        (Some(Value::Date(d)), ColumnType::Date) => {
+            let days = d.signed_duration_since(pg_epoch()).num_days();
+            <[u8; 4]>::try_from(bytes).is_ok_and(|b| i64::from(i32::from_be_bytes(b)) == days)
         }
-        let value = match raw.format() {
-            PgValueFormat::Binary => pg_binary(raw.as_bytes(), ty),
-            PgValueFormat::Text => raw.as_str().ok().and_then(|t| pg_text(t, ty)),
-        };
-        let value = value.ok_or_else(|| {
-            StoreError::Corrupt(format!("column {index} is no PostgreSQL {}", ty.as_str()))
-        })?;
-        Ok(Some(value))
+        _ => false,
     }
 }
 

@@ -631,3 +631,89 @@ async fn an_upsert_over_a_table_past_the_probe_size_finds_every_key() {
     assert_eq!(bumped[1][0].as_deref(), Some("SO-00001007"));
     assert_eq!(bumped[1][1].as_deref(), Some(&*(1007 % 5 + 2).to_string()));
 }
+
+/// An update's cells that hold the file's values (text, integers, a date:
+/// compared without being decoded) and its key's stage no before-image; a
+/// date it changes does, as the table held it. The commit still refuses a
+/// row whose kept date changed since the preview, and the rollback puts
+/// every cell back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_stages_no_before_image_of_a_kept_date_or_key_and_one_of_a_changed_date() {
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let header = "order_no,customer_id,sku,qty,amount_idr,order_date,status\n";
+    let first = format!(
+        "{header}SO-1,C-1,SKU-1,2,30000,2024-03-01,paid\nSO-2,C-2,SKU-2,1,15000,2024-03-02,paid\n"
+    );
+    let job = app.upload(&sub, "orders", "", &first).await;
+    let job = app
+        .act_ok(&apr, job["id"].as_str().unwrap(), "approve")
+        .await;
+    assert_eq!(job["state"], "committed", "{job}");
+    let table = "SELECT order_no, sku, CAST(qty AS TEXT), CAST(order_date AS TEXT) \
+                 FROM uc_sales_orders ORDER BY order_no";
+    let original = app.sql(table).await;
+
+    // SO-1: only its quantity changes; SO-2: only its date.
+    let again = format!(
+        "{header}SO-1,C-1,SKU-1,3,30000,2024-03-01,paid\nSO-2,C-2,SKU-2,1,15000,2024-03-05,paid\n"
+    );
+    let job = app.upload(&sub, "orders", "?mode=update", &again).await;
+    assert_eq!(job["counts"]["update"], 2, "{job}");
+    let id = job["id"].as_str().unwrap().to_string();
+    let staged = app
+        .sql(&format!(
+            "SELECT s.v_order_no, CAST(s.b_order_no AS TEXT), CAST(s.b_sku AS TEXT), \
+                    CAST(s.b_customer_id AS TEXT), CAST(s.b_amount_idr AS TEXT), \
+                    CAST(s.b_qty AS TEXT), CAST(s.b_order_date AS TEXT) \
+             FROM ig_stage_orders s JOIN ig_jobs j ON j.stage = s.job \
+             WHERE j.id = '{id}' ORDER BY s.seq"
+        ))
+        .await;
+    let text = |v: &[&str]| -> Vec<Option<String>> {
+        v.iter()
+            .map(|c| (!c.is_empty()).then(|| c.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        staged,
+        vec![
+            text(&["SO-1", "", "", "", "", "2", ""]),
+            text(&["SO-2", "", "", "", "", "", "2024-03-02"]),
+        ]
+    );
+    let page = app
+        .get_json(&sub, &format!("/api/jobs/{id}/preview?action=update"))
+        .await;
+    assert_eq!(
+        page["rows"][0]["before"]["order_date"], "2024-03-01",
+        "{page}"
+    );
+    assert_eq!(page["rows"][0]["before"]["order_no"], "SO-1", "{page}");
+    assert_eq!(
+        page["rows"][1]["before"]["order_date"], "2024-03-02",
+        "{page}"
+    );
+
+    // SO-1's date, which the update keeps, changes behind the service's
+    // back: the preview is stale.
+    let set = |date: &str| {
+        format!("UPDATE uc_sales_orders SET order_date = '{date}' WHERE order_no = 'SO-1'")
+    };
+    app.sql(&set("2024-04-01")).await;
+    let job = app.act_ok(&apr, &id, "approve").await;
+    assert_eq!(job["problem"]["code"], "stale_preview", "{job}");
+    assert_eq!(problem_rows(&job), vec![2], "{job}");
+
+    app.sql(&set("2024-03-01")).await;
+    assert_eq!(app.sql(table).await, original);
+    let job = app.upload(&sub, "orders", "?mode=update", &again).await;
+    let id = job["id"].as_str().unwrap();
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "committed", "{job}");
+    assert_ne!(app.sql(table).await, original);
+    app.act_ok(&sub, id, "rollback").await;
+    let job = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(job["state"], "rolled_back", "{job}");
+    assert_eq!(app.sql(table).await, original, "every cell as it was");
+}
