@@ -269,10 +269,10 @@ enum Cell {
 }
 
 /// A found row, with id `id`, found for `w`: each cell from `read`
-/// (catalog column, its type, the file's value, and gives back a
-/// [`Cell`]), but for the key's. The database compared each key column
-/// with the file's value exactly ([`key_is_exact`]), so the row's key cells
-/// hold the file's values: they are neither read nor decoded again.
+/// (given the catalog column, its type and the file's value, it gives
+/// back a [`Cell`]), but for the key cells whose match proves they hold
+/// the file's values ([`key_is_exact`]): those are neither read nor
+/// decoded.
 fn found(
     dialect: super::Dialect,
     plan: &Plan,
