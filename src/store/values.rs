@@ -225,9 +225,10 @@ pub fn pg_decode(raw: PgValueRef<'_>, index: usize, ty: ColumnType) -> Result<Va
 
 /// Whether a non-null cell from [`pg_cell`] holds exactly `file`, so that
 /// [`pg_decode`] would read it back as `file` itself: text by its bytes,
-/// integers, booleans and dates by their binary form, compared without
-/// being made (PostgreSQL's twin of `lookup::holds_exactly`). Any other
-/// kind or format is decoded and compared as before.
+/// without making a `String`; integers, booleans and dates as the decoder
+/// reads them, which allocates nothing for them (PostgreSQL's twin of
+/// `lookup::holds_exactly`). Any other kind or format is decoded and
+/// compared as before.
 pub fn pg_holds_exactly(raw: &PgValueRef<'_>, file: Option<&Value>, ty: ColumnType) -> bool {
     if raw.format() != PgValueFormat::Binary {
         return false;
@@ -237,14 +238,11 @@ pub fn pg_holds_exactly(raw: &PgValueRef<'_>, file: Option<&Value>, ty: ColumnTy
     };
     match (file, ty) {
         (Some(Value::Text(text)), ColumnType::Text) => bytes == text.as_bytes(),
-        (Some(Value::Int(n)), ColumnType::Integer | ColumnType::Bigint) => {
-            pg_binary(Ok(bytes), ty) == Some(Value::Int(*n))
-        }
-        (Some(Value::Bool(b)), ColumnType::Boolean) => bytes == [u8::from(*b)],
-        (Some(Value::Date(d)), ColumnType::Date) => {
-            let days = d.signed_duration_since(pg_epoch()).num_days();
-            <[u8; 4]>::try_from(bytes).is_ok_and(|b| i64::from(i32::from_be_bytes(b)) == days)
-        }
+        // Read by the decoder itself, which makes these without allocating.
+        (
+            Some(file @ (Value::Int(_) | Value::Bool(_) | Value::Date(_))),
+            ColumnType::Integer | ColumnType::Bigint | ColumnType::Boolean | ColumnType::Date,
+        ) => pg_binary(Ok(bytes), ty).as_ref() == Some(file),
         _ => false,
     }
 }
