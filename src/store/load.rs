@@ -13,9 +13,10 @@
 //! renewal is the last statement before the commit (the row lock it takes
 //! would otherwise hold the second batch's whole `COPY` back). On SQLite
 //! the batches go to a thread of their own that holds one of the pool's
-//! connections for the whole validation and writes through `rusqlite`: a
-//! prepared single-row `INSERT` per staged row and row error, bound
-//! straight from the row. Why not sqlx there: its multi-row statements build an
+//! connections for the whole validation and writes through `rusqlite`:
+//! prepared multi-row `INSERT`s of staged rows, their texts bound where
+//! they lie in the rows ([`bound`](super::bound)), and one per row error.
+//! Why not sqlx there: its multi-row statements build an
 //! argument list (a copied `String` per text cell) on the runtime's
 //! threads, hand it to the connection's own thread, which binds it value
 //! by value — measured on 1M `orders` rows, writing the stage took 6.5 s
@@ -296,7 +297,14 @@ impl Plan {
 
 mod sqlite {
     use super::*;
-    use crate::store::values::to_sqlite as sql;
+    use crate::store::bound::{Param, Statement};
+    use crate::store::values::to_param;
+
+    /// The stage's inserts, prepared once for the whole run.
+    struct Inserts<'c> {
+        one: Statement<'c>,
+        many: Statement<'c>,
+    }
 
     /// The writer thread: takes the pool connection's handle for the whole
     /// run, writes every batch, and hands the connection back clean. After
@@ -315,10 +323,14 @@ mod sqlite {
             // outlives it: `c` drops first, finalizing its statements.
             let c = unsafe { rusqlite::Connection::from_handle(locked.as_raw_handle().as_ptr())? };
             let written = (|| {
+                let mut inserts = Inserts {
+                    one: Statement::prepare(&c, &plan.rows_sql)?,
+                    many: Statement::prepare(&c, &plan.many_sql)?,
+                };
                 let mut last = None;
                 while let Some(load) = queue.blocking_recv() {
                     let breaks = rows::breaks(&load.rows, &mut last);
-                    write(&c, &plan, &load, &breaks)?;
+                    write(&c, &mut inserts, &plan, &load, &breaks)?;
                     // Freeing a batch's cells took a twentieth of this
                     // thread's time: the runtime's threads do it.
                     runtime.spawn(async move { drop(load) });
@@ -344,33 +356,33 @@ mod sqlite {
         }
     }
 
-    /// Binds a staged row's values to parameters `at + 1 …` of `insert`.
-    fn bind(
-        insert: &mut rusqlite::CachedStatement<'_>,
-        plan: &Plan,
-        at: usize,
-        r: &StagedRow,
-    ) -> rusqlite::Result<()> {
-        insert.raw_bind_parameter(at + 1, plan.stage_job)?;
-        insert.raw_bind_parameter(at + 2, r.seq)?;
-        insert.raw_bind_parameter(at + 3, r.row_no)?;
-        insert.raw_bind_parameter(at + 4, r.action.as_str())?;
-        insert.raw_bind_parameter(at + 5, r.nkey.as_deref())?;
-        insert.raw_bind_parameter(at + 6, r.vals.as_deref())?;
-        insert.raw_bind_parameter(at + 7, r.warns.as_deref())?;
-        insert.raw_bind_parameter(at + 8, r.same())?;
-        for k in 0..plan.provided {
-            let (value, before) = r.typed(k);
-            insert.raw_bind_parameter(at + 9 + k, value.map(sql))?;
-            insert.raw_bind_parameter(at + 9 + plan.provided + k, before.map(sql))?;
-        }
-        Ok(())
+    /// A staged row's parameters, appended to `params` in the stage's
+    /// column order.
+    fn push<'r>(params: &mut Vec<Param<'r>>, plan: &Plan, r: &'r StagedRow) {
+        params.extend([
+            Param::Int(plan.stage_job),
+            Param::Int(r.seq),
+            Param::Int(r.row_no),
+            Param::from(Some(r.action.as_str())),
+            Param::from(r.nkey.as_deref()),
+            Param::from(r.vals.as_deref()),
+            Param::from(r.warns.as_deref()),
+            Param::from(r.same()),
+        ]);
+        let typed = (0..plan.provided).map(|k| r.typed(k));
+        params.extend(
+            typed
+                .clone()
+                .map(|(value, _)| value.map_or(Param::Null, to_param)),
+        );
+        params.extend(typed.map(|(_, before)| before.map_or(Param::Null, to_param)));
     }
 
     /// One batch: its transaction, the lease, the rows, where the file's
     /// numbering jumps among them, their errors.
     fn write(
         c: &rusqlite::Connection,
+        inserts: &mut Inserts<'_>,
         plan: &Plan,
         load: &Load,
         breaks: &[(i64, i64)],
@@ -387,18 +399,17 @@ mod sqlite {
                 return Err(lease_lost(&plan.job_id));
             }
         }
-        let mut many = c.prepare_cached(&plan.many_sql)?;
+        let mut params = Vec::with_capacity(plan.width * plan.at_once);
         let mut chunks = load.rows.chunks_exact(plan.at_once);
         for chunk in &mut chunks {
-            for (i, r) in chunk.iter().enumerate() {
-                bind(&mut many, plan, i * plan.width, r)?;
-            }
-            many.raw_execute()?;
+            params.clear();
+            chunk.iter().for_each(|r| push(&mut params, plan, r));
+            inserts.many.execute(&params)?;
         }
-        let mut one = c.prepare_cached(&plan.rows_sql)?;
         for r in chunks.remainder() {
-            bind(&mut one, plan, 0, r)?;
-            one.raw_execute()?;
+            params.clear();
+            push(&mut params, plan, r);
+            inserts.one.execute(&params)?;
         }
         let mut insert =
             c.prepare_cached("INSERT INTO ig_stage_breaks (job, row_no, seq) VALUES (?, ?, ?)")?;

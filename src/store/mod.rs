@@ -10,6 +10,7 @@
 //! The store knows nothing about HTTP; the HTTP layer knows nothing about SQL.
 
 pub mod blobs;
+mod bound;
 mod copy_text;
 pub mod idempotency;
 pub mod jobs;

@@ -2,6 +2,8 @@
 //! types; SQLite gets integers, 0/1 booleans and canonical text for
 //! `numeric`, `date` and `timestamptz` (see `store::sql_type`).
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, TimeDelta, Timelike, Utc};
 use rusqlite::types::{ToSqlOutput, Value as SqliteValue, ValueRef as SqliteCell};
 use rust_decimal::Decimal;
@@ -10,6 +12,7 @@ use sqlx::query::Query;
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Postgres, Row, Sqlite, TypeInfo, ValueRef};
 
+use super::bound::Param;
 use super::{Result, StoreError};
 use crate::catalog::ColumnType;
 use crate::validate::Value;
@@ -112,6 +115,17 @@ pub fn to_sqlite(v: &Value) -> ToSqlOutput<'_> {
         Value::Bool(b) => ToSqlOutput::Owned(SqliteValue::Integer(i64::from(*b))),
         Value::Text(s) => ToSqlOutput::from(s.as_str()),
         other => ToSqlOutput::Owned(SqliteValue::Text(other.to_text())),
+    }
+}
+
+/// A module value as a parameter the stage writer binds in place
+/// ([`bound`](super::bound)), stored as [`to_sqlite`] stores it.
+pub fn to_param(v: &Value) -> Param<'_> {
+    match v {
+        Value::Int(i) => Param::Int(*i),
+        Value::Bool(b) => Param::Int(i64::from(*b)),
+        Value::Text(s) => Param::Text(Cow::Borrowed(s)),
+        other => Param::Text(Cow::Owned(other.to_text())),
     }
 }
 
