@@ -16,11 +16,13 @@
 //! the connection can go.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::ffi::{CStr, c_int};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use rusqlite::ffi;
+use rusqlite::types::ValueRef;
 
 /// A parameter's value: SQLite's storage classes the stage uses.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,17 +46,88 @@ impl From<Option<i64>> for Param<'_> {
 
 /// A statement prepared on connection `'c`, finalized when dropped.
 pub struct Statement<'c> {
-    db: *mut ffi::sqlite3,
-    stmt: NonNull<ffi::sqlite3_stmt>,
-    params: usize,
+    raw: Raw,
     _connection: PhantomData<&'c rusqlite::Connection>,
 }
 
 impl<'c> Statement<'c> {
     /// Prepares `sql`, one statement, to be run many times.
     pub fn prepare(c: &'c rusqlite::Connection, sql: &str) -> rusqlite::Result<Statement<'c>> {
-        // SAFETY: the handle stays open while `c` lives, and the statement
-        // borrows `c`.
+        // SAFETY: the statement borrows `c`, so it is finalized first.
+        let raw = unsafe { Raw::prepare(c, sql)? };
+        Ok(Statement {
+            raw,
+            _connection: PhantomData,
+        })
+    }
+}
+
+impl std::ops::Deref for Statement<'_> {
+    type Target = Raw;
+    fn deref(&self) -> &Raw {
+        &self.raw
+    }
+}
+
+impl std::ops::DerefMut for Statement<'_> {
+    fn deref_mut(&mut self) -> &mut Raw {
+        &mut self.raw
+    }
+}
+
+/// A connection with statements kept prepared on it, by a key of the
+/// caller's: they are finalized before it closes (the fields drop in
+/// order).
+pub struct Connection {
+    statements: HashMap<usize, Raw>,
+    connection: rusqlite::Connection,
+}
+
+// SAFETY: as `rusqlite::Connection` is `Send`: SQLite lets a connection
+// and its statements move between threads as long as one thread at a time
+// uses them, and `&mut self` on every use makes that so. The statements
+// move with their connection.
+unsafe impl Send for Connection {}
+
+impl Connection {
+    pub fn new(connection: rusqlite::Connection) -> Connection {
+        Connection {
+            statements: HashMap::new(),
+            connection,
+        }
+    }
+
+    /// The statement kept under `key`, prepared from `sql()` the first
+    /// time.
+    pub fn statement(
+        &mut self,
+        key: usize,
+        sql: impl FnOnce() -> String,
+    ) -> rusqlite::Result<&mut Raw> {
+        use std::collections::hash_map::Entry;
+        match self.statements.entry(key) {
+            Entry::Occupied(e) => Ok(e.into_mut()),
+            // SAFETY: kept in `statements`, which drops before `connection`.
+            Entry::Vacant(e) => Ok(e.insert(unsafe { Raw::prepare(&self.connection, &sql())? })),
+        }
+    }
+}
+
+/// A prepared statement, finalized when dropped; its owner keeps the
+/// connection open as long.
+pub struct Raw {
+    db: *mut ffi::sqlite3,
+    stmt: NonNull<ffi::sqlite3_stmt>,
+    params: usize,
+}
+
+impl Raw {
+    /// Prepares `sql` on `c`.
+    ///
+    /// # Safety
+    /// `c` must stay open until the statement drops.
+    unsafe fn prepare(c: &rusqlite::Connection, sql: &str) -> rusqlite::Result<Raw> {
+        // SAFETY: the caller keeps the handle open while the statement lives.
         let db = unsafe { c.handle() };
         let len = c_int::try_from(sql.len()).map_err(|_| too_big())?;
         let mut stmt = std::ptr::null_mut();
@@ -80,24 +153,43 @@ impl<'c> Statement<'c> {
         })?;
         // SAFETY: `stmt` was just prepared.
         let params = unsafe { ffi::sqlite3_bind_parameter_count(stmt.as_ptr()) };
-        Ok(Statement {
+        Ok(Raw {
             db,
             stmt,
             params: usize::try_from(params).unwrap_or(0),
-            _connection: PhantomData,
         })
     }
 
     /// Binds `params` to the statement's parameters in order (as many as it
     /// has), runs it to its end and leaves it reset with no binding.
     pub fn execute(&mut self, params: &[Param<'_>]) -> rusqlite::Result<()> {
+        self.query(params, |_| Ok::<_, rusqlite::Error>(()))
+    }
+
+    /// As [`execute`](Self::execute), giving each row of the answer to
+    /// `each`, which may stop it with an error.
+    pub fn query<E: From<rusqlite::Error>>(
+        &mut self,
+        params: &[Param<'_>],
+        mut each: impl FnMut(&Row<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
         if params.len() != self.params {
-            return Err(rusqlite::Error::InvalidParameterCount(
-                params.len(),
-                self.params,
-            ));
+            let wrong = rusqlite::Error::InvalidParameterCount(params.len(), self.params);
+            return Err(wrong.into());
         }
-        let run = self.bind(params).and_then(|()| self.step());
+        let run = self.bind(params).map_err(E::from).and_then(|()| {
+            // SAFETY: the statement is ours.
+            let columns = unsafe { ffi::sqlite3_column_count(self.stmt.as_ptr()) };
+            let row = Row {
+                stmt: self.stmt.as_ptr(),
+                columns: usize::try_from(columns).unwrap_or(0),
+                _statement: PhantomData,
+            };
+            while self.step()? {
+                each(&row)?;
+            }
+            Ok(())
+        });
         // SAFETY: the statement is ours; clearing drops every pointer into
         // `params` before their borrow ends.
         unsafe {
@@ -137,20 +229,79 @@ impl<'c> Statement<'c> {
         Ok(())
     }
 
-    /// Steps the statement until it is done (an `INSERT` gives no row).
-    fn step(&mut self) -> rusqlite::Result<()> {
-        loop {
-            // SAFETY: the statement is ours and bound.
-            match unsafe { ffi::sqlite3_step(self.stmt.as_ptr()) } {
-                ffi::SQLITE_DONE => return Ok(()),
-                ffi::SQLITE_ROW => continue,
-                rc => return Err(failure(self.db, rc)),
-            }
+    /// Steps the statement: whether it gave a row.
+    fn step(&mut self) -> rusqlite::Result<bool> {
+        // SAFETY: the statement is ours and bound.
+        match unsafe { ffi::sqlite3_step(self.stmt.as_ptr()) } {
+            ffi::SQLITE_DONE => Ok(false),
+            ffi::SQLITE_ROW => Ok(true),
+            rc => Err(failure(self.db, rc)),
         }
     }
 }
 
-impl Drop for Statement<'_> {
+/// The row a statement stands on, while [`Raw::query`] gives it.
+pub struct Row<'s> {
+    stmt: *mut ffi::sqlite3_stmt,
+    columns: usize,
+    _statement: PhantomData<&'s mut Raw>,
+}
+
+impl Row<'_> {
+    /// Column `i`'s cell, as SQLite stores it; valid while the row is.
+    pub fn get_ref(&self, i: usize) -> rusqlite::Result<ValueRef<'_>> {
+        let at = c_int::try_from(i)
+            .ok()
+            .filter(|_| i < self.columns)
+            .ok_or(rusqlite::Error::InvalidColumnIndex(i))?;
+        let stmt = self.stmt;
+        // SAFETY: the statement stands on a row, `at` is one of its
+        // columns, and a cell is read as the type SQLite says it has, so
+        // nothing is converted: its pointers stay valid until the next
+        // step, which the borrow of `self` rules out.
+        Ok(unsafe {
+            match ffi::sqlite3_column_type(stmt, at) {
+                ffi::SQLITE_INTEGER => ValueRef::Integer(ffi::sqlite3_column_int64(stmt, at)),
+                ffi::SQLITE_FLOAT => ValueRef::Real(ffi::sqlite3_column_double(stmt, at)),
+                ffi::SQLITE_TEXT => ValueRef::Text(bytes(
+                    ffi::sqlite3_column_text(stmt, at),
+                    ffi::sqlite3_column_bytes(stmt, at),
+                )),
+                ffi::SQLITE_BLOB => ValueRef::Blob(bytes(
+                    ffi::sqlite3_column_blob(stmt, at).cast(),
+                    ffi::sqlite3_column_bytes(stmt, at),
+                )),
+                _ => ValueRef::Null,
+            }
+        })
+    }
+
+    /// Column `i` as an integer, which it must hold.
+    pub fn get_i64(&self, i: usize) -> rusqlite::Result<i64> {
+        match self.get_ref(i)? {
+            ValueRef::Integer(n) => Ok(n),
+            other => Err(rusqlite::Error::InvalidColumnType(
+                i,
+                String::new(),
+                other.data_type(),
+            )),
+        }
+    }
+}
+
+/// The `n` bytes at `p` (none for a null pointer).
+///
+/// # Safety
+/// `p` must be valid for `n` bytes as long as the answer is used.
+unsafe fn bytes<'a>(p: *const u8, n: c_int) -> &'a [u8] {
+    match usize::try_from(n) {
+        // SAFETY: as the caller promises.
+        Ok(n) if !p.is_null() && n > 0 => unsafe { std::slice::from_raw_parts(p, n) },
+        _ => &[],
+    }
+}
+
+impl Drop for Raw {
     fn drop(&mut self) {
         // SAFETY: the statement is ours, and finalized only here.
         unsafe { ffi::sqlite3_finalize(self.stmt.as_ptr()) };
@@ -224,5 +375,69 @@ mod tests {
             .query_row("SELECT count(*) FROM u", [], |r| r.get(0))
             .unwrap();
         assert_eq!(n, 2);
+    }
+
+    #[test]
+    fn a_kept_statement_reads_each_cell_as_stored_and_refuses_a_column_it_lacks() {
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        c.execute_batch(
+            "CREATE TABLE t (k TEXT, n, r, b, z); \
+             INSERT INTO t VALUES ('a', 1, 1.5, x'0102', NULL), ('b', -7, 0.0, x'', 'zz');",
+        )
+        .unwrap();
+        let mut c = Connection::new(c);
+        for round in 0..2 {
+            let key = ["a", "b"][round].to_string();
+            let select = c
+                .statement(1, || "SELECT k, n, r, b, z FROM t WHERE k = ?".into())
+                .unwrap();
+            let mut seen = vec![];
+            select
+                .query(&[Param::from(Some(key.as_str()))], |row| {
+                    let cells: Vec<String> = (0..5)
+                        .map(|i| format!("{:?}", row.get_ref(i).unwrap()))
+                        .collect();
+                    seen.push((cells, row.get_i64(1)?));
+                    assert!(matches!(
+                        row.get_ref(5),
+                        Err(rusqlite::Error::InvalidColumnIndex(5))
+                    ));
+                    assert!(row.get_i64(0).is_err());
+                    Ok::<_, rusqlite::Error>(())
+                })
+                .unwrap();
+            let want = [
+                (
+                    "Text([97])",
+                    "Integer(1)",
+                    "Real(1.5)",
+                    "Blob([1, 2])",
+                    "Null",
+                    1,
+                ),
+                (
+                    "Text([98])",
+                    "Integer(-7)",
+                    "Real(0.0)",
+                    "Blob([])",
+                    "Text([122, 122])",
+                    -7,
+                ),
+            ][round];
+            assert_eq!(seen.len(), 1);
+            assert_eq!(seen[0].0, [want.0, want.1, want.2, want.3, want.4]);
+            assert_eq!(seen[0].1, want.5);
+        }
+        // The statement was kept: the second key's SQL was never asked for.
+        c.statement(1, || unreachable!()).unwrap();
+        // An error from the closure stops the rows and comes back.
+        let all = c.statement(2, || "SELECT k FROM t".into()).unwrap();
+        let mut rows = 0;
+        let stopped = all.query(&[], |_| {
+            rows += 1;
+            Err(rusqlite::Error::QueryReturnedNoRows)
+        });
+        assert_eq!(rows, 1);
+        assert!(matches!(stopped, Err(rusqlite::Error::QueryReturnedNoRows)));
     }
 }

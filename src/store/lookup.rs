@@ -24,8 +24,8 @@ use rusqlite::OpenFlags;
 use rusqlite::types::ValueRef;
 
 use super::tables::{self, TableRow};
-use super::values::{self, from_sqlite, to_sqlite};
-use super::{Db, rows, stage};
+use super::values::{self, from_sqlite, to_param};
+use super::{Db, bound, rows, stage};
 use crate::catalog::{ColumnType, Module};
 use crate::validate::Value;
 use crate::validate::value::date_digits;
@@ -46,7 +46,7 @@ use crate::validate::value::date_digits;
 /// writer waits for.
 pub struct Lookup {
     plan: Arc<Plan>,
-    reader: Arc<Mutex<Option<rusqlite::Connection>>>,
+    reader: Arc<Mutex<Option<bound::Connection>>>,
     /// The lookups' plan, chosen at the first from the table's size
     /// ([`tables::key_plan`]): the validation does not write the table. A
     /// table empty then is not looked in: a first import of 1M orders on
@@ -63,7 +63,6 @@ impl Lookup {
         Lookup {
             plan: Arc::new(Plan {
                 module: module.clone(),
-                full: tables::sqlite_lookup(module, rows::BATCH),
                 in_key,
             }),
             reader: Arc::default(),
@@ -111,7 +110,7 @@ impl Lookup {
                 .map_err(|_| anyhow::anyhow!("an earlier key lookup failed"))?;
             let c = match &mut *reader {
                 Some(c) => c,
-                none => none.insert(open(&file)?),
+                none => none.insert(bound::Connection::new(open(&file)?)),
             };
             let found = sqlite(c, &plan, &wanted, &at)?;
             Ok((wanted, found))
@@ -181,9 +180,6 @@ fn open(file: &Path) -> anyhow::Result<rusqlite::Connection> {
 /// What the lookup thread needs of the module.
 struct Plan {
     module: Module,
-    /// The lookup statement of [`rows::BATCH`] keys
-    /// ([`tables::sqlite_lookup`]); a smaller part's is written when needed.
-    full: String,
     /// For each catalog column, its place in the natural key, if it is in.
     in_key: Vec<Option<usize>>,
 }
@@ -191,31 +187,34 @@ struct Plan {
 /// The lookups of one batch, on the lookups' connection `c`; `at` says
 /// where each catalog column is among the file's values ([`in_file`]).
 fn sqlite(
-    c: &rusqlite::Connection,
+    c: &mut bound::Connection,
     plan: &Plan,
     wanted: &[Wanted],
     at: &[Option<usize>],
 ) -> anyhow::Result<Vec<Option<Found>>> {
     let mut found = not_found(wanted.len());
+    let mut params = Vec::new();
     for part in super::pieces(wanted.len(), rows::BATCH) {
-        let mut select = if part.len() == rows::BATCH {
-            c.prepare_cached(&plan.full)?
-        } else {
-            c.prepare_cached(&tables::sqlite_lookup(&plan.module, part.len()))?
-        };
-        let params = wanted[part.clone()].iter().flat_map(|w| &w.key);
-        for (n, v) in params.enumerate() {
-            select.raw_bind_parameter(n + 1, to_sqlite(v))?;
-        }
-        let mut rows = select.raw_query();
-        while let Some(row) = rows.next()? {
+        // One statement a part's size: a full part's, and the few sizes
+        // [`super::pieces`] cuts a batch's rest into.
+        let size = part.len();
+        let select = c.statement(size, || tables::sqlite_lookup(&plan.module, size))?;
+        params.clear();
+        params.extend(
+            wanted[part.clone()]
+                .iter()
+                .flat_map(|w| &w.key)
+                .map(to_param),
+        );
+        select.query(&params, |row| {
             // Column 0 is the key's place in the part; the statement gives
             // back only places it was given.
-            let place = part.start + row.get::<_, usize>(0)?;
-            if let Some(w) = wanted.get(place) {
+            let place = usize::try_from(row.get_i64(0)?).map(|p| part.start + p);
+            if let Some((place, w)) = place.ok().and_then(|p| Some((p, wanted.get(p)?))) {
                 found[place] = Some(table_row(plan, w, at, row)?);
             }
-        }
+            Ok::<_, anyhow::Error>(())
+        })?;
     }
     Ok(found)
 }
@@ -336,14 +335,14 @@ fn table_row(
     plan: &Plan,
     w: &Wanted,
     at: &[Option<usize>],
-    row: &rusqlite::Row<'_>,
+    row: &bound::Row<'_>,
 ) -> anyhow::Result<Found> {
     found(
         super::Dialect::Sqlite,
         plan,
         w,
         at,
-        row.get(1)?,
+        row.get_i64(1)?,
         |i, ty, file| {
             let cell = row.get_ref(i + 2)?;
             Ok(if holds_exactly(cell, file, ty) {
