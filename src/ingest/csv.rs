@@ -245,7 +245,7 @@ impl<R: Read> Rows<R> {
                     ),
                 )
             })?;
-            cells.push(if text.trim().is_empty() {
+            cells.push(if blank(text) {
                 Cell::Empty
             } else {
                 Cell::Text(text.to_string())
@@ -255,9 +255,39 @@ impl<R: Read> Rows<R> {
     }
 }
 
+/// Whether a cell holds nothing but spaces. A visible ASCII first byte
+/// answers at once, where `str::trim` asks Unicode at both ends of every
+/// cell (issue 18, nineteenth session).
+fn blank(text: &str) -> bool {
+    match text.as_bytes().first() {
+        None => true,
+        Some(b) if b.is_ascii_graphic() => false,
+        Some(_) => text.trim().is_empty(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cell_is_blank_as_its_trim_is_empty() {
+        for s in [
+            "",
+            " ",
+            "\t\r",
+            "\u{a0}",
+            "\u{3000} ",
+            "a",
+            " a",
+            "a ",
+            "é",
+            "\u{a0}x",
+            "~",
+        ] {
+            assert_eq!(blank(s), s.trim().is_empty(), "{s:?}");
+        }
+    }
 
     fn read(text: &[u8]) -> (Vec<String>, Vec<RawRow>) {
         let src = open(Box::new(Cursor::new(text.to_vec())), &Options::default()).unwrap();
