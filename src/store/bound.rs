@@ -1,5 +1,6 @@
-//! A prepared SQLite statement whose text parameters are bound where they
-//! lie, not copied: the stage writer's multi-row `INSERT`.
+//! Prepared SQLite statements whose text parameters are bound where they
+//! lie, not copied: the stage writer's `INSERT`s and the validation's key
+//! lookups.
 //!
 //! Written by hand because `rusqlite` binds every text with
 //! `SQLITE_TRANSIENT`, so SQLite copies each into memory of its own and
@@ -9,11 +10,11 @@
 //! writer's 273 M instructions, and the writer is a SQLite validation's
 //! critical path (BENCHMARKS.md, issue 18, nineteenth session).
 //!
-//! Sound by construction: [`Statement::execute`] binds a whole parameter
-//! list, steps the statement to its end, and clears every binding before
-//! it returns, so no pointer SQLite was given outlives the borrow of the
-//! list; the statement borrows its connection, so it is finalized before
-//! the connection can go.
+//! Sound by construction: [`Raw::query`] binds a whole parameter list,
+//! steps the statement to its end, and clears every binding before it
+//! returns, so no pointer SQLite was given outlives the borrow of the list;
+//! the statements belong to a [`Connection`], which finalizes them before
+//! its SQLite connection can go.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -44,37 +45,6 @@ impl From<Option<i64>> for Param<'_> {
     }
 }
 
-/// A statement prepared on connection `'c`, finalized when dropped.
-pub struct Statement<'c> {
-    raw: Raw,
-    _connection: PhantomData<&'c rusqlite::Connection>,
-}
-
-impl<'c> Statement<'c> {
-    /// Prepares `sql`, one statement, to be run many times.
-    pub fn prepare(c: &'c rusqlite::Connection, sql: &str) -> rusqlite::Result<Statement<'c>> {
-        // SAFETY: the statement borrows `c`, so it is finalized first.
-        let raw = unsafe { Raw::prepare(c, sql)? };
-        Ok(Statement {
-            raw,
-            _connection: PhantomData,
-        })
-    }
-}
-
-impl std::ops::Deref for Statement<'_> {
-    type Target = Raw;
-    fn deref(&self) -> &Raw {
-        &self.raw
-    }
-}
-
-impl std::ops::DerefMut for Statement<'_> {
-    fn deref_mut(&mut self) -> &mut Raw {
-        &mut self.raw
-    }
-}
-
 /// A connection with statements kept prepared on it, by a key of the
 /// caller's: they are finalized before it closes (the fields drop in
 /// order).
@@ -95,6 +65,11 @@ impl Connection {
             statements: HashMap::new(),
             connection,
         }
+    }
+
+    /// The SQLite connection, for statements run a few times a batch.
+    pub fn rusqlite(&self) -> &rusqlite::Connection {
+        &self.connection
     }
 
     /// The statement kept under `key`, prepared from `sql()` the first
@@ -204,7 +179,7 @@ impl Raw {
         for (i, p) in params.iter().enumerate() {
             let at = c_int::try_from(i + 1).map_err(|_| too_big())?;
             // SAFETY: `at` is within the statement's parameters. A text is
-            // bound SQLITE_STATIC: `execute` clears it before `params` can
+            // bound SQLITE_STATIC: `query` clears it before `params` can
             // go.
             let rc = unsafe {
                 match p {
@@ -328,10 +303,10 @@ mod tests {
 
     #[test]
     fn texts_bound_in_place_are_stored_and_nothing_stays_bound() {
-        let c = rusqlite::Connection::open_in_memory().unwrap();
-        c.execute_batch("CREATE TABLE t (a, b, c)").unwrap();
-        let mut insert =
-            Statement::prepare(&c, "INSERT INTO t VALUES (?, ?, ?), (?, ?, ?)").unwrap();
+        let mut c = Connection::new(rusqlite::Connection::open_in_memory().unwrap());
+        c.rusqlite()
+            .execute_batch("CREATE TABLE t (a, b, c)")
+            .unwrap();
         for round in 0..3 {
             // Texts made for this round only, dropped before the next.
             let owned = format!("owned {round}");
@@ -343,9 +318,11 @@ mod tests {
                 Param::from(None::<&str>),
                 Param::from(Some("ünïcode")),
             ];
-            insert.execute(&params).unwrap();
+            let insert = c.statement(0, || "INSERT INTO t VALUES (?, ?, ?), (?, ?, ?)".into());
+            insert.unwrap().execute(&params).unwrap();
         }
         let rows: Vec<(Option<String>, Option<i64>, Option<String>)> = c
+            .rusqlite()
             .prepare("SELECT a, b, c FROM t ORDER BY rowid")
             .unwrap()
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -359,19 +336,27 @@ mod tests {
             (Some("owned 2 again".into()), None, Some("ünïcode".into()))
         );
         // The wrong number of parameters is refused before anything runs.
-        let short = insert.execute(&[Param::Null]);
+        let short = c
+            .statement(0, || unreachable!())
+            .unwrap()
+            .execute(&[Param::Null]);
         assert!(matches!(
             short,
             Err(rusqlite::Error::InvalidParameterCount(1, 6))
         ));
         // A failing statement says why, and stays usable.
-        c.execute_batch("CREATE TABLE u (a UNIQUE)").unwrap();
-        let mut unique = Statement::prepare(&c, "INSERT INTO u VALUES (?)").unwrap();
+        c.rusqlite()
+            .execute_batch("CREATE TABLE u (a UNIQUE)")
+            .unwrap();
+        let unique = c
+            .statement(1, || "INSERT INTO u VALUES (?)".into())
+            .unwrap();
         unique.execute(&[Param::from(Some("x"))]).unwrap();
         let err = unique.execute(&[Param::from(Some("x"))]).unwrap_err();
         assert!(err.to_string().contains("UNIQUE"), "{err}");
         unique.execute(&[Param::from(Some("y"))]).unwrap();
         let n: i64 = c
+            .rusqlite()
             .query_row("SELECT count(*) FROM u", [], |r| r.get(0))
             .unwrap();
         assert_eq!(n, 2);

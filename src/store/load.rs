@@ -297,14 +297,8 @@ impl Plan {
 
 mod sqlite {
     use super::*;
-    use crate::store::bound::{Param, Statement};
+    use crate::store::bound::{self, Param};
     use crate::store::values::to_param;
-
-    /// The stage's inserts, prepared once for the whole run.
-    struct Inserts<'c> {
-        one: Statement<'c>,
-        many: Statement<'c>,
-    }
 
     /// The writer thread: takes the pool connection's handle for the whole
     /// run, writes every batch, and hands the connection back clean. After
@@ -322,23 +316,20 @@ mod sqlite {
             // it) until `locked` drops, and `rusqlite` neither closes it nor
             // outlives it: `c` drops first, finalizing its statements.
             let c = unsafe { rusqlite::Connection::from_handle(locked.as_raw_handle().as_ptr())? };
+            let mut c = bound::Connection::new(c);
             let written = (|| {
-                let mut inserts = Inserts {
-                    one: Statement::prepare(&c, &plan.rows_sql)?,
-                    many: Statement::prepare(&c, &plan.many_sql)?,
-                };
                 let mut last = None;
                 while let Some(load) = queue.blocking_recv() {
                     let breaks = rows::breaks(&load.rows, &mut last);
-                    write(&c, &mut inserts, &plan, &load, &breaks)?;
+                    write(&mut c, &plan, &load, &breaks)?;
                     // Freeing a batch's cells took a twentieth of this
                     // thread's time: the runtime's threads do it.
                     runtime.spawn(async move { drop(load) });
                 }
                 Ok::<_, anyhow::Error>(())
             })();
-            if written.is_err() && !c.is_autocommit() {
-                let _ = c.execute_batch("ROLLBACK");
+            if written.is_err() && !c.rusqlite().is_autocommit() {
+                let _ = c.rusqlite().execute_batch("ROLLBACK");
             }
             drop(c);
             written
@@ -381,16 +372,16 @@ mod sqlite {
     /// One batch: its transaction, the lease, the rows, where the file's
     /// numbering jumps among them, their errors.
     fn write(
-        c: &rusqlite::Connection,
-        inserts: &mut Inserts<'_>,
+        conn: &mut bound::Connection,
         plan: &Plan,
         load: &Load,
         breaks: &[(i64, i64)],
     ) -> anyhow::Result<()> {
-        c.execute_batch("BEGIN IMMEDIATE")?;
+        conn.rusqlite().execute_batch("BEGIN IMMEDIATE")?;
         if let Some((owner, ms)) = &plan.lease {
             let until = chrono::Utc::now().timestamp_millis() + ms;
-            let renewed = c
+            let renewed = conn
+                .rusqlite()
                 .prepare_cached(
                     "UPDATE ig_jobs SET lease_until = ? WHERE id = ? AND lease_owner = ?",
                 )?
@@ -399,18 +390,22 @@ mod sqlite {
                 return Err(lease_lost(&plan.job_id));
             }
         }
+        // The stage's inserts, kept by how many rows each takes.
         let mut params = Vec::with_capacity(plan.width * plan.at_once);
         let mut chunks = load.rows.chunks_exact(plan.at_once);
         for chunk in &mut chunks {
             params.clear();
             chunk.iter().for_each(|r| push(&mut params, plan, r));
-            inserts.many.execute(&params)?;
+            let many = conn.statement(plan.at_once, || plan.many_sql.clone())?;
+            many.execute(&params)?;
         }
         for r in chunks.remainder() {
             params.clear();
             push(&mut params, plan, r);
-            inserts.one.execute(&params)?;
+            conn.statement(1, || plan.rows_sql.clone())?
+                .execute(&params)?;
         }
+        let c = conn.rusqlite();
         let mut insert =
             c.prepare_cached("INSERT INTO ig_stage_breaks (job, row_no, seq) VALUES (?, ?, ?)")?;
         for (row_no, seq) in breaks {

@@ -1,8 +1,9 @@
 //! The validation's key lookups: which of a batch's natural keys the
 //! module's table holds, and its rows for them (an update's before-image).
 //!
-//! On SQLite a batch's lookups run through `rusqlite` on a blocking thread,
-//! on a read connection of the validation's own: the same statements as
+//! On SQLite a batch's lookups run on a blocking thread, on a read
+//! connection of the validation's own, through [`bound`] (keys bound in
+//! place, one statement kept a part size): the same statements as
 //! through sqlx ([`tables::by_keys`]), each found row read straight into
 //! module values, except the cells that hold exactly the file's value
 //! ([`Found::as_file`]), which are only compared. Through sqlx the
@@ -209,8 +210,8 @@ fn sqlite(
         select.query(&params, |row| {
             // Column 0 is the key's place in the part; the statement gives
             // back only places it was given.
-            let place = usize::try_from(row.get_i64(0)?).map(|p| part.start + p);
-            if let Some((place, w)) = place.ok().and_then(|p| Some((p, wanted.get(p)?))) {
+            let place = part.start + usize::try_from(row.get_i64(0)?)?;
+            if let Some(w) = wanted.get(place) {
                 found[place] = Some(table_row(plan, w, at, row)?);
             }
             Ok::<_, anyhow::Error>(())
@@ -355,7 +356,7 @@ fn table_row(
 }
 
 /// Whether a cell of a column of type `ty` holds `file` exactly as the
-/// stage stores it ([`to_sqlite`]), so that [`from_sqlite`] would read it
+/// stage stores it ([`to_param`]), so that [`from_sqlite`] would read it
 /// back as `file` itself. Only text, integers, booleans and dates (the
 /// date's digits against the stored text), which are compared without
 /// being made: a cell of any other kind, or stored otherwise, is decoded

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, TimeDelta, Timelike, Utc};
-use rusqlite::types::{ToSqlOutput, Value as SqliteValue, ValueRef as SqliteCell};
+use rusqlite::types::ValueRef as SqliteCell;
 use rust_decimal::Decimal;
 use sqlx::postgres::{PgArguments, PgRow, PgValueFormat, PgValueRef};
 use sqlx::query::Query;
@@ -106,20 +106,9 @@ pub fn from_sqlite(raw: SqliteCell<'_>, ty: ColumnType) -> Result<Option<Value>>
     }))
 }
 
-/// A module value as a `rusqlite` parameter, stored as sqlx's SQLite
-/// binding ([`BindValue`]) stores it: integers and booleans as integers,
-/// everything else as its text.
-pub fn to_sqlite(v: &Value) -> ToSqlOutput<'_> {
-    match v {
-        Value::Int(i) => ToSqlOutput::Owned(SqliteValue::Integer(*i)),
-        Value::Bool(b) => ToSqlOutput::Owned(SqliteValue::Integer(i64::from(*b))),
-        Value::Text(s) => ToSqlOutput::from(s.as_str()),
-        other => ToSqlOutput::Owned(SqliteValue::Text(other.to_text())),
-    }
-}
-
-/// A module value as a parameter the stage writer binds in place
-/// ([`bound`](super::bound)), stored as [`to_sqlite`] stores it.
+/// A module value as a SQLite parameter, stored as sqlx's SQLite binding
+/// ([`BindValue`]) stores it: integers and booleans as integers,
+/// everything else as its text. Bound in place ([`bound`](super::bound)).
 pub fn to_param(v: &Value) -> Param<'_> {
     match v {
         Value::Int(i) => Param::Int(*i),
