@@ -43,6 +43,17 @@ main() {
     esac
   }
 
+  # One line from libFuzzer's final statistics: runs, coverage, memory.
+  summary() {
+    awk -F': *' '
+      /^stat::number_of_executed_units/ { runs = $NF }
+      /^stat::new_units_added/ { added = $NF }
+      /^stat::peak_rss_mb/ { rss = $NF }
+      /DONE +cov: / { for (i = 1; i <= NF; i++) if ($i ~ /cov$/) { split($(i + 1), c, " "); cov = c[1] } }
+      END { printf "   %s runs, coverage %s, %s new inputs kept, peak RSS %s MB\n", runs, cov, added, rss }
+    ' "$1"
+  }
+
   if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
   fi
@@ -78,13 +89,21 @@ main() {
     status=0
     # One process on one core: the machine is shared. -timeout is per input,
     # -rss_limit_mb bounds the whole process (memory must not follow the file).
+    # libFuzzer prints a line for every input it keeps, thousands a run:
+    # they go to logs/<target>.log, and the run's own log shows one line a
+    # target, or the log's end when the target failed.
+    log="logs/$target.log"
+    mkdir -p logs
     cargo fuzz run "${BUILD[@]}" "$target" "${inputs[@]}" -- \
       -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb="$(rss_limit "$target")" \
-      -max_len="$(max_len "$target")" -print_final_stats=1 || status=$?
+      -max_len="$(max_len "$target")" -print_final_stats=1 >"$log" 2>&1 || status=$?
+    summary "$log"
     after=$(find "$artifacts" -type f | sort)
     new=$(comm -13 <(echo "$before") <(echo "$after") | grep -E '/(crash|oom|timeout|leak)-' || true)
     if [ -n "$new" ] || [ "$status" -ne 0 ]; then
       failed+=("$target")
+      echo "!! $target exited $status; the end of fuzz/$log:"
+      tail -n 60 "$log"
       mkdir -p "$regressions"
       for file in $new; do
         cp "$file" "$regressions/"
