@@ -56,6 +56,13 @@ pub fn is_zip(prefix: &[u8]) -> bool {
 }
 
 impl Format {
+    /// Whether its reader hands rows on as it reads the file (CSV), rather
+    /// than crossing the whole file first (JSON's and NDJSON's first pass
+    /// learns the header; a workbook is spooled before it is opened).
+    pub fn streams(self) -> bool {
+        matches!(self, Format::Csv)
+    }
+
     /// What a `Content-Type` essence (lowercase, without parameters) names;
     /// `None` for a type the service does not take (`415`).
     pub fn from_content_type(content_type: &str) -> Option<Declared> {

@@ -90,7 +90,8 @@ pub async fn validate(
         let (zone, max_rows) = (setup.zone, setup.max_rows);
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
-            let blob = BlobReader::new(db, runtime, &job.file.sha256);
+            let ahead = !job.file.format.streams();
+            let blob = BlobReader::new(db, runtime, &job.file.sha256, ahead);
             // A panic in a parser must end the job as unreadable, not leave
             // it validating to be retried for ever.
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -248,7 +249,7 @@ pub async fn read_head(
     let (db, format, sha) = (db.clone(), job.file.format, job.file.sha256.clone());
     let runtime = tokio::runtime::Handle::current();
     Ok(tokio::task::spawn_blocking(move || {
-        let blob = BlobReader::new(db, runtime, &sha);
+        let blob = BlobReader::new(db, runtime, &sha, !format.streams());
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let source = ingest::open(format, Box::new(blob), &options)?;
             let mut samples = vec![Vec::new(); source.header.len()];
