@@ -180,9 +180,9 @@ type Fetched = std::io::Result<Option<Vec<u8>>>;
 /// any row goes on (JSON's first pass, a workbook's spool): CSV streams its
 /// rows to the stage as it reads, where the thread bought nothing
 /// measurable (100k orders, both backends) and is one more thread on two
-/// cores beside SQLite's stage writer. The
-/// fetcher stops when the reader is dropped, at the end, or at an error,
-/// which the reader returns in its turn.
+/// cores beside SQLite's stage writer. The fetcher stops when the reader
+/// is dropped, at the end, or at an error, which the reader returns in its
+/// turn.
 pub struct BlobReader {
     chunks: Chunks,
     buf: Vec<u8>,
@@ -339,13 +339,28 @@ mod tests {
         assert!(unknown.unpack().is_err());
     }
 
+    /// Files `chunks` as the stored file `sha256`.
+    async fn store(db: &Db, sha256: &str, chunks: &[Packed]) {
+        let mut pooled = db.acquire().await.unwrap();
+        let upload = format!("upload-{sha256}");
+        for (seq, chunk) in chunks.iter().enumerate() {
+            put_chunk(&mut pooled.conn(), &upload, seq as i64, chunk)
+                .await
+                .unwrap();
+        }
+        let bytes = chunks.iter().map(|c| c.data.len() as i64).sum();
+        finish(&mut pooled.conn(), &upload, sha256, bytes)
+            .await
+            .unwrap();
+    }
+
     /// A stored file of several chunks, packed and not, reads back whole
     /// from a real SQLite file, fetched as needed or ahead; a reader may stop
     /// after its first bytes; a file never stored reads as empty, and a
     /// chunk that cannot be unpacked is the reader's error, after the
     /// chunks before it.
     #[test]
-    fn a_stored_file_reads_back_whole_through_the_fetcher() {
+    fn a_stored_file_reads_back_whole_fetched_as_needed_or_ahead() {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("blobs.db").display());
         let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -368,29 +383,14 @@ mod tests {
             db.migrate(&crate::catalog::Catalog::builtin())
                 .await
                 .unwrap();
-            let mut pooled = db.acquire().await.unwrap();
-            for (seq, part) in file.chunks(CHUNK).enumerate() {
-                put_chunk(&mut pooled.conn(), "u1", seq as i64, &Packed::new(part))
-                    .await
-                    .unwrap();
-            }
-            finish(&mut pooled.conn(), "u1", "f1", file.len() as i64)
-                .await
-                .unwrap();
-            db
-        });
-        runtime.block_on(async {
-            let mut pooled = db.acquire().await.unwrap();
+            let packed: Vec<Packed> = file.chunks(CHUNK).map(Packed::new).collect();
+            store(&db, "f1", &packed).await;
             let bad = Packed {
                 codec: 7,
                 data: b"?".to_vec(),
             };
-            for (seq, chunk) in [Packed::new(b"ok,"), bad].iter().enumerate() {
-                put_chunk(&mut pooled.conn(), "u2", seq as i64, chunk)
-                    .await
-                    .unwrap();
-            }
-            finish(&mut pooled.conn(), "u2", "f2", 4).await.unwrap();
+            store(&db, "f2", &[Packed::new(b"ok,"), bad]).await;
+            db
         });
         let handle = runtime.handle().clone();
         for ahead in [false, true] {
