@@ -99,8 +99,9 @@ fn read_with(format: Format, data: &[u8], options: &Options) -> Result<u64, File
     for raw in source.rows {
         let raw = raw?;
         rows += 1;
-        let mut checked = check_row(&module, &header, &rules, &raw);
-        checked.errors.extend(extra_cells(&raw, width));
+        let extra = extra_cells(&raw, width);
+        let mut checked = check_row(&module, &header, &rules, raw);
+        checked.errors.extend(extra);
         let _ = checked.values_text(&module, &header);
         if let Some(key) = checked.key(&module, &header) {
             let _ = key_text(&key);
@@ -185,11 +186,15 @@ pub fn values(data: &[u8]) -> Result<u64, FileError> {
     };
     let text = value::cell_text(&cell);
     assert!(text.chars().count() <= 201, "an error report cell is short");
-    match value::parse(&cell, &column, &rules) {
+    let mut taken = cell.clone();
+    match value::parse(&mut taken, &column, &rules) {
         Ok(Some(v)) => round_trip(ty, &v),
         Ok(None) => assert!(!column.required, "a required column took null"),
         Err(CellError { code, message }) => {
-            assert!(!code.is_empty() && !message.is_empty(), "an error says why")
+            assert!(!code.is_empty() && !message.is_empty(), "an error says why");
+            // The row's error shows the cell: parsing takes a cell's text
+            // only when it passes.
+            assert!(taken == cell, "a cell that fails is left as it was");
         }
     }
     Ok(1)

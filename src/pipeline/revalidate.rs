@@ -163,7 +163,7 @@ fn recheck(
         zone: setup.zone,
         max_cell_bytes: setup.max_cell_bytes,
     };
-    check_row(module, header, &rules, &RawRow { row: row_no, cells })
+    check_row(module, header, &rules, RawRow { row: row_no, cells })
 }
 
 /// A staged value as the cell it was read from: text as text, numbers

@@ -395,10 +395,9 @@ fn read_file(
                 format!("the file has more than {max_rows} data rows"),
             ));
         }
-        let mut checked = check_row(module, &header, &rules, &raw);
-        checked
-            .errors
-            .extend(extra_cells(&raw, source.header.len()));
+        let extra = extra_cells(&raw, source.header.len());
+        let mut checked = check_row(module, &header, &rules, raw);
+        checked.errors.extend(extra);
         batch.push(checked);
         if batch.len() == BATCH
             && tx

@@ -282,25 +282,32 @@ pub fn key_text(values: &[Value]) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// Type-checks one row of the file.
-pub fn check_row(module: &Module, header: &HeaderMap, rules: &Rules, raw: &RawRow) -> CheckedRow {
+/// Type-checks one row of the file, whose cells it takes: its text cells
+/// become its values ([`value::parse`]).
+pub fn check_row(module: &Module, header: &HeaderMap, rules: &Rules, raw: RawRow) -> CheckedRow {
+    let RawRow { row, mut cells } = raw;
     let mut values = Vec::with_capacity(header.provided.len());
     let mut errors = Vec::new();
     let mut failed = Vec::new();
-    let empty = crate::ingest::Cell::Empty;
+    // A short row's missing cells are empty.
+    let width = header.provided.iter().map(|&(_, pos)| pos + 1).max();
+    if let Some(width) = width.filter(|&w| w > cells.len()) {
+        cells.resize(width, crate::ingest::Cell::Empty);
+    }
     for (i, &(col, pos)) in header.provided.iter().enumerate() {
         let column = &module.columns[col];
-        let cell = raw.cells.get(pos).unwrap_or(&empty);
+        // Each file position serves one column at most (`match_header_with`).
+        let cell = &mut cells[pos];
         match value::parse(cell, column, rules) {
             Ok(v) => values.push(v),
             Err(CellError { code, message }) => {
                 let text = value::cell_text(cell);
                 errors.push(RowError {
-                    row: raw.row,
+                    row,
                     column: Some(column.name.clone()),
                     value: Some(text.clone()),
                     code: code.to_string(),
-                    message: format!("row {}, column {}: {message}", raw.row, column.name),
+                    message: format!("row {row}, column {}: {message}", column.name),
                 });
                 failed.push((i, text));
                 values.push(None);
@@ -308,7 +315,7 @@ pub fn check_row(module: &Module, header: &HeaderMap, rules: &Rules, raw: &RawRo
         }
     }
     CheckedRow {
-        row: raw.row,
+        row,
         values,
         errors,
         raw: failed,
