@@ -21,7 +21,6 @@ use crate::store::load::{self, Loader};
 use crate::store::lookup;
 use crate::store::rows::{self, Before, StagedRow};
 use crate::store::stage::{self, Stage};
-use crate::store::tables::TableRow;
 use crate::store::{self, Db};
 use crate::validate::{
     CheckedRow, HeaderMap, RowAction, RowError, Rules, Value, check_row, extra_cells, key_text,
@@ -522,30 +521,32 @@ pub(super) async fn decide(
         header,
         excluded,
     } = *how;
-    let key_values: Vec<Option<Vec<Value>>> = batch
+    // Where the key's columns are among the file's; none when one is
+    // missing (the header check requires them, a revision's mapping may
+    // not).
+    let key_at: Option<Vec<usize>> = (module.key_columns.iter())
+        .map(|&kc| header.provided.iter().position(|&(c, _)| c == kc))
+        .collect();
+    let keys: Vec<Option<String>> = batch
         .iter()
         .map(|r| {
+            let key = (key_at.as_ref()?.iter()).map(|&p| r.values.get(p).and_then(Option::as_ref));
             // An excluded row has no key: it meets neither the table nor
             // the file's other rows.
-            (!excluded.contains(&r.row))
-                .then(|| r.key(module, header))
-                .flatten()
+            let whole = key.clone().all(|v| v.is_some()) && !excluded.contains(&r.row);
+            whole.then(|| key_text(key.flatten()))
         })
-        .collect();
-    let keys: Vec<Option<String>> = key_values
-        .iter()
-        .map(|k| k.as_deref().map(key_text))
         .collect();
     // The rows without errors are looked up, their values lent to the
     // lookup (see `Wanted`); each row's place in the lookup's answer, if
     // it is looked up.
     let mut places = Vec::with_capacity(batch.len());
     let mut wanted = Vec::with_capacity(batch.len());
-    for (k, r) in key_values.into_iter().zip(&mut batch) {
+    for (k, r) in keys.iter().zip(&mut batch) {
         places.push(match k {
-            Some(key) if r.errors.is_empty() => {
+            Some(_) if r.errors.is_empty() => {
                 let file = std::mem::take(&mut r.values);
-                wanted.push(lookup::Wanted { key, file });
+                wanted.push(lookup::Wanted { file });
                 Some(wanted.len() - 1)
             }
             _ => None,
@@ -586,13 +587,10 @@ pub(super) async fn decide(
                 }
                 (_, None) => RowAction::Insert,
                 (_, Some(cur)) => {
-                    let as_file = cur.as_file;
-                    let old = current_values(header, cur.row);
-                    if changed(&provided, &old, as_file, &row) {
-                        before = Some(Before::of(&provided, old, as_file, &row.values));
-                        RowAction::Update
-                    } else {
-                        RowAction::Unchanged
+                    before = update_of(&provided, cur, &row.values);
+                    match before {
+                        Some(_) => RowAction::Update,
+                        None => RowAction::Unchanged,
                     }
                 }
             }
@@ -631,21 +629,31 @@ fn key_error(module: &Module, row: &CheckedRow, code: &str, verb: &str, mode: Mo
     }
 }
 
-/// The target row's current values of the file's columns, in the
-/// stage's order: an update's before-image.
-fn current_values(header: &HeaderMap, mut cur: TableRow) -> Vec<Option<Value>> {
-    (header.provided.iter())
-        .map(|&(col, _)| cur.values[col].take())
-        .collect()
-}
-
-/// Whether a row would change the target row's values of its columns
-/// (`provided`, as catalog columns): `current` holds the table's, but for
-/// the columns in `as_file`, which hold the file's ([`lookup::Found`]).
-fn changed(provided: &[usize], current: &[Option<Value>], as_file: i64, row: &CheckedRow) -> bool {
-    let held = |i| stage::same_bit(i).is_some_and(|bit| as_file & bit != 0);
-    (provided.iter().zip(current).zip(&row.values))
-        .any(|((&i, now), new)| !held(i) && !Value::same(now, new))
+/// The before-image of the update of `found`, the target row's values of
+/// the file's columns (`provided`, as catalog columns, in the stage's
+/// order), to `new`: `None` when it would change none of them. A column
+/// changes where its value is not the same datum ([`Value::same`]); the
+/// columns in `found.as_file` hold the file's ([`lookup::Found`]). The
+/// image is made in `found`'s own cells, as [`Before`] keeps it: where the
+/// value is spelled exactly as the table's ([`Value::identical`]), a
+/// column is left out (its bit in `same`), so that what the commit checks
+/// and the rollback writes back is what a whole image would have held.
+fn update_of(provided: &[usize], found: lookup::Found, new: &[Option<Value>]) -> Option<Before> {
+    let lookup::Found {
+        mut values,
+        as_file,
+    } = found;
+    let (mut changes, mut same) = (false, 0);
+    for ((&i, now), new) in provided.iter().zip(&mut values).zip(new) {
+        let bit = stage::same_bit(i);
+        let held = bit.is_some_and(|bit| as_file & bit != 0);
+        changes |= !held && !Value::same(now, new);
+        if let Some(bit) = bit.filter(|_| held || Value::identical(now, new)) {
+            same |= bit;
+            *now = None;
+        }
+    }
+    changes.then_some(Before { values, same })
 }
 
 fn tally(counts: &mut Counts, staged: &[StagedRow]) {

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::OpenFlags;
 use rusqlite::types::ValueRef;
 
-use super::tables::{self, TableRow};
+use super::tables;
 use super::values::{self, from_sqlite, to_param};
 use super::{Db, bound, rows, stage};
 use crate::catalog::{ColumnType, Module};
@@ -73,7 +73,8 @@ impl Lookup {
 
     /// The table's rows holding the natural keys of `wanted` (each in the
     /// order of the module's key columns), in its order: `None` for a key
-    /// the table does not hold. `wanted` comes back as it went, after the
+    /// the table does not hold; of each row, the cells of the `provided`
+    /// columns. `wanted` comes back as it went, after the
     /// lookups: its file values travel to the lookup thread and back
     /// rather than being copied. `provided` are the catalog columns of the
     /// file values, in their order.
@@ -98,13 +99,12 @@ impl Lookup {
                 let crate::store::Conn::Postgres(c) = pooled.conn() else {
                     anyhow::bail!("a PostgreSQL pool lent another connection");
                 };
-                let at = in_file(self.plan.module.columns.len(), provided);
-                let found = postgres(c, &self.plan, &wanted, &at, plan).await?;
+                let found = postgres(c, &self.plan, &wanted, provided, plan).await?;
                 return Ok((wanted, found));
             }
         };
         let (plan, reader) = (self.plan.clone(), self.reader.clone());
-        let at = in_file(plan.module.columns.len(), provided);
+        let provided = provided.to_vec();
         tokio::task::spawn_blocking(move || {
             let mut reader = reader
                 .lock()
@@ -113,7 +113,7 @@ impl Lookup {
                 Some(c) => c,
                 none => none.insert(bound::Connection::new(open(&file)?)),
             };
-            let found = sqlite(c, &plan, &wanted, &at)?;
+            let found = sqlite(c, &plan, &wanted, &provided)?;
             Ok((wanted, found))
         })
         .await
@@ -132,17 +132,35 @@ impl Lookup {
     }
 }
 
-/// A row a validation looks up: its natural key, and the file's values of
-/// the provided columns.
+/// A row a validation looks up: the file's values of the provided
+/// columns, its natural key among them ([`key_at`]). The key is not
+/// copied out: three allocations a row on the decide side, which an
+/// upsert validation shares its two cores with (issue 18, twenty-first
+/// session).
 pub struct Wanted {
-    pub key: Vec<Value>,
     pub file: Vec<Option<Value>>,
 }
 
-/// A table row found by its key.
+impl Wanted {
+    /// The value of the `n`th key column, at `key_at[n]` among the file's.
+    fn key(&self, key_at: &[usize], n: usize) -> Option<&Value> {
+        self.file.get(*key_at.get(n)?)?.as_ref()
+    }
+}
+
+/// Where each key column is among the `provided` columns (each has a
+/// place: a row is looked up only with its whole key).
+fn key_at(module: &Module, provided: &[usize]) -> Vec<usize> {
+    let place = |kc| provided.iter().position(|&c| c == kc).unwrap_or(usize::MAX);
+    module.key_columns.iter().map(|&kc| place(kc)).collect()
+}
+
+/// A table row found by its key: what an update's before-image needs.
 pub struct Found {
-    /// Its id and cells; a cell in `as_file` is left null, not decoded.
-    pub row: TableRow,
+    /// Its cells of the file's columns, in their order (an update's
+    /// before-image is of those only); a cell in `as_file` is left null,
+    /// not decoded.
+    pub values: Vec<Option<Value>>,
     /// The catalog columns (their [`stage::same_bit`]) whose cell holds
     /// exactly what the file gives, stored alike: the row's value there is
     /// the file's, identical. Decoding such cells only to compare them
@@ -151,22 +169,9 @@ pub struct Found {
     pub as_file: i64,
 }
 
-impl AsRef<[Value]> for Wanted {
-    fn as_ref(&self) -> &[Value] {
-        &self.key
-    }
-}
-
 /// The answer for `n` keys before any is found (`Found` is not `Clone`).
 fn not_found(n: usize) -> Vec<Option<Found>> {
     std::iter::repeat_with(|| None).take(n).collect()
-}
-
-/// For each catalog column, its place among the `provided` columns.
-fn in_file(columns: usize, provided: &[usize]) -> Vec<Option<usize>> {
-    (0..columns)
-        .map(|c| provided.iter().position(|&p| p == c))
-        .collect()
 }
 
 /// The lookups' read connection to the database file.
@@ -185,34 +190,33 @@ struct Plan {
     in_key: Vec<Option<usize>>,
 }
 
-/// The lookups of one batch, on the lookups' connection `c`; `at` says
-/// where each catalog column is among the file's values ([`in_file`]).
+/// The lookups of one batch, on the lookups' connection `c`; `provided`
+/// are the catalog columns of the file's values.
 fn sqlite(
     c: &mut bound::Connection,
     plan: &Plan,
     wanted: &[Wanted],
-    at: &[Option<usize>],
+    provided: &[usize],
 ) -> anyhow::Result<Vec<Option<Found>>> {
     let mut found = not_found(wanted.len());
     let mut params = Vec::new();
+    let key_at = key_at(&plan.module, provided);
     for part in super::pieces(wanted.len(), rows::BATCH) {
         // One statement a part's size: a full part's, and the few sizes
         // [`super::pieces`] cuts a batch's rest into.
         let size = part.len();
         let select = c.statement(size, || tables::sqlite_lookup(&plan.module, size))?;
         params.clear();
-        params.extend(
-            wanted[part.clone()]
-                .iter()
-                .flat_map(|w| &w.key)
-                .map(to_param),
-        );
+        let keys = wanted[part.clone()].iter().flat_map(|w| {
+            (0..key_at.len()).map(|n| w.key(&key_at, n).map_or(bound::Param::Null, to_param))
+        });
+        params.extend(keys);
         select.query(&params, |row| {
             // Column 0 is the key's place in the part; the statement gives
             // back only places it was given.
             let place = part.start + usize::try_from(row.get_i64(0)?)?;
             if let Some(w) = wanted.get(place) {
-                found[place] = Some(table_row(plan, w, at, row)?);
+                found[place] = Some(table_row(plan, w, provided, row)?);
             }
             Ok::<_, anyhow::Error>(())
         })?;
@@ -221,7 +225,7 @@ fn sqlite(
 }
 
 /// The lookups of one batch on PostgreSQL, on connection `c`, as `key_plan`
-/// says; `at` as for [`sqlite`]. Each found row's cells are read as
+/// says; `provided` as for [`sqlite`]. Each found row's cells are read as
 /// SQLite's are ([`found`]): decoding every cell of 1M found orders was
 /// 0.66 s of the upsert validation's critical path, the lookups
 /// (BENCHMARKS.md, issue 18, eighteenth session).
@@ -229,14 +233,18 @@ async fn postgres(
     c: &mut sqlx::PgConnection,
     plan: &Plan,
     wanted: &[Wanted],
-    at: &[Option<usize>],
+    provided: &[usize],
     key_plan: tables::KeyPlan,
 ) -> anyhow::Result<Vec<Option<Found>>> {
     use sqlx::Row;
     let mut found = not_found(wanted.len());
     let module = &plan.module;
+    let key_at = key_at(module, provided);
     for part in super::lookup_parts(super::Dialect::Postgres, wanted.len(), rows::BATCH) {
-        for row in tables::pg_lookup(c, module, &wanted[part.clone()], key_plan).await? {
+        let part_of = &wanted[part.clone()];
+        let found_rows =
+            tables::pg_lookup(c, module, part_of, |w, n| w.key(&key_at, n), key_plan).await?;
+        for row in found_rows {
             // `WITH ORDINALITY` counts from 1, and gives back only places
             // it was given.
             let place = usize::try_from(row.try_get::<i64, _>(0)?)
@@ -246,9 +254,8 @@ async fn postgres(
                 .filter(|p| part.contains(p));
             let Some(place) = place else { continue };
             let w = &wanted[place];
-            let id = row.try_get(1)?;
             let pg = super::Dialect::Postgres;
-            found[place] = Some(self::found(pg, plan, w, at, id, |i, ty, file| {
+            found[place] = Some(self::found(pg, plan, w, provided, |i, ty, file| {
                 Ok(match values::pg_cell(&row, i + 2, ty)? {
                     None => Cell::Value(None),
                     Some(cell) if values::pg_holds_exactly(&cell, file, ty) => Cell::AsFile,
@@ -268,32 +275,30 @@ enum Cell {
     Value(Option<Value>),
 }
 
-/// A found row, with id `id`, found for `w`: each cell from `read`
-/// (given the catalog column, its type and the file's value, it gives
-/// back a [`Cell`]), but for the key cells whose match proves they hold
-/// the file's values ([`key_is_exact`]): those are neither read nor
-/// decoded.
+/// A found row's cells of the `provided` columns, found for `w`: each
+/// cell from `read` (given the catalog column, its type and the file's
+/// value, it gives back a [`Cell`]), but for the key cells whose match
+/// proves they hold the file's values ([`key_is_exact`]): those are
+/// neither read nor decoded. The other columns' cells are not read: an
+/// update's before-image is of the file's columns.
 fn found(
     dialect: super::Dialect,
     plan: &Plan,
     w: &Wanted,
-    at: &[Option<usize>],
-    id: i64,
+    provided: &[usize],
     mut read: impl FnMut(usize, ColumnType, Option<&Value>) -> anyhow::Result<Cell>,
 ) -> anyhow::Result<Found> {
     let mut as_file = 0;
-    let mut values = Vec::with_capacity(plan.module.columns.len());
-    for (i, c) in plan.module.columns.iter().enumerate() {
+    let mut values = Vec::with_capacity(provided.len());
+    for (&i, file) in provided.iter().zip(&w.file) {
+        let c = &plan.module.columns[i];
         let bit = stage::same_bit(i);
         let key = plan.in_key[i].filter(|_| key_is_exact(dialect, c.ty));
         let cell = match key {
             Some(_) if bit.is_some() => Cell::AsFile,
-            Some(k) => Cell::Value(Some(w.key[k].clone())),
-            None => {
-                // Only a column with a bit can be left undecoded.
-                let file = at[i].and_then(|p| w.file.get(p)?.as_ref());
-                read(i, c.ty, file.filter(|_| bit.is_some()))?
-            }
+            Some(_) => Cell::Value(file.clone()),
+            // Only a column with a bit can be left undecoded.
+            None => read(i, c.ty, file.as_ref().filter(|_| bit.is_some()))?,
         };
         match (cell, bit) {
             (Cell::AsFile, Some(bit)) => {
@@ -304,10 +309,7 @@ fn found(
             (Cell::Value(v), _) => values.push(v),
         }
     }
-    Ok(Found {
-        row: TableRow { id, values },
-        as_file,
-    })
+    Ok(Found { values, as_file })
 }
 
 /// Whether a lookup's match on a key column of type `ty` means the cell
@@ -335,24 +337,17 @@ fn key_is_exact(dialect: super::Dialect, ty: ColumnType) -> bool {
 fn table_row(
     plan: &Plan,
     w: &Wanted,
-    at: &[Option<usize>],
+    provided: &[usize],
     row: &bound::Row<'_>,
 ) -> anyhow::Result<Found> {
-    found(
-        super::Dialect::Sqlite,
-        plan,
-        w,
-        at,
-        row.get_i64(1)?,
-        |i, ty, file| {
-            let cell = row.get_ref(i + 2)?;
-            Ok(if holds_exactly(cell, file, ty) {
-                Cell::AsFile
-            } else {
-                Cell::Value(from_sqlite(cell, ty)?)
-            })
-        },
-    )
+    found(super::Dialect::Sqlite, plan, w, provided, |i, ty, file| {
+        let cell = row.get_ref(i + 2)?;
+        Ok(if holds_exactly(cell, file, ty) {
+            Cell::AsFile
+        } else {
+            Cell::Value(from_sqlite(cell, ty)?)
+        })
+    })
 }
 
 /// Whether a cell of a column of type `ty` holds `file` exactly as the

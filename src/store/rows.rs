@@ -52,34 +52,6 @@ pub struct Before {
     pub same: i64,
 }
 
-impl Before {
-    /// The before-image of an update of the provided columns `provided`
-    /// (catalog positions, in the stage's order) from `current` to `new`;
-    /// the columns in `as_file` (their bits) are known to hold `new`
-    /// already, whatever `current` says. A column is left out only where
-    /// the value is spelled exactly as the table's ([`Value::identical`]),
-    /// so that what the commit checks and the rollback writes back is what
-    /// a whole image would have held.
-    pub fn of(
-        provided: &[usize],
-        current: Vec<Option<Value>>,
-        as_file: i64,
-        new: &[Option<Value>],
-    ) -> Before {
-        let mut same = 0;
-        let values = (provided.iter().zip(current).zip(new))
-            .map(|((&i, now), new)| match super::stage::same_bit(i) {
-                Some(bit) if as_file & bit != 0 || Value::identical(&now, new) => {
-                    same |= bit;
-                    None
-                }
-                _ => now,
-            })
-            .collect();
-        Before { values, same }
-    }
-}
-
 impl StagedRow {
     /// The value, then the before-image as staged, of the provided column
     /// `k`.

@@ -7,7 +7,7 @@ use serde_json::{Map, Value as Json};
 use sqlx::Row;
 
 use super::values::{BindValue, DecodeValue, pg_input};
-use super::{Conn, Dialect, Result, ident};
+use super::{Conn, Dialect, Result, StoreError, ident};
 use crate::catalog::Module;
 use crate::on_conn;
 use crate::validate::Value;
@@ -239,7 +239,7 @@ pub async fn by_keys(
             }
         };
         if let Conn::Postgres(c) = conn {
-            for row in pg_lookup(c, module, part, KeyPlan::Join).await? {
+            for row in pg_lookup(c, module, part, |k, n| k.get(n), KeyPlan::Join).await? {
                 place(row.try_get::<i64, _>(0)? - 1, table_row(module, &row, 1)?);
             }
             continue;
@@ -264,20 +264,24 @@ pub async fn by_keys(
 /// [`super::PG_LOOKUP`]), in one statement as `plan` says: each row is
 /// its key's place in `part` counted from 1 (column 0, `WITH
 /// ORDINALITY`), then its id and cells ([`select_columns`]).
-pub async fn pg_lookup<K: AsRef<[Value]>>(
+/// `key` gives a key's value of the `n`th key column.
+pub async fn pg_lookup<K>(
     c: &mut sqlx::PgConnection,
     module: &Module,
     part: &[K],
+    key: impl Fn(&K, usize) -> Option<&Value>,
     plan: KeyPlan,
 ) -> Result<Vec<sqlx::postgres::PgRow>> {
     let sql = unnest_lookup(module, plan);
     let mut q = sqlx::query(&sql);
-    for k in 0..module.key_columns.len() {
-        q = q.bind(
-            part.iter()
-                .map(|key| pg_input(&key.as_ref()[k]))
-                .collect::<Vec<_>>(),
-        );
+    for n in 0..module.key_columns.len() {
+        let column = part.iter().map(|k| {
+            let value = key(k, n).ok_or_else(|| {
+                StoreError::Corrupt(format!("a key looked up in {} lacks a value", module.key))
+            })?;
+            Ok(pg_input(value))
+        });
+        q = q.bind(column.collect::<Result<Vec<_>>>()?);
     }
     Ok(q.fetch_all(c).await?)
 }

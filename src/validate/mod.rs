@@ -268,11 +268,12 @@ impl CheckedRow {
 
 /// The canonical text of a natural key (a JSON array of its values), as
 /// the staged rows name keys (the table lookups answer by place).
-pub fn key_text(values: &[Value]) -> String {
+pub fn key_text<'v>(values: impl IntoIterator<Item = &'v Value>) -> String {
+    let values = values.into_iter();
     // Room for a short code a column without growing: this runs per row.
-    let mut out = Vec::with_capacity(2 + 24 * values.len());
+    let mut out = Vec::with_capacity(2 + 24 * values.size_hint().0);
     out.push(b'[');
-    for (i, v) in values.iter().enumerate() {
+    for (i, v) in values.enumerate() {
         if i > 0 {
             out.push(b',');
         }
