@@ -16,7 +16,7 @@ use super::bound::Param;
 use super::{Result, StoreError};
 use crate::catalog::ColumnType;
 use crate::validate::Value;
-use crate::validate::value::plain_date;
+use crate::validate::value::{date_digits, plain_date};
 
 /// Binds a module value as its database type.
 pub trait BindValue: Sized {
@@ -114,6 +114,9 @@ pub fn to_param(v: &Value) -> Param<'_> {
         Value::Int(i) => Param::Int(*i),
         Value::Bool(b) => Param::Int(i64::from(*b)),
         Value::Text(s) => Param::Text(Cow::Borrowed(s)),
+        Value::Date(d) => {
+            date_digits(d).map_or_else(|| Param::Text(Cow::Owned(v.to_text())), Param::Date)
+        }
         other => Param::Text(Cow::Owned(other.to_text())),
     }
 }
