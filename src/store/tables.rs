@@ -33,7 +33,7 @@ pub fn key_values(module: &Module, nkey: &str) -> Option<Vec<Value>> {
         .collect()
 }
 
-fn select_columns(module: &Module, table: Option<&str>) -> String {
+pub(super) fn select_columns(module: &Module, table: Option<&str>) -> String {
     let prefix = table.map(|t| format!("{t}.")).unwrap_or_default();
     let mut cols = vec![format!("{prefix}{}", ident("id"))];
     cols.extend(
@@ -70,7 +70,10 @@ where
 /// (BENCHMARKS.md, issue 18, tenth session). With `(a, b) IN (VALUES …)`
 /// SQLite scanned the whole table for each batch (17 ms a batch of 500 at
 /// 100k rows, against 1.3 ms joined).
-pub(super) fn sqlite_lookup(module: &Module, keys: usize) -> String {
+///
+/// `select` lists what is selected of each found row `t`
+/// ([`select_columns`] for the whole row).
+pub(super) fn sqlite_lookup(module: &Module, keys: usize, select: &str) -> String {
     let width = module.key_columns.len();
     let on: Vec<String> = module
         .natural_key
@@ -87,8 +90,7 @@ pub(super) fn sqlite_lookup(module: &Module, keys: usize) -> String {
         })
         .collect();
     format!(
-        "SELECT k.column1, {} FROM (VALUES {}) AS k CROSS JOIN {} t ON {}",
-        select_columns(module, Some("t")),
+        "SELECT k.column1, {select} FROM (VALUES {}) AS k CROSS JOIN {} t ON {}",
         list.join(", "),
         ident(&module.table),
         on.join(" AND ")
@@ -152,8 +154,9 @@ pub async fn key_plan(conn: &mut Conn<'_>, module: &Module) -> Result<KeyPlan> {
 /// already imported); an `unnest` of parameters binds two arrays instead
 /// of 1,000 values. [`KeyPlan::Probe`] puts the table in a `LATERAL`
 /// subquery that `OFFSET 0` keeps from being merged into the join, so it
-/// is run once a key, through the natural-key index.
-fn unnest_lookup(module: &Module, plan: KeyPlan) -> String {
+/// is run once a key, through the natural-key index. `select` as for
+/// [`sqlite_lookup`].
+fn unnest_lookup(module: &Module, plan: KeyPlan, select: &str) -> String {
     let columns: Vec<String> = (1..=module.key_columns.len())
         .map(|n| format!("${n}::text[]"))
         .collect();
@@ -179,8 +182,7 @@ fn unnest_lookup(module: &Module, plan: KeyPlan) -> String {
         }
     };
     format!(
-        "SELECT k.place, {} FROM unnest({}) WITH ORDINALITY AS k({}, place) {joined}",
-        select_columns(module, Some("t")),
+        "SELECT k.place, {select} FROM unnest({}) WITH ORDINALITY AS k({}, place) {joined}",
         columns.join(", "),
         names.join(", "),
     )
@@ -239,12 +241,13 @@ pub async fn by_keys(
             }
         };
         if let Conn::Postgres(c) = conn {
-            for row in pg_lookup(c, module, part, |k, n| k.get(n), KeyPlan::Join).await? {
+            let (select, plan) = (select_columns(module, Some("t")), KeyPlan::Join);
+            for row in pg_lookup(c, module, part, |k, n| k.get(n), plan, &select).await? {
                 place(row.try_get::<i64, _>(0)? - 1, table_row(module, &row, 1)?);
             }
             continue;
         }
-        let sql = sqlite_lookup(module, part.len());
+        let sql = sqlite_lookup(module, part.len(), &select_columns(module, Some("t")));
         on_conn!(conn, c => {
             let mut q = sqlx::query(&sql);
             for key in part {
@@ -263,16 +266,17 @@ pub async fn by_keys(
 /// PostgreSQL's rows holding the natural keys `part` (at most
 /// [`super::PG_LOOKUP`]), in one statement as `plan` says: each row is
 /// its key's place in `part` counted from 1 (column 0, `WITH
-/// ORDINALITY`), then its id and cells ([`select_columns`]).
-/// `key` gives a key's value of the `n`th key column.
+/// ORDINALITY`), then what `select` lists of it ([`select_columns`]: its
+/// id and cells). `key` gives a key's value of the `n`th key column.
 pub async fn pg_lookup<K>(
     c: &mut sqlx::PgConnection,
     module: &Module,
     part: &[K],
     key: impl Fn(&K, usize) -> Option<&Value>,
     plan: KeyPlan,
+    select: &str,
 ) -> Result<Vec<sqlx::postgres::PgRow>> {
-    let sql = unnest_lookup(module, plan);
+    let sql = unnest_lookup(module, plan, select);
     let mut q = sqlx::query(&sql);
     for n in 0..module.key_columns.len() {
         let column = part.iter().map(|k| {
