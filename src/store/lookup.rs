@@ -54,6 +54,10 @@ pub struct Lookup {
     /// PostgreSQL spent 1.1 s of its validation on 500 lookups that found
     /// nothing (BENCHMARKS.md, issue 18, seventeenth session).
     key_plan: std::sync::OnceLock<tables::KeyPlan>,
+    /// The file's columns of the first lookup: the statements kept on the
+    /// SQLite connection select their cells ([`Read`]), so every later
+    /// lookup must ask for the same (a validation's file has one header).
+    provided: std::sync::OnceLock<Vec<usize>>,
 }
 
 impl Lookup {
@@ -68,6 +72,7 @@ impl Lookup {
             }),
             reader: Arc::default(),
             key_plan: std::sync::OnceLock::new(),
+            provided: std::sync::OnceLock::new(),
         }
     }
 
@@ -86,6 +91,9 @@ impl Lookup {
     ) -> anyhow::Result<(Vec<Wanted>, Vec<Option<Found>>)> {
         if wanted.is_empty() {
             return Ok((wanted, vec![]));
+        }
+        if self.provided.get_or_init(|| provided.to_vec()) != provided {
+            anyhow::bail!("a validation's key lookups were asked for other columns");
         }
         let plan = self.key_plan(db).await?;
         if plan == tables::KeyPlan::Empty {
@@ -205,7 +213,7 @@ fn sqlite(
     for part in super::pieces(wanted.len(), rows::BATCH) {
         // One statement a part's size: a full part's, and the few sizes
         // [`super::pieces`] cuts a batch's rest into. What it selects is
-        // the same for every batch: a validation's file has one header.
+        // the same for every batch ([`Lookup::provided`]).
         let size = part.len();
         let sql = || tables::sqlite_lookup(&plan.module, size, &read.select);
         let select = c.statement(size, sql)?;
