@@ -119,6 +119,14 @@ impl Module {
     pub fn column_index(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c.name == name)
     }
+
+    /// Where each natural-key column is among `columns` (catalog
+    /// positions, in a file's order): none when one of them is missing.
+    pub fn key_places(&self, columns: impl Iterator<Item = usize> + Clone) -> Option<Vec<usize>> {
+        (self.key_columns.iter())
+            .map(|&kc| columns.clone().position(|c| c == kc))
+            .collect()
+    }
 }
 
 /// The whole catalog, in the specification's order.

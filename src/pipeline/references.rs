@@ -6,9 +6,9 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use foldhash::fast::RandomState;
-use std::sync::Arc;
 
 use crate::catalog::{Module, OnMissing, Reference};
 use crate::ledger::{Warning, WarningCode};

@@ -521,12 +521,11 @@ pub(super) async fn decide(
         header,
         excluded,
     } = *how;
+    let provided: Vec<usize> = header.provided.iter().map(|&(col, _)| col).collect();
     // Where the key's columns are among the file's; none when one is
     // missing (the header check requires them, a revision's mapping may
     // not).
-    let key_at: Option<Vec<usize>> = (module.key_columns.iter())
-        .map(|&kc| header.provided.iter().position(|&(c, _)| c == kc))
-        .collect();
+    let key_at = module.key_places(provided.iter().copied());
     let keys: Vec<Option<String>> = batch
         .iter()
         .map(|r| {
@@ -552,7 +551,6 @@ pub(super) async fn decide(
             _ => None,
         });
     }
-    let provided: Vec<usize> = header.provided.iter().map(|&(col, _)| col).collect();
     let (wanted, mut current) = finder.by_keys(db, wanted, &provided).await?;
     let mut lent = wanted.into_iter();
     for (r, _) in batch.iter_mut().zip(&places).filter(|(_, p)| p.is_some()) {

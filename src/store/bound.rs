@@ -184,21 +184,19 @@ impl Raw {
     fn bind(&mut self, params: &[Param<'_>]) -> rusqlite::Result<()> {
         let stmt = self.stmt.as_ptr();
         for (i, p) in params.iter().enumerate() {
-            // Every parameter is null until bound: a statement is prepared
-            // so, and `query` clears its bindings after each run. Binding
-            // the nulls again (an update's unchanged before-images, an
-            // insert's all) was 6 % of the stage writer's instructions
-            // (issue 18, twenty-first session).
-            if matches!(p, Param::Null) {
-                continue;
-            }
             let at = c_int::try_from(i + 1).map_err(|_| too_big())?;
             // SAFETY: `at` is within the statement's parameters. A text is
             // bound SQLITE_STATIC: `query` clears it before `params` can
             // go.
             let rc = unsafe {
                 match p {
-                    Param::Null => ffi::SQLITE_OK,
+                    // Every parameter is null until bound: a statement is
+                    // prepared so, and `query` clears its bindings after
+                    // each run. Binding the nulls again (an update's
+                    // unchanged before-images, an insert's all) was 6 % of
+                    // the stage writer's instructions (issue 18,
+                    // twenty-first session).
+                    Param::Null => continue,
                     Param::Int(n) => ffi::sqlite3_bind_int64(stmt, at, *n),
                     Param::Text(t) => {
                         let len = c_int::try_from(t.len()).map_err(|_| too_big())?;

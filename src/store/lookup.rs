@@ -141,7 +141,7 @@ impl Lookup {
 }
 
 /// A row a validation looks up: the file's values of the provided
-/// columns, its natural key among them ([`key_at`]). The key is not
+/// columns, its natural key among them ([`Module::key_places`]). The key is not
 /// copied out: three allocations a row on the decide side, which an
 /// upsert validation shares its two cores with (issue 18, twenty-first
 /// session).
@@ -156,11 +156,11 @@ impl Wanted {
     }
 }
 
-/// Where each key column is among the `provided` columns (each has a
-/// place: a row is looked up only with its whole key).
-fn key_at(module: &Module, provided: &[usize]) -> Vec<usize> {
-    let place = |kc| provided.iter().position(|&c| c == kc).unwrap_or(usize::MAX);
-    module.key_columns.iter().map(|&kc| place(kc)).collect()
+/// Where each key column is among the `provided` columns: a row is looked
+/// up only with its whole key, so each has a place.
+fn key_at(module: &Module, provided: &[usize]) -> anyhow::Result<Vec<usize>> {
+    (module.key_places(provided.iter().copied()))
+        .ok_or_else(|| anyhow::anyhow!("keys of {} looked up without their columns", module.key))
 }
 
 /// A table row found by its key: what an update's before-image needs.
@@ -208,7 +208,7 @@ fn sqlite(
 ) -> anyhow::Result<Vec<Option<Found>>> {
     let mut found = not_found(wanted.len());
     let mut params = Vec::new();
-    let key_at = key_at(&plan.module, provided);
+    let key_at = key_at(&plan.module, provided)?;
     let read = Read::of(super::Dialect::Sqlite, plan, provided);
     for part in super::pieces(wanted.len(), rows::BATCH) {
         // One statement a part's size: a full part's, and the few sizes
@@ -250,7 +250,7 @@ async fn postgres(
     use sqlx::Row;
     let mut found = not_found(wanted.len());
     let module = &plan.module;
-    let key_at = key_at(module, provided);
+    let key_at = key_at(module, provided)?;
     let pg = super::Dialect::Postgres;
     let read = Read::of(pg, plan, provided);
     for part in super::lookup_parts(pg, wanted.len(), rows::BATCH) {

@@ -229,14 +229,8 @@ pub struct CheckedRow {
 impl CheckedRow {
     /// The natural key's values, when every key cell is valid.
     pub fn key(&self, module: &Module, header: &HeaderMap) -> Option<Vec<Value>> {
-        module
-            .key_columns
-            .iter()
-            .map(|&kc| {
-                let i = header.provided.iter().position(|&(c, _)| c == kc)?;
-                self.values[i].clone()
-            })
-            .collect()
+        let places = module.key_places(header.provided.iter().map(|&(c, _)| c))?;
+        places.iter().map(|&i| self.values[i].clone()).collect()
     }
 
     /// The row's values as a JSON object keyed by column name; failed cells

@@ -202,10 +202,7 @@ pub fn parse(cell: &mut Cell, column: &Column, rules: &Rules) -> Result<Option<V
         Cell::Text(s) if column.ty == ColumnType::Text => {
             check_size(s, rules)?;
             // Text is kept exactly as written, spaces included.
-            let spelled = check_text(s, column)?.cloned();
-            return Ok(Some(Value::Text(
-                spelled.unwrap_or_else(|| std::mem::take(s)),
-            )));
+            return Ok(Some(Value::Text(checked_text(s, column)?)));
         }
         Cell::Text(s) => {
             check_size(s, rules)?;
@@ -227,9 +224,8 @@ pub fn parse(cell: &mut Cell, column: &Column, rules: &Rules) -> Result<Option<V
         return Err(err("required", format!("{} is required", column.name)));
     }
     let value = value.map(settle_time).transpose()?;
-    if let Some(Value::Text(s)) = value {
-        let spelled = check_text(&s, column)?.cloned();
-        return Ok(Some(Value::Text(spelled.unwrap_or(s))));
+    if let Some(Value::Text(mut s)) = value {
+        return Ok(Some(Value::Text(checked_text(&mut s, column)?)));
     }
     Ok(value)
 }
@@ -336,6 +332,14 @@ pub fn to_microseconds(t: DateTime<Utc>) -> Option<DateTime<Utc>> {
     } else {
         Some(down)
     }
+}
+
+/// A text column's value of `s` ([`check_text`]): `s` itself, taken
+/// (left empty), or the allowed value's own spelling. A text that fails
+/// is left as it was.
+fn checked_text(s: &mut String, column: &Column) -> Result<String, CellError> {
+    let spelled = check_text(s, column)?.cloned();
+    Ok(spelled.unwrap_or_else(|| std::mem::take(s)))
 }
 
 /// Applies a text column's length limit and allowed values, whose own
