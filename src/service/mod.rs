@@ -34,6 +34,7 @@ pub mod limits;
 pub mod mapping;
 pub mod modules;
 pub mod moves;
+pub mod packing;
 pub mod reports;
 pub mod retention;
 pub mod revisions;

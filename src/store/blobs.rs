@@ -35,8 +35,8 @@ pub struct Packed {
 impl Packed {
     /// Packs up to [`CHUNK`] bytes of a file. Blocking: 1 MiB takes about
     /// 3 ms.
-    pub fn new(raw: &[u8]) -> Packed {
-        match zstd::bulk::compress(raw, LEVEL) {
+    pub fn new(raw: Vec<u8>) -> Packed {
+        match zstd::bulk::compress(&raw, LEVEL) {
             Ok(data) if data.len() < raw.len() => Packed { codec: ZSTD, data },
             _ => Packed::as_is(raw),
         }
@@ -45,11 +45,41 @@ impl Packed {
     /// A chunk of a file that is compressed already (a zip: XLSX, ODS),
     /// kept as it came without trying: zstd does not shrink deflated bytes
     /// and spent 12–22 ms finding that out on a 4.6 MB workbook.
-    pub fn as_is(raw: &[u8]) -> Packed {
+    pub fn as_is(raw: Vec<u8>) -> Packed {
         Packed {
             codec: AS_IS,
-            data: raw.to_vec(),
+            data: raw,
         }
+    }
+
+    /// How many bytes the chunk takes as stored.
+    pub fn stored_len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Writes the chunk as it is stored (its codec, length and bytes), for
+    /// [`Packed::read_from`] to read back: an upload's chunks wait in a
+    /// temporary file until the whole body is here.
+    pub fn write_to(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
+        w.write_all(&[self.codec as u8])?;
+        w.write_all(&(self.data.len() as u64).to_le_bytes())?;
+        w.write_all(&self.data)
+    }
+
+    /// The next chunk [`Packed::write_to`] wrote, or `None` at the end.
+    pub fn read_from(r: &mut impl Read) -> std::io::Result<Option<Packed>> {
+        let mut codec = [0u8; 1];
+        if r.read(&mut codec)? == 0 {
+            return Ok(None);
+        }
+        let mut len = [0u8; 8];
+        r.read_exact(&mut len)?;
+        let mut data = vec![0u8; u64::from_le_bytes(len) as usize];
+        r.read_exact(&mut data)?;
+        Ok(Some(Packed {
+            codec: i64::from(codec[0]),
+            data,
+        }))
     }
 
     /// Whether the chunk is stored as it came, not compressed.
@@ -60,7 +90,7 @@ impl Packed {
 
     /// The chunk's bytes as the file had them. A chunk that would unpack
     /// to more than [`CHUNK`] bytes is refused, not unpacked.
-    fn unpack(self) -> std::io::Result<Vec<u8>> {
+    pub(crate) fn unpack(self) -> std::io::Result<Vec<u8>> {
         match self.codec {
             AS_IS => Ok(self.data),
             ZSTD => zstd::bulk::decompress(&self.data, CHUNK),
@@ -292,6 +322,20 @@ impl Read for BlobReader {
     }
 }
 
+/// `len` bytes that do not compress (xorshift), as a zip's would not.
+#[cfg(test)]
+pub(crate) fn noise(len: usize) -> Vec<u8> {
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,29 +346,21 @@ mod tests {
             .flat_map(|i| format!("Pelanggan {i},0812{i:08},Bandung\n").into_bytes())
             .take(CHUNK)
             .collect();
-        let packed = Packed::new(&csv);
+        let packed = Packed::new(csv.clone());
         assert_eq!(packed.codec, ZSTD);
         assert!(packed.data.len() < csv.len() / 3, "{}", packed.data.len());
         assert_eq!(packed.unpack().unwrap(), csv);
         // Bytes that do not compress (a zip's) are kept as they came.
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let noise: Vec<u8> = (0..CHUNK)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state as u8
-            })
-            .collect();
-        let packed = Packed::new(&noise);
+        let noise = noise(CHUNK);
+        let packed = Packed::new(noise.clone());
         assert_eq!(packed.codec, AS_IS);
         assert_eq!(packed.unpack().unwrap(), noise);
-        assert_eq!(Packed::new(b"").unpack().unwrap(), b"");
+        assert_eq!(Packed::new(Vec::new()).unpack().unwrap(), b"");
     }
 
     #[test]
     fn a_chunk_that_would_unpack_past_its_size_or_has_no_known_codec_is_refused() {
-        let big = Packed::new(&vec![b'a'; CHUNK + 1]);
+        let big = Packed::new(vec![b'a'; CHUNK + 1]);
         assert_eq!(big.codec, ZSTD);
         assert!(big.unpack().is_err());
         let garbage = Packed {
@@ -383,13 +419,16 @@ mod tests {
             db.migrate(&crate::catalog::Catalog::builtin())
                 .await
                 .unwrap();
-            let packed: Vec<Packed> = file.chunks(CHUNK).map(Packed::new).collect();
+            let packed: Vec<Packed> = file
+                .chunks(CHUNK)
+                .map(|c| Packed::new(c.to_vec()))
+                .collect();
             store(&db, "f1", &packed).await;
             let bad = Packed {
                 codec: 7,
                 data: b"?".to_vec(),
             };
-            store(&db, "f2", &[Packed::new(b"ok,"), bad]).await;
+            store(&db, "f2", &[Packed::new(b"ok,".to_vec()), bad]).await;
             db
         });
         let handle = runtime.handle().clone();
