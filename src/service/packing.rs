@@ -4,8 +4,8 @@
 //! each to a blocking task, which packs it ([`blobs::Packed`]) and keeps
 //! it while the next chunk arrives: in memory up to [`MEMORY`] packed
 //! bytes, then in an unnamed temporary file the system removes when it is
-//! closed. When the body has
-//! ended, the kept chunks go to the store as they are.
+//! closed. When the body has ended, the kept chunks go to the store as
+//! they are.
 //!
 //! Before, the body was spooled as it came and packed only once it was
 //! whole, while it was written to the store: the packing (22 ms for a
@@ -125,7 +125,7 @@ impl Kept {
     }
 
     /// Each chunk in order, to `each`, until it refuses one.
-    fn each(self, each: impl Fn(blobs::Packed) -> bool) -> std::io::Result<()> {
+    fn each(self, mut each: impl FnMut(blobs::Packed) -> bool) -> std::io::Result<()> {
         for packed in self.memory {
             if !each(packed) {
                 return Ok(());
@@ -181,13 +181,13 @@ mod tests {
             }
             packer.finish().await.unwrap()
         });
-        let chunks = std::sync::Mutex::new(Vec::new());
+        let mut chunks = Vec::new();
         kept.each(|p| {
-            chunks.lock().unwrap().push(p);
+            chunks.push(p);
             true
         })
         .unwrap();
-        chunks.into_inner().unwrap()
+        chunks
     }
 
     fn unpacked(chunks: Vec<blobs::Packed>) -> Vec<u8> {
