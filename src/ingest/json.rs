@@ -1,12 +1,15 @@
 //! JSON (an array of objects, or `{"rows": [...]}`) and NDJSON (one object
-//! per line), streamed: one object is in memory at a time, never the whole
-//! document as a `serde_json::Value`.
+//! per line), streamed: one object is in memory at a time (the objects of
+//! the first 4 MiB in one pass), never the whole document as a
+//! `serde_json::Value`.
 //!
 //! The header is the union of the objects' keys in first-seen order, so an
 //! object may leave out keys it has no value for (as serializers that skip
 //! nulls do). Learning every key takes a first pass over the file, which
 //! keeps each row object it finds in a temporary file; the second pass
-//! parses them from there into rows.
+//! parses them from there into rows. A validation first reads in one pass,
+//! the header learned from the first objects, and reads again in two only
+//! if a later object brings a new key ([`one_pass`]).
 //! The row number is the 1-based position of the object (for NDJSON, its
 //! line, which is the same when the file has no blank lines).
 //!
@@ -25,7 +28,7 @@ use serde_json::value::RawValue;
 
 use super::budget::record_bytes;
 use super::json_split::{Element, Kept, each_object, object_keys};
-use super::{Cell, FileError, Item, Options, RawRow, RowSource, produce};
+use super::{Cell, Emit, FileError, Item, Options, RawRow, RowSource, produce};
 
 /// Deepest nesting accepted (API.md section 10), counting the top-level
 /// array (and the `{"rows": …}` wrapper) and each row object.
@@ -45,7 +48,7 @@ enum Layout {
 
 pub fn open_json(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
     let cap = record_bytes(options);
-    two_passes(reader, options, Layout::Array, move |file, sink| {
+    read_objects(reader, options, Layout::Array, move |file, sink| {
         let mut reader = BufReader::with_capacity(1 << 16, file);
         skip_bom(&mut reader)?;
         each_object(reader, cap, sink)
@@ -57,7 +60,7 @@ pub fn open_ndjson(
     options: &Options,
 ) -> Result<RowSource, FileError> {
     let max_line = line_limit(options);
-    two_passes(reader, options, Layout::Lines, move |file, sink| {
+    read_objects(reader, options, Layout::Lines, move |file, sink| {
         walk_ndjson(file, max_line, sink)
     })
 }
@@ -72,10 +75,10 @@ fn line_limit(options: &Options) -> usize {
     cells.saturating_add(1 << 20).min(1 << 30)
 }
 
-/// First pass: the header (union of keys; values are only crossed), each
-/// object kept as found. Second pass: the kept objects parsed into rows.
-/// Both run on the reader's own thread ([`produce`]).
-fn two_passes<W>(
+/// Reads the row objects `walk` finds: in one pass when the options ask
+/// for it ([`one_pass`]), else in two ([`two_passes`]). Both run on the
+/// reader's own thread ([`produce`]).
+fn read_objects<W>(
     mut reader: Box<dyn Read + Send>,
     options: &Options,
     layout: Layout,
@@ -84,13 +87,167 @@ fn two_passes<W>(
 where
     W: FnOnce(&mut dyn Read, &mut Sink) -> Result<(), FileError> + Send + 'static,
 {
-    let max_columns = options.max_columns;
+    let mut learner = Learner::new(options.max_columns, layout);
+    let in_one = options.one_pass;
     produce(move |emit| {
-        let mut kept = Kept::new()?;
-        let mut header: Vec<String> = Vec::new();
-        let mut columns = Columns::default();
-        let mut same = SameKeys::default();
-        let mut learn = |place: usize, key: &str| {
+        if in_one {
+            one_pass(&mut reader, walk, &mut learner, emit)
+        } else {
+            two_passes(&mut reader, walk, &mut learner, emit)
+        }
+    })
+}
+
+/// First pass: the header (union of keys; values are only crossed), each
+/// object kept as found. Second pass: the kept objects parsed into rows.
+fn two_passes(
+    reader: &mut dyn Read,
+    walk: impl FnOnce(&mut dyn Read, &mut Sink) -> Result<(), FileError>,
+    learner: &mut Learner,
+    emit: &Emit,
+) -> Result<(), FileError> {
+    let mut kept = Kept::new()?;
+    walk(reader, &mut |element| {
+        learner.learn(&element)?;
+        kept.push(&element)
+    })?;
+    emit.send(Item::Header(learner.header()?))?;
+    kept.replay(&mut |element| emit.send(Item::Row(learner.row(&element)?)))
+}
+
+/// The code of the failure [`one_pass`] stops with when an object past
+/// its [`WINDOW`] has a key none before it had: the header it sent lacks
+/// a column. The caller reads the file again in two passes; a person
+/// never sees this code.
+pub const HEADER_GROWN: &str = "header_grown";
+
+/// How many bytes of row objects [`one_pass`] learns the header from
+/// before it sends it: about 24,000 orders of the harness, so that a key
+/// left out of most objects (as serializers that skip nulls do) is met
+/// before the header goes. A file this small is read as in two passes,
+/// from memory.
+pub const WINDOW: usize = 4 << 20;
+
+/// One pass: the objects of the first [`WINDOW`] bytes are held while
+/// their keys are learned; then the header goes, then those rows, then
+/// every other row as it is found. The rows go on while the rest of the
+/// file is read, where two passes held every row back until the whole file
+/// was crossed once (45 ms of 100k orders, a core idle beside it). An
+/// object with a key not in the header stops the read ([`HEADER_GROWN`]).
+fn one_pass(
+    reader: &mut dyn Read,
+    walk: impl FnOnce(&mut dyn Read, &mut Sink) -> Result<(), FileError>,
+    learner: &mut Learner,
+    emit: &Emit,
+) -> Result<(), FileError> {
+    let mut held = Held::default();
+    let mut sent = false;
+    walk(reader, &mut |element| {
+        let known = learner.header.len();
+        learner.learn(&element)?;
+        if sent {
+            if learner.header.len() > known {
+                return Err(grown(&element, learner, known));
+            }
+            return emit.send(Item::Row(learner.row(&element)?));
+        }
+        held.push(&element);
+        if held.bytes.len() >= WINDOW {
+            sent = true;
+            held.send(learner, emit)?;
+        }
+        Ok(())
+    })?;
+    if !sent {
+        held.send(learner, emit)?;
+    }
+    Ok(())
+}
+
+/// The failure of an object whose key `learner.header[known]` came after
+/// the header was sent.
+fn grown(element: &Element, learner: &Learner, known: usize) -> FileError {
+    let key = &learner.header[known];
+    let message = format!("key {key:?} first appears past the objects the header was taken from");
+    FileError::new(HEADER_GROWN, placed(element, learner.layout, &message))
+}
+
+/// The row objects [`one_pass`] holds until it knows the header: their
+/// bytes end to end, and each one's position, line, depth and end.
+#[derive(Default)]
+struct Held {
+    bytes: Vec<u8>,
+    objects: Vec<(u64, u64, usize, usize)>,
+}
+
+impl Held {
+    fn push(&mut self, element: &Element) {
+        self.bytes.extend_from_slice(element.bytes);
+        let end = self.bytes.len();
+        (self.objects).push((element.number, element.line, element.depth, end));
+    }
+
+    /// Sends the header the learner knows, then the held objects' rows.
+    fn send(&mut self, learner: &mut Learner, emit: &Emit) -> Result<(), FileError> {
+        emit.send(Item::Header(learner.header()?))?;
+        let mut start = 0;
+        for &(number, line, depth, end) in &self.objects {
+            let element = Element {
+                bytes: &self.bytes[start..end],
+                number,
+                line,
+                depth,
+                keys: None,
+            };
+            emit.send(Item::Row(learner.row(&element)?))?;
+            start = end;
+        }
+        *self = Held::default();
+        Ok(())
+    }
+}
+
+/// What a reader learns of a file's header from its objects: the union of
+/// their keys in first-seen order, each with its column.
+struct Learner {
+    layout: Layout,
+    max_columns: usize,
+    header: Vec<String>,
+    columns: Columns,
+    same: SameKeys,
+    /// The keys [`object_keys`] found in the last object it scanned.
+    scanned: Vec<std::ops::Range<usize>>,
+    objects: u64,
+}
+
+impl Learner {
+    fn new(max_columns: usize, layout: Layout) -> Learner {
+        Learner {
+            layout,
+            max_columns,
+            header: Vec::new(),
+            columns: Columns::default(),
+            same: SameKeys::default(),
+            scanned: Vec::new(),
+            objects: 0,
+        }
+    }
+
+    /// Learns the keys of one row object; an object too wide, or not an
+    /// object, is the file's failure.
+    fn learn(&mut self, element: &Element) -> Result<(), FileError> {
+        self.objects += 1;
+        let Learner {
+            layout,
+            max_columns,
+            header,
+            columns,
+            same,
+            scanned,
+            ..
+        } = self;
+        let max_columns = *max_columns;
+        let mut add = |place: usize, key: &str| {
             if columns.get(place, key).is_some() {
                 return Ok(());
             }
@@ -107,72 +264,68 @@ where
             header.push(key.to_string());
             Ok(())
         };
-        let mut scanned = Vec::new();
-        let mut objects = 0u64;
-        walk(&mut reader, &mut |element| {
-            objects += 1;
-            let found = match element.keys {
-                Some(keys) => Some(keys),
-                None => object_keys(element.bytes, &mut scanned).then_some(&scanned[..]),
-            };
-            if let Some(found) = found {
-                if max_columns > 0 && found.len() > max_columns {
-                    let f = too_many_keys(max_columns);
-                    return Err(FileError::new(f.code, placed(&element, layout, &f.message)));
-                }
-                if same.as_before(element.bytes, found) {
-                    return kept.push(&element);
-                }
-                let mut readable = true;
-                for (place, range) in found.iter().enumerate() {
-                    match key_text(&element.bytes[range.clone()]) {
-                        Some(key) => learn(place, &key)?,
-                        None => readable = false,
-                    }
-                }
-                if readable {
-                    same.remember(element.bytes, found);
-                    return kept.push(&element);
+        let found = match element.keys {
+            Some(keys) => Some(keys),
+            None => object_keys(element.bytes, scanned).then_some(&scanned[..]),
+        };
+        if let Some(found) = found {
+            if max_columns > 0 && found.len() > max_columns {
+                let f = too_many_keys(max_columns);
+                return Err(FileError::new(f.code, placed(element, *layout, &f.message)));
+            }
+            if same.as_before(element.bytes, found) {
+                return Ok(());
+            }
+            let mut readable = true;
+            for (place, range) in found.iter().enumerate() {
+                match key_text(&element.bytes[range.clone()]) {
+                    Some(key) => add(place, &key)?,
+                    None => readable = false,
                 }
             }
-            // Not an object the quick scan follows, or a key that is not
-            // a readable string: serde_json's parse says what is wrong.
-            let mut failure = None;
-            let seed = KeysSeed {
-                max_keys: max_columns,
-                failure: &mut failure,
-                each: &mut learn,
-            };
-            parse(element.bytes, seed).map_err(|e| failed(&element, layout, failure, &e))?;
-            kept.push(&element)
-        })?;
-        if objects == 0 {
+            if readable {
+                same.remember(element.bytes, found);
+                return Ok(());
+            }
+        }
+        // Not an object the quick scan follows, or a key that is not a
+        // readable string: serde_json's parse says what is wrong.
+        let mut failure = None;
+        let seed = KeysSeed {
+            max_keys: max_columns,
+            failure: &mut failure,
+            each: &mut add,
+        };
+        parse(element.bytes, seed).map_err(|e| failed(element, *layout, failure, &e))
+    }
+
+    /// The header learned so far; a file without objects has none.
+    fn header(&self) -> Result<Vec<String>, FileError> {
+        if self.objects == 0 {
             return Err(FileError::new("no_rows", "the file holds no objects"));
         }
-        emit.send(Item::Header(header))?;
-        kept.replay(&mut |element| {
-            if let Ok(text) = std::str::from_utf8(element.bytes)
-                && let Some(cells) = plain_cells(text, &mut columns)
-            {
-                return emit.send(Item::Row(RawRow {
-                    row: element.number,
-                    cells,
-                }));
-            }
-            let mut failure = None;
-            let seed = ObjectSeed {
-                depth: element.depth,
-                columns: &mut columns,
-                failure: &mut failure,
-            };
-            let cells =
-                parse(element.bytes, seed).map_err(|e| failed(&element, layout, failure, &e))?;
-            emit.send(Item::Row(RawRow {
-                row: element.number,
-                cells,
-            }))
-        })
-    })
+        Ok(self.header.clone())
+    }
+
+    /// One row object's row, its values in their keys' columns (every key
+    /// learned before).
+    fn row(&mut self, element: &Element) -> Result<RawRow, FileError> {
+        let row = element.number;
+        if let Ok(text) = std::str::from_utf8(element.bytes)
+            && let Some(cells) = plain_cells(text, &mut self.columns)
+        {
+            return Ok(RawRow { row, cells });
+        }
+        let mut failure = None;
+        let seed = ObjectSeed {
+            depth: element.depth,
+            columns: &mut self.columns,
+            failure: &mut failure,
+        };
+        let cells =
+            parse(element.bytes, seed).map_err(|e| failed(element, self.layout, failure, &e))?;
+        Ok(RawRow { row, cells })
+    }
 }
 
 /// The keys of the last object learned, as its bytes held them: an object
@@ -993,5 +1146,106 @@ mod tests {
             plain > 1_000 && fell_back > 1_000,
             "{plain} plain, {fell_back} not"
         );
+    }
+
+    /// The header, the rows (position, cells) as far as they went, and
+    /// the failure that stopped them.
+    type Got = (Vec<String>, Vec<(u64, Vec<Cell>)>, Option<FileError>);
+
+    /// Reads `text` in one pass or two.
+    fn read_in(
+        format: fn(Box<dyn Read + Send>, &Options) -> Result<RowSource, FileError>,
+        text: &str,
+        one_pass: bool,
+    ) -> Got {
+        let options = Options {
+            one_pass,
+            ..options()
+        };
+        let src = format(Box::new(Cursor::new(text.as_bytes().to_vec())), &options).unwrap();
+        let mut rows = Vec::new();
+        for row in src.rows {
+            match row {
+                Ok(row) => rows.push((row.row, row.cells)),
+                Err(e) => return (src.header, rows, Some(e)),
+            }
+        }
+        (src.header, rows, None)
+    }
+
+    /// Row objects well past [`WINDOW`]: keys in two orders, one key left
+    /// out of most objects, escapes and nesting (parsed by serde_json),
+    /// and `late` first given in object `late_at`, if any.
+    fn many_objects(late_at: Option<usize>, lines: bool) -> String {
+        let mut text = String::from(if lines { "" } else { "[\n" });
+        let mut i = 0;
+        while text.len() < WINDOW + WINDOW / 2 {
+            i += 1;
+            let object = match i % 7 {
+                0 => format!(r#"{{"qty": {i}, "sku": "B-{i}", "diskon": 5}}"#),
+                3 => format!(r#"{{"sku": "C\u002d{i}", "qty": [{i}], "catatan": "x"}}"#),
+                _ => format!(r#"{{"sku": "A-{i}", "qty": {i}}}"#),
+            };
+            let object = match late_at {
+                Some(at) if at == i => object.replace('}', r#", "late": true}"#),
+                _ => object,
+            };
+            text.push_str(&object);
+            text.push_str(if lines { "\n" } else { ",\n" });
+        }
+        if lines {
+            text
+        } else {
+            text.push_str(r#"{"sku": "Z"}]"#);
+            text
+        }
+    }
+
+    #[test]
+    fn one_pass_reads_what_two_passes_read() {
+        for (format, lines) in [(open_json as fn(_, &_) -> _, false), (open_ndjson, true)] {
+            let text = many_objects(None, lines);
+            let (header, rows, failure) = read_in(format, &text, true);
+            assert!(failure.is_none(), "{failure:?}");
+            assert_eq!(header, vec!["sku", "qty", "catatan", "diskon"]);
+            assert!(rows.len() > 50_000, "{} rows", rows.len());
+            assert_eq!((header, rows, None), {
+                let (h, r, f) = read_in(format, &text, false);
+                (h, r, f.map(|e| e.message))
+            });
+        }
+    }
+
+    #[test]
+    fn a_key_first_met_past_the_window_stops_one_pass_and_two_passes_learn_it() {
+        for (format, lines) in [(open_json as fn(_, &_) -> _, false), (open_ndjson, true)] {
+            let late = 130_001;
+            let text = many_objects(Some(late), lines);
+            assert!(text.find("late").unwrap() > WINDOW);
+            let (header, rows, failure) = read_in(format, &text, true);
+            let failure = failure.expect("the late key stops the read");
+            assert_eq!(failure.code, HEADER_GROWN);
+            let place = if lines { "line" } else { "object" };
+            assert!(
+                failure
+                    .message
+                    .starts_with(&format!("{place} {late}: key \"late\"")),
+                "{}",
+                failure.message
+            );
+            assert_eq!(header.len(), 4);
+            // Every row before it went, read against the header sent.
+            assert_eq!(rows.len(), late - 1);
+            assert!(rows.iter().all(|(_, cells)| cells.len() == 4));
+            let (header, rows, failure) = read_in(format, &text, false);
+            assert!(failure.is_none(), "{failure:?}");
+            assert_eq!(header, vec!["sku", "qty", "catatan", "diskon", "late"]);
+            assert_eq!(rows[late - 1].1[4], Cell::Bool(true));
+            assert!(rows.iter().all(|(_, cells)| cells.len() == 5));
+            // A late key inside the window is learned like any other.
+            let (header, _, failure) = read_in(format, &many_objects(Some(5_000), lines), true);
+            assert!(failure.is_none(), "{failure:?}");
+            assert_eq!(header.last().map(String::as_str), Some("late"));
+        }
     }
 }

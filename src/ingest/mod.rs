@@ -57,8 +57,9 @@ pub fn is_zip(prefix: &[u8]) -> bool {
 
 impl Format {
     /// Whether its reader hands rows on as it reads the file (CSV), rather
-    /// than crossing the whole file first (JSON's and NDJSON's first pass
-    /// learns the header; a workbook is spooled before it is opened).
+    /// than crossing much of the file first (JSON's and NDJSON's header is
+    /// learned from their first 4 MiB, or from the whole file in a first
+    /// pass; a workbook is spooled before it is opened).
     pub fn streams(self) -> bool {
         matches!(self, Format::Csv)
     }
@@ -241,6 +242,12 @@ pub struct Options {
     /// Spreadsheets (XLSX, XLS, ODS): the sheet to read; the first when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sheet: Option<String>,
+    /// JSON and NDJSON: read in one pass, the header learned from the
+    /// first objects ([`json::WINDOW`]). The read then fails with
+    /// [`json::HEADER_GROWN`] if a later object brings a new key, and the
+    /// caller reads the file again without this option.
+    #[serde(skip)]
+    pub one_pass: bool,
 }
 
 /// A file-level failure: the job becomes `invalid` with this code.

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use super::distinct::Distinct;
 use super::references::{Checks, Target};
 use crate::catalog::Module;
-use crate::ingest::{self, FileError};
+use crate::ingest::{self, FileError, Format};
 use crate::ledger::{Counts, Job, Mode, Warning, WarningCode};
 use crate::store::blobs::BlobReader;
 use crate::store::load::{self, Loader};
@@ -67,11 +67,35 @@ pub struct Setup {
 }
 
 /// Validates a job's file and stages its rows. Running it again starts over.
+///
+/// A JSON file is read in one pass, its header learned from its first
+/// objects ([`ingest::json::WINDOW`]). When a later object brings a key
+/// they lacked, the rows staged so far were read against too short a
+/// header: the stage starts over and the file is read again in two
+/// passes, which learn every key before the first row.
 pub async fn validate(
     db: &Db,
     module: &Module,
     job: &Job,
     setup: &Setup,
+) -> anyhow::Result<Outcome> {
+    let one_pass = matches!(job.file.format, Format::Json | Format::Ndjson);
+    match validate_with(db, module, job, setup, one_pass).await? {
+        Outcome::FileFailure(e) if e.code == ingest::json::HEADER_GROWN => {
+            tracing::info!(job = %job.id, "a key first appears late in the file: reading it again in two passes");
+            validate_with(db, module, job, setup, false).await
+        }
+        outcome => Ok(outcome),
+    }
+}
+
+/// Validates a job's file, read in one pass or in two (JSON).
+async fn validate_with(
+    db: &Db,
+    module: &Module,
+    job: &Job,
+    setup: &Setup,
+    one_pass: bool,
 ) -> anyhow::Result<Outcome> {
     let mut stage = Stage::begin(&mut db.acquire().await?.conn(), module, &job.id).await?;
     let (tx, mut rx) = mpsc::channel::<Result<Msg, FileError>>(4);
@@ -85,6 +109,7 @@ pub async fn validate(
             max_columns: setup.max_columns,
             encoding: job.options.encoding.clone(),
             sheet: job.options.sheet.clone(),
+            one_pass,
         };
         let (zone, max_rows) = (setup.zone, setup.max_rows);
         let runtime = tokio::runtime::Handle::current();
@@ -244,6 +269,7 @@ pub async fn read_head(
         max_columns,
         encoding: job.options.encoding.clone(),
         sheet: job.options.sheet.clone(),
+        one_pass: false,
     };
     let (db, format, sha) = (db.clone(), job.file.format, job.file.sha256.clone());
     let runtime = tokio::runtime::Handle::current();

@@ -249,6 +249,7 @@ async fn open(app: &App, file: RowsFile) -> Result<RowSource> {
         max_columns: app.settings.limits.columns,
         encoding: file.encoding,
         sheet: None,
+        one_pass: false,
     };
     let body = Box::new(Cursor::new(file.body));
     tokio::task::spawn_blocking(move || ingest::open(format, body, &options))

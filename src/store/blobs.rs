@@ -206,8 +206,8 @@ type Fetched = std::io::Result<Option<Vec<u8>>>;
 /// Read `ahead`, a thread of its own fetches the chunks in order through
 /// the runtime and unpacks them, [`AHEAD`] at most ahead of the parser, so
 /// the parser does not wait on a round trip to the database and zstd for
-/// each chunk. That is for readers that must cross the whole file before
-/// any row goes on (JSON's first pass, a workbook's spool): CSV streams its
+/// each chunk. That is for readers that must cross much of the file before
+/// any row goes on (JSON's header, a workbook's spool): CSV streams its
 /// rows to the stage as it reads, where the thread bought nothing
 /// measurable (100k orders, both backends) and is one more thread on two
 /// cores beside SQLite's stage writer. The fetcher stops when the reader

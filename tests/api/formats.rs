@@ -603,6 +603,42 @@ async fn json_numbers_keep_their_exact_digits_to_the_table() {
     );
 }
 
+/// A JSON file is read in one pass, its header learned from its first
+/// 4 MiB. A key first given past them (`warna`, in one object of 80,000)
+/// sends the validation back to read the file in two passes: the job still
+/// knows every column, and stages every row once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_key_first_given_late_in_a_large_file_is_still_a_column() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let (objects, late) = (80_000, 75_000);
+    let mut body = String::from("[\n");
+    for i in 1..=objects {
+        let extra = if i == late {
+            r#", "warna": "biru""#
+        } else {
+            ""
+        };
+        body.push_str(&format!(
+            r#"{{"customer_name": "Pelanggan {i}", "wa_number": "0812{i:08}"{extra}}}"#
+        ));
+        body.push_str(if i < objects { ",\n" } else { "\n]" });
+    }
+    assert!(
+        body.find("warna").unwrap() > 4 << 20,
+        "past the first 4 MiB"
+    );
+    let job = upload_as(&app, &sub, "customers", "", "application/json", body.into()).await;
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    assert_eq!(job["counts"]["rows"], objects, "{job}");
+    assert_eq!(job["counts"]["insert"], objects, "{job}");
+    assert_eq!(job["warnings"][0]["columns"], json!(["warna"]), "{job}");
+    let staged = app
+        .sql("SELECT CAST(COUNT(*) AS TEXT) FROM ig_stage_customers")
+        .await;
+    assert_eq!(staged, vec![vec![Some(objects.to_string())]]);
+}
+
 /// One customer, to send in many ways.
 fn one_customer() -> Sheet {
     Sheet {
