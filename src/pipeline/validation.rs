@@ -71,8 +71,9 @@ pub struct Setup {
 /// A JSON file is read in one pass, its header learned from its first
 /// objects ([`ingest::json::WINDOW`]). When a later object brings a key
 /// they lacked, the rows staged so far were read against too short a
-/// header: the stage starts over and the file is read again in two
-/// passes, which learn every key before the first row.
+/// header; and a required column the first objects all left out may come
+/// later. Either way the stage starts over and the file is read again in
+/// two passes, which learn every key before the first row.
 pub async fn validate(
     db: &Db,
     module: &Module,
@@ -81,12 +82,18 @@ pub async fn validate(
 ) -> anyhow::Result<Outcome> {
     let one_pass = matches!(job.file.format, Format::Json | Format::Ndjson);
     match validate_with(db, module, job, setup, one_pass).await? {
-        Outcome::FileFailure(e) if e.code == ingest::json::HEADER_GROWN => {
-            tracing::info!(job = %job.id, "a key first appears late in the file: reading it again in two passes");
+        Outcome::FileFailure(e) if one_pass && header_may_grow(&e) => {
+            tracing::info!(job = %job.id, code = e.code, "read in one pass, the header was short: reading the file again in two passes");
             validate_with(db, module, job, setup, false).await
         }
         outcome => Ok(outcome),
     }
+}
+
+/// Whether a failure of a file read in one pass may be the header's, short
+/// of keys only objects past the first ones give.
+fn header_may_grow(e: &FileError) -> bool {
+    e.code == ingest::json::HEADER_GROWN || e.code == crate::validate::MISSING_COLUMNS
 }
 
 /// Validates a job's file, read in one pass or in two (JSON).

@@ -77,6 +77,9 @@ pub fn header_names(module: &Module) -> HashMap<String, (usize, Named)> {
     names
 }
 
+/// The code of a header without a column the module requires.
+pub const MISSING_COLUMNS: &str = "missing_columns";
+
 /// Matches a file's header with a mapping first, then by the module's
 /// columns and aliases.
 pub fn match_header_with(
@@ -128,7 +131,7 @@ pub fn match_header_with(
         .collect();
     if !missing.is_empty() {
         return Err(FileError::new(
-            "missing_columns",
+            MISSING_COLUMNS,
             format!("row 1: required columns missing: {}", missing.join(", ")),
         ));
     }

@@ -639,6 +639,49 @@ async fn a_json_key_first_given_late_in_a_large_file_is_still_a_column() {
     assert_eq!(staged, vec![vec![Some(objects.to_string())]]);
 }
 
+/// A required column whose key the first 4 MiB of objects all leave out
+/// is not missing from the file: those rows lack a value, as two passes
+/// read them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_required_json_key_first_given_late_is_a_column_not_a_missing_one() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let (objects, from) = (20_000, 16_001);
+    let city = "Kabupaten Bandung Barat, ".repeat(10);
+    let mut body = String::from("[\n");
+    for i in 1..=objects {
+        let wa = if i >= from {
+            format!(r#", "wa_number": "0812{i:08}""#)
+        } else {
+            String::new()
+        };
+        body.push_str(&format!(
+            r#"{{"customer_name": "Pelanggan {i}", "city": "{city}"{wa}}}"#
+        ));
+        body.push_str(if i < objects { ",\n" } else { "\n]" });
+    }
+    assert!(
+        body.find("wa_number").unwrap() > 4 << 20,
+        "past the first 4 MiB"
+    );
+    let job = upload_as(
+        &app,
+        &sub,
+        "customers",
+        "?on_error=skip",
+        "application/json",
+        body.into(),
+    )
+    .await;
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    assert_eq!(job["counts"]["errors"], from - 1, "{job}");
+    assert_eq!(job["counts"]["insert"], objects - from + 1, "{job}");
+    let id = job["id"].as_str().unwrap();
+    let errors = app.get_json(&sub, &format!("/api/jobs/{id}/errors")).await;
+    assert_eq!(errors["errors"][0]["row"], 1, "{errors}");
+    assert_eq!(errors["errors"][0]["column"], "wa_number", "{errors}");
+}
+
 /// One customer, to send in many ways.
 fn one_customer() -> Sheet {
     Sheet {
