@@ -125,6 +125,42 @@ pub fn mask(name: &str) -> String {
     format!("{first}***{}", chars[chars.len() - 1])
 }
 
+/// An email address as a person gave it, trimmed, checked once at the edge:
+/// at most 254 bytes, no spaces or control characters, a local part and a
+/// domain with a dot (`name@example.co.id`). Whether it reaches anyone is
+/// not this type's business: it only refuses what cannot be an address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Email(String);
+
+/// Text that [`Email::parse`] refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("email must be an address like name@example.co.id")]
+pub struct NotAnEmail;
+
+impl Email {
+    pub fn parse(text: &str) -> Result<Email, NotAnEmail> {
+        let email = text.trim();
+        let ok = email.len() <= 254
+            && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+            && email
+                .split_once('@')
+                .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.'));
+        if ok {
+            Ok(Email(email.to_string()))
+        } else {
+            Err(NotAnEmail)
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
 /// An email address, masked like a name (`budi@contoh.id` → `bu***d`):
 /// an address names a person as surely as a name does.
 pub fn mask_email(email: &str) -> String {

@@ -239,3 +239,9 @@ impl From<anyhow::Error> for Error {
         }
     }
 }
+
+impl From<crate::keys::NotAnEmail> for Error {
+    fn from(e: crate::keys::NotAnEmail) -> Error {
+        Error::invalid("email", e.to_string())
+    }
+}

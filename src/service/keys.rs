@@ -95,8 +95,7 @@ impl NewKey {
     /// key is issued).
     pub fn held_by(mut self, email: Option<&str>, person_id: Option<&str>) -> Result<NewKey> {
         if let Some(email) = email.map(str::trim).filter(|e| !e.is_empty()) {
-            super::key_requests::check_email(email)?;
-            self.email = Some(email.to_string());
+            self.email = Some(keys::Email::parse(email)?.into_string());
         }
         if let Some(p) = person_id.map(str::trim).filter(|p| !p.is_empty()) {
             let shaped = p.len() <= 64
