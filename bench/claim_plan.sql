@@ -35,7 +35,7 @@ BEGIN; EXECUTE c('o', 100000000, 1000000, true, 256) \g /dev/null
 ROLLBACK;
 \timing off
 BEGIN; EXPLAIN EXECUTE c('o', 100000000, 1000000, true, 256); ROLLBACK;
--- the same statement planned afresh each time, as the service runs it now
+-- the same statement planned afresh each time, as the service runs it
 SET plan_cache_mode = force_custom_plan;
 \timing on
 BEGIN; EXECUTE c('o', 100000000, 1000000, true, 256) \g /dev/null

@@ -257,7 +257,7 @@ impl<R: Read> Rows<R> {
 
 /// Whether a cell holds nothing but spaces. A visible ASCII first byte
 /// answers at once, where `str::trim` asks Unicode at both ends of every
-/// cell (issue 18, nineteenth session).
+/// cell.
 fn blank(text: &str) -> bool {
     match text.as_bytes().first() {
         None => true,

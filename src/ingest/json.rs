@@ -698,7 +698,7 @@ fn cell(text: &str, depth: usize) -> Result<Cell, FileError> {
 /// `false` or `null`, JSON's own blanks between them (nearly every row a
 /// serializer writes). `None` for anything else, even valid JSON (a nested
 /// value, an escape, a malformed number): serde_json then parses the
-/// object as before, and names what is wrong with it.
+/// object, and names what is wrong with it.
 ///
 /// Written by hand because serde_json's walk through `MapAccess`, a
 /// `RawValue` for each value, was 840 instructions a cell, the largest

@@ -37,8 +37,8 @@ pub const MAX_SHARED_STRINGS: u64 = 256 << 20;
 /// … and what it costs in memory is bounded too: calamine holds each
 /// shared string as its own `String` in one `Vec`, so a string costs its
 /// text and about [`STRING_OVERHEAD`] bytes more (the `String`, the
-/// allocation's rounding, the `Vec`'s growth). 253 MB of tiny strings took
-/// 894 MB before this was counted.
+/// allocation's rounding, the `Vec`'s growth): 253 MB of tiny strings
+/// take 894 MB.
 pub const SHARED_STRINGS_MEMORY: u64 = 256 << 20;
 const STRING_OVERHEAD: u64 = 64;
 

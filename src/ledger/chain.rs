@@ -92,8 +92,8 @@ impl Event {
         hex::encode(key.mac(&[prev_hash.as_bytes(), b"\n", content.as_bytes()]))
     }
 
-    /// The unkeyed SHA-256 links of ledgers written before the chain was
-    /// keyed: checked once, when such a ledger is sealed with its key.
+    /// The unkeyed SHA-256 links of a ledger that has no key yet: checked
+    /// once, when such a ledger is sealed with its key.
     pub fn legacy_hash(&self, prev_hash: &str) -> String {
         let mut h = Sha256::new();
         h.update(prev_hash.as_bytes());

@@ -3,17 +3,17 @@
 //! file that may have one.
 //!
 //! The count after staging (`rows::duplicates`: keys minus distinct keys,
-//! a sort of every staged key) ran alone at the end of every validation:
-//! 1M `orders` keys, 0.3 s on SQLite and 0.2–0.3 s on PostgreSQL. A Bloom
+//! a sort of every staged key) runs alone at the end of a validation: 1M
+//! `orders` keys, 0.3 s on SQLite and 0.2–0.3 s on PostgreSQL. A Bloom
 //! filter of the keys, filled as the batches go to the writer, answers "no
 //! key repeats" for certain (a Bloom filter has no false negatives), in
 //! fixed memory whatever the file's size. When it cannot say so (a key
-//! that repeats, or a false positive) the count runs as before and finds
-//! the repeats exactly. `fastbloom` is the filter, the Rust ecosystem's
-//! maintained one; the writer only hashes each key (`foldhash`), and a
-//! thread of the filter's own sets its bits: eight reads of a random place
-//! in 8 MiB a key, 0.2 s of a core at 1M keys, on the writer's path made
-//! the whole gain.
+//! that repeats, or a false positive) the count runs and finds the repeats
+//! exactly. `fastbloom` is the filter, the Rust ecosystem's maintained
+//! one; the writer only hashes each key (`foldhash`), and a thread of the
+//! filter's own sets its bits: eight reads of a random place in 8 MiB a
+//! key, 0.2 s of a core at 1M keys, on the writer's path would cost the
+//! whole gain.
 
 use fastbloom::BloomFilter;
 use foldhash::quality::FixedState;

@@ -38,7 +38,7 @@ struct Check<'a> {
 
 /// Values a check remembers, at most: a file names the same few thousand
 /// products or customers over and over (the harness's 1M orders name
-/// 2,000 skus, and looking them up again in each batch of 500 took 1.1 s
+/// 2,000 skus, and looking them up again in each batch of 500 takes 1.1 s
 /// of a validation), while memory stays bounded whatever the file (about
 /// 100 bytes a value). Values past it are looked up each time they come.
 const REMEMBERED: usize = 50_000;
@@ -73,9 +73,9 @@ impl<'a> Checks<'a> {
     /// Looks a batch's referencing values up and gives each row's warnings
     /// (in batch order) as the referencing columns' names, all the stage
     /// keeps of them (`rows::warns_text`); errors are added to the rows
-    /// themselves. A warning's message was built for every warned row and
-    /// then dropped: 1.8 % of a 1M-row validation naming no known product
-    /// (BENCHMARKS.md, issue 18, tenth session).
+    /// themselves. Building a message for every warned row, only to drop
+    /// it, costs 1.8 % of a 1M-row validation naming no known product
+    /// (`perf`, through `bash bench/once.sh … perf`).
     pub async fn run(
         &mut self,
         db: &Db,
@@ -182,9 +182,9 @@ type Distinct<'b> = (Cow<'b, str>, (&'b Value, Vec<usize>));
 /// A batch's distinct values in the column at `position` (among the
 /// provided ones), each with the rows that name it. Text values are
 /// compared where they lie, not copied: a copy, and SipHash of it, for
-/// every row of 1M orders naming a product took 1,800 instructions a row
+/// every row of 1M orders naming a product costs 1,800 instructions a row
 /// on the decide side, which an upsert validation shares its two cores
-/// with (issue 18, twenty-first session).
+/// with (callgrind, `bash bench/once.sh`).
 fn distinct_values(batch: &[CheckedRow], position: usize) -> Vec<Distinct<'_>> {
     let mut rows_of: HashMap<Cow<'_, str>, (&Value, Vec<usize>), RandomState> =
         HashMap::with_capacity_and_hasher(batch.len(), RandomState::default());

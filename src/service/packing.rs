@@ -7,11 +7,10 @@
 //! closed. When the body has ended, the kept chunks go to the store as
 //! they are.
 //!
-//! Before, the body was spooled as it came and packed only once it was
-//! whole, while it was written to the store: the packing (22 ms for a
-//! 17 MB JSON file) waited for the last byte, though the receiving task
-//! leaves a core free. Nothing reaches the database until the body is
-//! whole (API.md section 10), as before.
+//! Packed only once whole, as it is written to the store, the body's
+//! packing (22 ms for a 17 MB JSON file) would wait for the last byte,
+//! though the receiving task leaves a core free. Nothing reaches the
+//! database until the body is whole (API.md section 10).
 
 use std::io::{BufReader, BufWriter, Seek};
 

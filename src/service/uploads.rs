@@ -452,8 +452,8 @@ where
     // transaction that commits without waiting for the disk: the job that
     // needs them commits after them and waits for both, and chunks a crash
     // leaves without a job are swept ([`blobs::purge_orphans`]). On
-    // PostgreSQL a commit per chunk waited for the disk each time, 15 ms of
-    // a 17 MB upload. A failure rolls them all back.
+    // PostgreSQL a commit per chunk would wait for the disk each time, 15 ms
+    // of a 17 MB upload. A failure rolls them all back.
     let upload_id = ulid::Ulid::generate().to_string();
     let mut tx = app.db.begin().await?;
     store::relax_durability(&mut tx.conn()).await?;

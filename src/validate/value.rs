@@ -154,10 +154,10 @@ impl Value {
 /// A year outside 0 to 9999 (only read from a table) is signed, as chrono
 /// and ISO 8601 write it (`+10000-01-01`, `-0043-03-15`).
 ///
-/// Written digit by digit: `format!` with three padded fields took about
+/// Written digit by digit: `format!` with three padded fields takes about
 /// 1,600 instructions a date under callgrind (a date column's every cell
 /// is written to the stage as text), 2.5 % of a SQLite validation of the
-/// harness's orders (BENCHMARKS.md, issue 18, tenth session).
+/// harness's orders (`bash bench/once.sh`, BENCHMARKS.md).
 pub fn date_text(d: &NaiveDate) -> String {
     match date_digits(d) {
         // The digits are ASCII.
@@ -191,10 +191,11 @@ pub fn date_digits(d: &NaiveDate) -> Option<[u8; 10]> {
 
 /// Parses one cell for its column. `Ok(None)` is an empty cell (null).
 /// A text cell of a text column that passes is moved into its value, its
-/// cell left empty: copying it (twice, with the column's checks) was ten
+/// cell left empty: copying it (twice, with the column's checks) is ten
 /// allocations a row of 1M orders on the reader's thread, whose time an
-/// upsert validation shares its two cores with (issue 18, twenty-first
-/// session). A cell that fails is left as it was, for the error to show.
+/// upsert validation shares its two cores with (callgrind, `bash
+/// bench/once.sh`). A cell that fails is left as it was, for the error
+/// to show.
 pub fn parse(cell: &mut Cell, column: &Column, rules: &Rules) -> Result<Option<Value>, CellError> {
     let value = match cell {
         Cell::Empty => None,
@@ -370,7 +371,7 @@ fn check_text<'c>(s: &str, column: &'c Column) -> Result<Option<&'c String>, Cel
 /// `s.trim()`, answered at once for a cell that starts and ends with a
 /// visible ASCII character (nearly every cell): `str::trim` decodes a
 /// character at each end and asks Unicode whether it is a space, 75
-/// instructions a call, twice a cell (issue 18, nineteenth session).
+/// instructions a call, twice a cell (callgrind).
 fn trim(s: &str) -> &str {
     match (s.as_bytes().first(), s.as_bytes().last()) {
         (Some(first), Some(last)) if first.is_ascii_graphic() && last.is_ascii_graphic() => s,
@@ -447,10 +448,10 @@ fn parse_bool(s: &str) -> Result<Value, CellError> {
 /// A date written as ten characters `YYYY-MM-DD`, as every date is stored
 /// and nearly every date cell is written: `Some` of the date, or of `None`
 /// for no such day (`2024-02-30`); `None` for any other text, which chrono
-/// then reads. Digit by digit because chrono's parser took 760–870
+/// then reads. Digit by digit because chrono's parser takes 760–870
 /// instructions a date under callgrind, 1.2 % of a validation reading the
-/// file's dates and 1.3 % more of an upsert's reading the table's
-/// (BENCHMARKS.md, issue 18, tenth session).
+/// file's dates and 1.3 % more of an upsert's reading the table's (`bash
+/// bench/once.sh`, BENCHMARKS.md).
 pub fn plain_date(s: &str) -> Option<Option<NaiveDate>> {
     let &[y1, y2, y3, y4, b'-', m1, m2, b'-', d1, d2] = s.as_bytes() else {
         return None;

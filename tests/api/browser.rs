@@ -763,7 +763,7 @@ Siti Rahayu,,Surabaya,\n\
 Dewi Lestari,081234567803,Medan,minta katalog\n\
 Budi Kedua,081234567801,Bogor,\n";
 
-/// Issue 14 in the console: a file that does not fit is fixed on its Fix
+/// Revisions in the console: a file that does not fit is fixed on its Fix
 /// page (the columns mapped from the suggestions, a wrong cell corrected
 /// inline, a row left out), and the approver sees what the revisions
 /// changed before approving; the person who revised may not approve.

@@ -656,7 +656,7 @@ async fn the_preview_pages_in_the_database_on_a_large_job() {
     ] {
         // How fast a deep page is, is the benchmark's to say (`preview p50`
         // in BENCHMARKS.md, the page at the middle of a 1M-row job): a
-        // time limit here failed on a loaded 2-core machine, not on code.
+        // time limit here fails on a loaded 2-core machine, not on code.
         let started = Instant::now();
         let html = c.page(&path).await;
         eprintln!("{path}: {:?}", started.elapsed());

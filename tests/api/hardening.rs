@@ -1,5 +1,5 @@
-//! Hardening, round two (issue 17): each attack or fault found, reproduced
-//! against the real service, and what holds now.
+//! Attacks and faults, each reproduced against the real service, and
+//! what holds under them.
 
 use reqwest::StatusCode;
 use serde_json::json;
@@ -9,7 +9,7 @@ use crate::console::Console;
 
 const CUSTOMERS: &str = "customer_name,wa_number\nBudi Santoso,081200000001\n";
 
-/// Item 4: invented HTTP methods no longer make metric series.
+/// Invented HTTP methods make no metric series of their own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metric_labels_come_from_known_sets_only() {
     let app = spawn_app().await;
@@ -35,7 +35,7 @@ async fn metric_labels_come_from_known_sets_only() {
     assert!(text.contains("method=\"other\""), "counted as other");
 }
 
-/// Item 12: a request id a client forges into log lines is replaced.
+/// A request id a client forges into log lines is replaced.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forged_request_id_is_replaced_and_a_plain_one_kept() {
     let app = spawn_app().await;
@@ -67,7 +67,7 @@ async fn a_forged_request_id_is_replaced_and_a_plain_one_kept() {
     assert_eq!(id_of(&resp), "batch-7.row_2");
 }
 
-/// Item 13: answers that carry a key or a claim token are not cached.
+/// Answers that carry a key or a claim token are not cached.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_with_a_key_or_claim_token_say_no_store() {
     let app = spawn_app().await;
@@ -108,7 +108,7 @@ async fn answers_with_a_key_or_claim_token_say_no_store() {
     assert!(no_store(&resp), "the collection page of a key");
 }
 
-/// Item 14: the approval limit holds before the sweep comes by.
+/// The approval limit holds before the sweep comes by.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_past_its_approval_limit_cannot_be_approved_before_the_sweep() {
     let app = spawn_app_with(|s| {
@@ -131,8 +131,8 @@ async fn a_job_past_its_approval_limit_cannot_be_approved_before_the_sweep() {
     assert_eq!(app.count("uc_scrm_customers").await, 0);
 }
 
-/// Item 15: every way a spreadsheet finds a formula is neutralised in the
-/// CSV error report.
+/// Every way a spreadsheet finds a formula is neutralised in the CSV error
+/// report.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_error_report_neutralises_hidden_formulas() {
     let app = spawn_app().await;
@@ -161,8 +161,7 @@ async fn the_error_report_neutralises_hidden_formulas() {
     }
 }
 
-/// Item 17: a 429 on an upload says the connection closes (its body is
-/// left unread).
+/// A 429 on an upload says the connection closes (its body is left unread).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rate_limited_upload_closes_its_connection() {
     let app = spawn_app_with(|s| s.limits.uploads_per_minute = 1).await;
@@ -184,7 +183,7 @@ async fn a_rate_limited_upload_closes_its_connection() {
     );
 }
 
-/// Item 6: an admin with a module scope keeps the keys it makes within it.
+/// An admin with a module scope keeps the keys it makes within it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_module_scoped_admin_cannot_mint_a_wider_key() {
     let app = spawn_app().await;
@@ -222,7 +221,7 @@ async fn a_module_scoped_admin_cannot_mint_a_wider_key() {
     );
 }
 
-/// Item 5: the console draws on the same per-key limits as the API.
+/// The console draws on the same per-key limits as the API.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_uploads_count_against_the_api_limit() {
     let app = spawn_app_with(|s| s.limits.uploads_per_minute = 2).await;
@@ -246,8 +245,8 @@ async fn console_uploads_count_against_the_api_limit() {
     assert_eq!(api.status(), StatusCode::TOO_MANY_REQUESTS);
 }
 
-/// Item 18: a blank line is a row, as the spreadsheet shows it: the rows
-/// after it keep the numbers a person sees.
+/// A blank line is a row, as the spreadsheet shows it: the rows after it
+/// keep the numbers a person sees.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn row_numbers_count_blank_lines_as_a_spreadsheet_does() {
     let app = spawn_app().await;
@@ -275,9 +274,9 @@ Dewi,081200000003,y\n";
     );
 }
 
-/// Item 1: the key request endpoint takes anyone, so it is bounded: the
-/// modules list is checked and deduplicated, one address makes at most 10
-/// requests an hour (refused ones included), and the admin's list pages.
+/// The key request endpoint takes anyone, so it is bounded: the modules
+/// list is checked and deduplicated, one address makes at most 10 requests
+/// an hour (refused ones included), and the admin's list pages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn key_requests_are_bounded_per_address_and_listed_a_page_at_a_time() {
     let app = spawn_app().await;
@@ -341,8 +340,8 @@ async fn key_requests_are_bounded_per_address_and_listed_a_page_at_a_time() {
     assert_eq!(seen, sorted, "newest first, no repeats");
 }
 
-/// Item 9: a pending request expires, an approved one must be collected
-/// in time, and an admin may withdraw an approval before collection.
+/// A pending request expires, an approved one must be collected in time,
+/// and an admin may withdraw an approval before collection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn key_requests_expire_and_approvals_can_be_withdrawn() {
     let app = spawn_app_with(|s| {
@@ -429,8 +428,8 @@ async fn key_requests_expire_and_approvals_can_be_withdrawn() {
     .await;
 }
 
-/// Item 19 (part): a replica starting while another commits an import does
-/// not wait for that commit (PostgreSQL; SQLite has one writer by design).
+/// A replica starting while another commits an import does not wait for
+/// that commit (PostgreSQL; SQLite has one writer by design).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_starts_while_a_commit_holds_its_table() {
     if !std::env::var("IMPORTGATE_TEST_POSTGRES").is_ok_and(|v| !v.is_empty()) {
@@ -460,8 +459,8 @@ async fn a_replica_starts_while_a_commit_holds_its_table() {
     db.close().await;
 }
 
-/// Item 20: an Excel 4.0 worksheet (no OLE2 container) is named for what
-/// it is, not read as CSV and told to give `?encoding=`.
+/// An Excel 4.0 worksheet (no OLE2 container) is named for what it is, not
+/// read as CSV and told to give `?encoding=`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_excel_4_worksheet_says_what_it_is() {
     let app = spawn_app().await;
@@ -500,10 +499,10 @@ async fn stalled_upload(addr: &str, key: &str) -> tokio::net::TcpStream {
     s
 }
 
-/// Item 2: uploads that send a few bytes and stop no longer hold the
-/// database's connections: the body is received before any database work,
-/// so everyone else is served at once (before: every request waited for a
-/// pool connection and got a 500 after 30 s).
+/// Uploads that send a few bytes and stop hold none of the database's
+/// connections: the body is received before any database work, so
+/// everyone else is served at once (were a connection taken first, every
+/// request would wait for one and get a 500 after 30 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_uploads_hold_no_database_connection() {
     let app = spawn_app().await;
@@ -553,9 +552,9 @@ async fn closed_within(s: &mut tokio::net::TcpStream, within: std::time::Duratio
     }
 }
 
-/// Item 3: a request head must arrive within the header time, an idle
-/// kept-alive connection closes after the idle time (and not before), and
-/// a connection that never sends anything is closed like a slow head.
+/// A request head must arrive within the header time, an idle kept-alive
+/// connection closes after the idle time (and not before), and a connection
+/// that never sends anything is closed like a slow head.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_heads_and_idle_connections_are_closed() {
     use std::time::Duration;
@@ -607,8 +606,8 @@ async fn slow_heads_and_idle_connections_are_closed() {
     assert_eq!(resp.status(), StatusCode::OK);
 }
 
-/// Item 3: one address may hold only so many connections; more are
-/// refused while those open keep working, and other clients are served.
+/// One address may hold only so many connections; more are refused while
+/// those open keep working, and other clients are served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_address_cannot_hold_every_connection() {
     use std::time::Duration;
@@ -647,8 +646,8 @@ async fn one_address_cannot_hold_every_connection() {
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
 }
 
-/// Item 3: an upload whose body falls below the rate after the grace time
-/// is answered `408` and nothing of it is kept.
+/// An upload whose body falls below the rate after the grace time is
+/// answered `408` and nothing of it is kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_that_stops_coming_is_a_408_and_nothing_is_kept() {
     use std::time::Duration;
@@ -685,9 +684,9 @@ async fn a_body_that_stops_coming_is_a_408_and_nothing_is_kept() {
     assert_eq!(blobs[0][0].as_deref(), Some("0"));
 }
 
-/// Item 16 (SQLite's faults; PostgreSQL has neither): a write lock held
-/// elsewhere past the busy timeout is a `503` with `Retry-After`, `/readyz`
-/// says not ready, and both recover once the lock is gone.
+/// A SQLite write lock held elsewhere past the busy timeout (a fault
+/// PostgreSQL does not have) is a `503` with `Retry-After`, `/readyz` says
+/// not ready, and both recover once the lock is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_held_elsewhere_is_a_503_and_passes() {
     use sqlx::Connection;
@@ -723,10 +722,10 @@ async fn a_lock_held_elsewhere_is_a_503_and_passes() {
     assert_eq!(resp.status(), StatusCode::ACCEPTED);
 }
 
-/// Item 16: a SQLite file that cannot be written (made immutable, as a
-/// full or read-only disk would) is a `503` on every write and not ready;
-/// writable again, the service recovers by itself — connections opened
-/// read-only meanwhile are not used again.
+/// A SQLite file that cannot be written (made immutable, as a full or
+/// read-only disk would) is a `503` on every write and not ready; writable
+/// again, the service recovers by itself — connections opened read-only
+/// meanwhile are not used again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_database_is_a_503_and_the_service_recovers() {
     let app = spawn_app().await;

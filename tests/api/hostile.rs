@@ -504,9 +504,9 @@ fn xls_workbook(records: &[Vec<u8>]) -> Vec<u8> {
 /// XLS files of a few kilobytes that ask calamine for a grid of
 /// billions of cells (a cell at A1 and one at row and column 65,536; a
 /// DIMENSIONS record declaring 4 billion rows): calamine builds every
-/// sheet's grid as it opens the workbook, and the failed allocation used
-/// to abort the whole server. Now each is a clean `invalid` job, and the
-/// same server then reads a good workbook.
+/// sheet's grid as it opens the workbook, and a failed allocation would
+/// abort the whole server. Each is a clean `invalid` job, and the same
+/// server then reads a good workbook.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_xls_spanning_billions_of_cells_is_refused_and_the_server_stays_up() {
     let server = Server::start().await;

@@ -1,7 +1,6 @@
-//! The console in Bahasa Indonesia and English (issue 19): the language
-//! from `Accept-Language` or the top bar's switch, the words of the job
-//! pages, row errors, numbers and dates the language's way; the API stays
-//! English.
+//! The console in Bahasa Indonesia and English: the language from
+//! `Accept-Language` or the top bar's switch, the words of the job pages,
+//! row errors, numbers and dates the language's way; the API stays English.
 
 use reqwest::StatusCode;
 

@@ -1,9 +1,9 @@
 //! The tamper-evident ledger: `importgate ledger verify` holds on a ledger
 //! the service wrote, and finds an edit, a deletion or a forged job row
 //! made behind the service's back — also by someone who can write the
-//! database and rehash the chain, or who deletes the newest events (issue
-//! 17 item 8: the chain is keyed, its head checkpointed outside the
-//! database, and job rows are checked against their events).
+//! database and rehash the chain, or who deletes the newest events (the
+//! chain is keyed, its head checkpointed outside the database, and job
+//! rows are checked against their events).
 
 use std::process::Command;
 
@@ -118,11 +118,11 @@ async fn a_forged_job_state_is_found() {
     );
 }
 
-/// The attack of issue 17 item 8: edit an event, then recompute every
-/// link's hash as the old unkeyed chain did (SHA-256 of the previous hash
-/// and the content: 20 lines of script), and remove the seal so that a
-/// restart might seal the rewritten chain. Without the key, the chain does
-/// not verify, and the service refuses to start on it.
+/// Someone who can write the database edits an event, recomputes every
+/// link's hash as an unkeyed chain has it (SHA-256 of the previous hash and
+/// the content: 20 lines of script), and removes the seal so that a restart
+/// might seal the rewritten chain. Without the key, the chain does not
+/// verify, and the service refuses to start on it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chain_rehashed_without_the_key_does_not_verify() {
     let (app, id) = ledger().await;
@@ -244,9 +244,9 @@ async fn a_service_without_the_ledgers_key_does_not_start() {
     assert!(!dir.path().join("missing").exists(), "no new key made");
 }
 
-/// A ledger written before the chain was keyed (no key file, no seal) is
-/// checked under the old plain hash and sealed with a new key at start;
-/// one that was edited is not laundered by sealing.
+/// An unkeyed ledger (no key file, no seal) is checked under the plain
+/// hash and sealed with a new key at start; one that was edited is not
+/// laundered by sealing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ledger_from_before_the_key_is_sealed_once_checked() {
     let (app, id) = ledger().await;
@@ -280,9 +280,8 @@ async fn a_ledger_from_before_the_key_is_sealed_once_checked() {
     assert!(err.contains("does not hold"), "{err}");
 }
 
-/// Rewrites the app's chain as the old unkeyed ledger wrote it — every
-/// link's hash the plain SHA-256 of the previous hash and its content —
-/// and removes the seal.
+/// Rewrites the app's chain unkeyed — every link's hash the plain SHA-256
+/// of the previous hash and its content — and removes the seal.
 async fn rehash_unkeyed(app: &TestApp) {
     let db = importgate::store::Db::connect(&app.database).await.unwrap();
     let mut pooled = db.acquire().await.unwrap();

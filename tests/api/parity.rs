@@ -1,6 +1,6 @@
 //! PostgreSQL keeps exactly what SQLite keeps: the same file gives the same
 //! preview, the same stored values and the same rollback on both backends,
-//! for the values where they used to differ: timestamps finer than a
+//! for the values where the two can differ: timestamps finer than a
 //! microsecond, a timestamp that rounds past year 9999, zero numerics with
 //! a scale, and values in a table that no reader of the service decodes
 //! (written there by another tool). Each test uploads, previews, approves
@@ -171,10 +171,10 @@ TRK-2,ORD-2,JNE,9999-12-31T23:59:59.9999994Z\n";
     assert_eq!(stored_instants(&app).await, ["9999-12-31T23:59:59.999999Z"]);
 
     // A moment past year 9999 already in the table (written by another
-    // tool, or by this service before it refused such values): PostgreSQL
-    // holds the instant, SQLite the text ISO 8601 gives it. An upsert over
-    // it validates (its before-image reaches PostgreSQL's COPY in a form
-    // PostgreSQL parses), shows it, and the rollback puts it back.
+    // tool): PostgreSQL holds the instant, SQLite the text ISO 8601 gives
+    // it. An upsert over it validates (its before-image reaches
+    // PostgreSQL's COPY in a form PostgreSQL parses), shows it, and the
+    // rollback puts it back.
     let far = if postgres(&app) {
         "'10000-01-01 00:00:00+00'"
     } else {

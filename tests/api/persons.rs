@@ -1,7 +1,7 @@
-//! Four-eyes by person (issue 17 item 7, API.md section 1): a person may
-//! hold several keys; no key of the person who uploaded a job may decide
-//! it, nor a key they issued after the upload; every decision names the
-//! issuer of the deciding key; keys' lifecycle is in the ledger.
+//! Four-eyes by person (API.md section 1): a person may hold several keys;
+//! no key of the person who uploaded a job may decide it, nor a key they
+//! issued after the upload; every decision names the issuer of the deciding
+//! key; keys' lifecycle is in the ledger.
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -35,10 +35,10 @@ async fn refused(app: &TestApp, key: &Value, id: &str, action: &str) {
     problem(resp, StatusCode::FORBIDDEN, "self_approval").await;
 }
 
-/// The attack of the issue: an admin uploads, then mints a second key for
-/// themselves and approves their own upload with it. Refused, whether the
-/// key is added to their person or made for a "new" person after the
-/// upload; a key issued before the upload to someone else decides.
+/// An admin uploads, then mints a second key for themselves and approves
+/// their own upload with it: refused, whether the key is added to their
+/// person or made for a "new" person after the upload; a key issued before
+/// the upload to someone else decides.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_cannot_approve_their_own_upload_with_another_key() {
     let app = spawn_app().await;

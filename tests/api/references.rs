@@ -165,10 +165,10 @@ async fn a_value_remembered_across_batches_warns_on_every_row_that_names_it() {
     assert_eq!(late["rows"][1]["warnings"][0]["value"], "P-404");
 }
 
-/// A database from before warnings moved into the staged rows: its
+/// A database that keeps warnings in a table of their own: its
 /// `ig_job_warnings` rows (filed under the job that staged the rows, also
-/// once a revision holds them) come back in the rows at the next start,
-/// and the table is gone.
+/// once a revision holds them) come back in the staged rows at the next
+/// start, and the table is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn warnings_kept_in_their_old_table_move_into_the_staged_rows() {
     let app = spawn_app().await;
@@ -190,7 +190,7 @@ async fn warnings_kept_in_their_old_table_move_into_the_staged_rows() {
     let done = app.wait_done(&sub, &id).await;
     assert_eq!(done["counts"]["warnings"], 2, "{done}");
 
-    // The old layout: the warnings in a table of their own.
+    // The warnings in a table of their own.
     app.sql(
         "CREATE TABLE ig_job_warnings (job_id TEXT NOT NULL, seq BIGINT NOT NULL, \
          n BIGINT NOT NULL, row_no BIGINT NOT NULL, col TEXT, value TEXT, code TEXT NOT NULL, \

@@ -601,8 +601,8 @@ Dewi,0812000004,Bogor,5,true\n";
     assert_eq!(actions, ["update", "unchanged", "error", "insert"]);
     drop(first);
 
-    // The layout of the release before: every job's rows in ig_job_rows,
-    // their values JSON, as the preview shows them.
+    // Rows staged as JSON: every job's rows in ig_job_rows, their values
+    // JSON, as the preview shows them.
     let db = Db::connect(&url).await.unwrap();
     exec(
         &db,
@@ -691,9 +691,9 @@ Dewi,0812000004,Bogor,5,true\n";
     db.close().await;
 }
 
-/// Issue 17 item 19: a replica killed mid-validation and started again as
-/// the same instance takes its job back at once — not after the lease
-/// lapses — and the ledger notes the interrupted attempt.
+/// A replica killed mid-validation and started again as the same instance
+/// takes its job back at once — not after the lease lapses — and the ledger
+/// notes the interrupted attempt.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_replica_takes_its_own_work_back_at_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -755,10 +755,10 @@ async fn a_restarted_replica_takes_its_own_work_back_at_once() {
     );
 }
 
-/// Issue 16: webhook deliveries survive a replica killed while they are in
-/// flight. Two replicas deliver to a slow receiver; one is killed with
-/// `kill -9` in the middle; every event the ledger holds after the webhook
-/// was made still arrives, at least once.
+/// Webhook deliveries survive a replica killed while they are in flight.
+/// Two replicas deliver to a slow receiver; one is killed with `kill -9` in
+/// the middle; every event the ledger holds after the webhook was made
+/// still arrives, at least once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_replica_loses_no_webhook_delivery() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,6 +1,6 @@
-//! Revisions (issue 14, API.md section 11): a file that does not fit is
-//! mapped and fixed inside importgate; the revision is a new job over the
-//! same stored file, and the approver sees what it changed.
+//! Revisions (API.md section 11): a file that does not fit is mapped and
+//! fixed inside importgate; the revision is a new job over the same stored
+//! file, and the approver sees what it changed.
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -43,9 +43,9 @@ Budi Santoso,081234567801,Bandung,pelanggan lama\n\
 Siti Rahayu,081234567802,Surabaya,\n\
 Dewi Lestari,081234567803,Medan,minta katalog\n";
 
-/// The CRM export of the issue: its headers do not match, the job is
-/// invalid; a revision maps them, and whoever uploaded or revised may not
-/// approve it; a third person does, and the mapped values are written.
+/// A CRM export whose headers do not match the module: the job is invalid;
+/// a revision maps them, and whoever uploaded or revised may not approve
+/// it; a third person does, and the mapped values are written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crm_export_is_mapped_by_a_revision_that_neither_uploader_nor_reviser_approves() {
     let app = spawn_app().await;

@@ -593,9 +593,8 @@ fn orders_csv(rows: usize, bump: impl Fn(usize) -> usize) -> String {
 }
 
 /// Past [`importgate::store::tables::PROBE_FROM`] rows, PostgreSQL's
-/// lookups probe the natural-key index once a key instead of joining
-/// (BENCHMARKS.md, twelfth session): every key of a two-column key is
-/// still found, each with its own row.
+/// lookups probe the natural-key index once a key instead of joining:
+/// every key of a two-column key is still found, each with its own row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upsert_over_a_table_past_the_probe_size_finds_every_key() {
     let app = spawn_app().await;

@@ -1,7 +1,7 @@
-//! Webhooks (issue 16, API.md section 13) with real parts: a receiver on a
-//! free port records what arrives and answers as each test scripts it;
-//! signatures are checked with the `standardwebhooks` crate, an
-//! implementation of the specification independent of the service's.
+//! Webhooks (API.md section 13) with real parts: a receiver on a free port
+//! records what arrives and answers as each test scripts it; signatures are
+//! checked with the `standardwebhooks` crate, an implementation of the
+//! specification independent of the service's.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

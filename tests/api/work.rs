@@ -1,6 +1,6 @@
-//! Work that fails the same way again and again ends (issue 20, item 5):
-//! the job leaves its work state with the error as its problem, a ledger
-//! event says so, and a metric counts it. Nothing is written.
+//! Work that fails the same way again and again ends: the job leaves its
+//! work state with the error as its problem, a ledger event says so, and a
+//! metric counts it. Nothing is written.
 
 use crate::common::{TestApp, spawn_app_with};
 
