@@ -21,9 +21,8 @@ use utoipa_axum::routes;
 
 use super::auth::Caller;
 use super::extract::Params;
-use super::openapi::Binary;
 use super::problem::{ApiResult, Problem};
-use super::views::JobView;
+use super::views::{Binary, JobView};
 use crate::ingest::Declared;
 use crate::service::uploads::{
     self, Accepted, Declaration, Params as UploadParams, UnknownColumns,
@@ -184,7 +183,7 @@ async fn upload(
     } else {
         StatusCode::ACCEPTED
     };
-    super::jobs::answer_job(&app, &job.id, &headers, status).await
+    super::answer::answer_job(&app, &job.id, &headers, status).await
 }
 
 /// An upload whose file is the part named `file` of a

@@ -7,19 +7,21 @@ use std::sync::Arc;
 use axum::Json;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::answer::answer_job;
 use super::auth::Caller;
-use super::extract::Params;
-use super::openapi::Binary;
+use super::extract::{Params, comment};
 use super::problem::{ApiResult, Problem};
-use super::views::{CommentBody, ErrorsPage, EventList, EventView, JobList, JobView, PreviewPage};
+use super::views::{
+    Binary, CommentBody, ErrorsPage, EventList, EventView, JobList, JobView, PreviewPage,
+};
 use crate::ledger::job::People;
-use crate::ledger::{Job, JobState, Move};
+use crate::ledger::{JobState, Move};
 use crate::service::modules::XLSX_TYPE;
 use crate::service::reports::{self, Download, FileFormat, Report};
 use crate::service::{App, gate, jobs};
@@ -36,35 +38,6 @@ pub fn routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(reject))
         .routes(routes!(cancel))
         .routes(routes!(rollback))
-}
-
-/// A job response: the view, its `ETag`, and `Location`.
-pub(super) async fn job_response(app: &App, job: &Job, status: StatusCode) -> ApiResult<Response> {
-    let names = app.names().await?;
-    let mut resp = (status, Json(JobView::new(job, &People(&names)))).into_response();
-    let h = resp.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(&job.etag()) {
-        h.insert(header::ETAG, v);
-    }
-    if let Ok(v) = HeaderValue::from_str(&format!("/api/jobs/{}", job.id)) {
-        h.insert(header::LOCATION, v);
-    }
-    Ok(resp)
-}
-
-/// The job as it is now, after waiting for its work if the request asked
-/// with `Prefer: wait=N`.
-pub async fn answer_job(
-    app: &App,
-    id: &str,
-    headers: &HeaderMap,
-    status: StatusCode,
-) -> ApiResult<Response> {
-    if let Some(wait) = super::prefer_wait(headers) {
-        jobs::wait(app, id, wait).await?;
-    }
-    let job = jobs::find(app, id).await?;
-    job_response(app, &job, status).await
 }
 
 /// A number parameter within `0..=max`.
@@ -356,32 +329,6 @@ async fn events(
     let people = People(&names);
     let events = list.iter().map(|e| EventView::new(e, &people)).collect();
     Ok(Json(EventList { events }))
-}
-
-/// The optional `{"comment": "..."}` body of a gate move (and of a
-/// decision on a key request): the comment's text, checked by the service.
-/// A body that is no such object is `400`; a comment that is not a string
-/// is `422` naming it.
-pub fn comment(body: &Bytes) -> ApiResult<Option<String>> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(None);
-    }
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let parsed: Result<CommentBody, _> = serde_path_to_error::deserialize(&mut de);
-    match parsed {
-        Ok(b) if de.end().is_ok() => Ok(b.comment),
-        Ok(_) => Err(Problem::bad_request(
-            "the body must be one JSON object like {\"comment\": \"…\"}",
-        )),
-        Err(e) if e.path().to_string() == "comment" => Err(Problem::invalid_parameter(
-            "comment",
-            "comment must be a string",
-        )),
-        Err(e) => Err(Problem::bad_request(format!(
-            "the body must be a JSON object like {{\"comment\": \"…\"}}: {}",
-            e.into_inner()
-        ))),
-    }
 }
 
 /// A gate move's handler and its part of the document: the four moves

@@ -169,7 +169,7 @@ async fn decision(
     body: &Bytes,
 ) -> ApiResult<Json<KeyRequestView>> {
     service::admin_only(&caller.0)?;
-    let comment = super::jobs::comment(body)?;
+    let comment = super::extract::comment(body)?;
     let r = key_requests::decide(app, &caller.0, id, approve, comment.as_deref()).await?;
     let names = app.names().await?;
     Ok(Json(KeyRequestView::for_admin(&r, &names)))

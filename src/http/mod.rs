@@ -4,6 +4,8 @@
 //! conversion from the service's error); the key check in [`auth`]; typed
 //! query strings in [`extract`].
 
+pub mod answer;
+pub mod api;
 pub mod auth;
 pub mod events;
 pub mod extract;
@@ -24,11 +26,9 @@ pub mod views;
 pub mod webhooks;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::Request;
-use axum::http::HeaderMap;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
@@ -39,8 +39,8 @@ pub fn routes() -> Router<Arc<App>> {
     // Install the metrics recorder before anything records.
     metrics::handle();
     // Every /api route comes with its part of the OpenAPI document.
-    let api: Router<Arc<App>> = Router::from(openapi::api_routes())
-        .layer(axum::middleware::from_fn(problem::no_nul_in_url));
+    let api: Router<Arc<App>> =
+        Router::from(api::routes()).layer(axum::middleware::from_fn(problem::no_nul_in_url));
     Router::new()
         .merge(health::routes())
         .merge(metrics::routes())
@@ -76,16 +76,3 @@ pub fn layered(routes: Router<Arc<App>>) -> Router<Arc<App>> {
 /// way may keep it.
 pub const NO_STORE: [(axum::http::HeaderName, &str); 1] =
     [(axum::http::header::CACHE_CONTROL, "no-store")];
-
-/// `Prefer: wait=N` (seconds, at most 60), if the request asks for it.
-pub fn prefer_wait(headers: &HeaderMap) -> Option<Duration> {
-    headers
-        .get_all("prefer")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split([',', ';']))
-        .filter_map(|p| p.trim().strip_prefix("wait="))
-        .filter_map(|n| n.trim().parse::<u64>().ok())
-        .map(|n| Duration::from_secs(n.min(60)))
-        .next()
-}

@@ -64,7 +64,7 @@ async fn one(
             content(
                 (String = "text/csv"),
                 (serde_json::Value = "application/json"),
-                (super::openapi::Binary = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+                (super::views::Binary = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
             )),
         (status = 404, description = "`unknown_module`"),
         (status = 422, description = "`invalid_parameter`: a format not offered"),

@@ -1,47 +1,22 @@
-//! `GET /api/openapi.json`: the OpenAPI 3.1 document of the API, made
-//! from the handlers themselves. Every `/api` route is registered through
-//! utoipa-axum's `routes!`, which takes its path and method from the
-//! handler's `#[utoipa::path]`: a route cannot exist without being in the
-//! document. What operations share is added here once, by rule: the
-//! `401` and `429` answers and the rate-limit fields of every keyed
-//! operation, the `400` for a URL with `%00`, the problem body of every
-//! 4xx, `ETag` and `Location` on every job, and the links from an
+//! The OpenAPI 3.1 document's own part and the rules that complete it.
+//! Every operation is described by its handler's `#[utoipa::path]` and
+//! gathered by [`super::api`]; what operations share is added here once,
+//! by rule: the `401` and `429` answers and the rate-limit fields of every
+//! keyed operation, the `400` for a URL with `%00`, the problem body of
+//! every 4xx, `ETag` and `Location` on every job, and the links from an
 //! answer's id to the operations that take it.
 
-use std::sync::{Arc, OnceLock};
-
-use axum::Json;
-use axum::extract::State;
-use axum::response::{IntoResponse, Response};
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::link::LinkBuilder;
 use utoipa::openapi::path::{Operation, ParameterIn};
 use utoipa::openapi::response::ResponseBuilder;
-use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, OpenApi as Document, Ref, RefOr};
-use utoipa::{Modify, OpenApi, PartialSchema, ToSchema};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
+use utoipa::{Modify, OpenApi};
 
-use super::problem::{ApiResult, CONTENT_TYPE as PROBLEM, Problem, ProblemSchema};
+use super::problem::{CONTENT_TYPE as PROBLEM, ProblemSchema};
 use crate::catalog::Catalog;
-use crate::service::App;
-
-/// The bytes of a file (a spreadsheet, a report), as the document shows
-/// them: `{"type": "string", "format": "binary"}`.
-pub struct Binary;
-
-impl PartialSchema for Binary {
-    fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
-            .into()
-    }
-}
-
-impl ToSchema for Binary {}
 
 /// The name of the security scheme: the `X-API-Key` header.
 const SCHEME: &str = "api_key";
@@ -95,49 +70,38 @@ impl Modify for KeyScheme {
     }
 }
 
-/// Every `/api` route of the service, each with its part of the document.
-pub fn api_routes() -> OpenApiRouter<Arc<App>> {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .merge(super::modules::routes())
-        .merge(super::imports::routes())
-        .merge(super::jobs::routes())
-        .merge(super::revisions::routes())
-        .merge(super::keys::routes())
-        .merge(super::key_requests::routes())
-        .merge(super::webhooks::routes())
-        .merge(super::events::routes())
-        .routes(routes!(openapi_json))
+/// The document's own part: its description, security scheme, tags and
+/// the schemas no operation names.
+pub fn base() -> Document {
+    ApiDoc::openapi()
 }
 
-/// The document, completed with what every keyed operation shares.
-pub fn document() -> &'static Document {
-    static DOC: OnceLock<Document> = OnceLock::new();
-    DOC.get_or_init(|| {
-        let mut doc = api_routes().into_openapi();
-        for item in doc.paths.paths.values_mut() {
-            for op in [
-                &mut item.get,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.put,
-                &mut item.patch,
-            ]
-            .into_iter()
-            .flatten()
-            {
-                if keyed(op) {
-                    add_key_answers(op);
-                }
-                add_nul_answer(op);
-                problems_for_errors(op);
-                job_headers(op);
-                add_links(op);
-                headers_not_null(op);
-                sort_answers(op);
+/// The document of every route, completed with what every keyed
+/// operation shares.
+pub fn complete(mut doc: Document) -> Document {
+    for item in doc.paths.paths.values_mut() {
+        for op in [
+            &mut item.get,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.put,
+            &mut item.patch,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if keyed(op) {
+                add_key_answers(op);
             }
+            add_nul_answer(op);
+            problems_for_errors(op);
+            job_headers(op);
+            add_links(op);
+            headers_not_null(op);
+            sort_answers(op);
         }
-        doc
-    })
+    }
+    doc
 }
 
 /// Whether an operation needs a key: all do, unless they say `security(())`.
@@ -225,7 +189,7 @@ fn problems_for_errors(op: &mut Operation) {
 }
 
 /// Every answer that carries a job carries its `ETag` and `Location`
-/// ([`super::jobs::job_response`]).
+/// ([`super::answer::job_response`]).
 fn job_headers(op: &mut Operation) {
     let job = RefOr::Ref(Ref::from_schema_name("Job"));
     for response in op.responses.responses.values_mut() {
@@ -336,8 +300,8 @@ fn add_rate_headers(r: &mut utoipa::openapi::response::Response) {
 
 /// The document of a running service: the `module` parameters list the
 /// modules of its catalog (built in, or the catalog file it was given).
-pub fn document_for(catalog: &Catalog) -> Document {
-    let mut doc = document().clone();
+pub fn for_catalog(doc: &Document, catalog: &Catalog) -> Document {
+    let mut doc = doc.clone();
     let keys: Vec<String> = catalog.keys().into_iter().map(String::from).collect();
     for item in doc.paths.paths.values_mut() {
         for op in [&mut item.get, &mut item.post, &mut item.delete]
@@ -359,13 +323,11 @@ pub fn document_for(catalog: &Catalog) -> Document {
     doc
 }
 
-/// This document (no key needed).
-#[utoipa::path(get, path = "/api/openapi.json", operation_id = "get_openapi", tag = "meta", security(()),
-    responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json", body = Object)))]
-async fn openapi_json(State(app): State<Arc<App>>) -> ApiResult<Response> {
-    let mut doc = serde_json::to_value(document_for(&app.catalog)).map_err(Problem::internal)?;
+/// The document as JSON, spelled as OpenAPI spells it.
+pub fn to_json(doc: &Document) -> serde_json::Result<serde_json::Value> {
+    let mut doc = serde_json::to_value(doc)?;
     spell_links(&mut doc);
-    Ok(Json(doc).into_response())
+    Ok(doc)
 }
 
 /// utoipa 5 writes a link's members in snake case (`operation_id`);

@@ -16,9 +16,8 @@ use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
 use utoipa_axum::routes;
 
 use super::auth::Caller;
-use super::openapi::Binary;
 use super::problem::{ApiResult, Problem};
-use super::views::JobView;
+use super::views::{Binary, JobView};
 use crate::ingest::{Declared, Format};
 use crate::ledger::Fix;
 use crate::ledger::revision::Changes;
@@ -200,7 +199,7 @@ async fn revise(
         None => parse(&body)?,
     };
     let job = revisions::revise(&app, &caller.0, &id, changes).await?;
-    super::jobs::job_response(&app, &job, StatusCode::CREATED).await
+    super::answer::job_response(&app, &job, StatusCode::CREATED).await
 }
 
 /// How the file's headers meet the module's columns: each header's column

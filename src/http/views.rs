@@ -6,7 +6,9 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type};
+use utoipa::{PartialSchema, ToSchema};
 
 use crate::catalog::{Module, OnMissing};
 use crate::keys::{self, KeyRecord, KeyRequest, Person, RequestState, Role};
@@ -19,6 +21,21 @@ use crate::validate::{RowAction, RowError};
 pub use crate::service::views::{
     DecisionView, FileView, GateView, JobLinks, JobView, RequestPerson,
 };
+
+/// The bytes of a file (a spreadsheet, a report), as the document shows
+/// them: `{"type": "string", "format": "binary"}`.
+pub struct Binary;
+
+impl PartialSchema for Binary {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
+            .into()
+    }
+}
+
+impl ToSchema for Binary {}
 
 /// A page of jobs, newest first.
 #[derive(Debug, Serialize, ToSchema)]

@@ -27,12 +27,8 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::budget::record_bytes;
-use super::json_split::{Element, Kept, each_object, object_keys};
+use super::json_split::{Element, Kept, MAX_DEPTH, each_object, json_error, object_keys};
 use super::{Cell, Emit, FileError, Item, Options, RawRow, RowSource, produce};
-
-/// Deepest nesting accepted (API.md section 10), counting the top-level
-/// array (and the `{"rows": …}` wrapper) and each row object.
-pub const MAX_DEPTH: usize = 32;
 
 /// Called with the bytes of every row object; an error stops the walk.
 type Sink<'a> = dyn FnMut(Element) -> Result<(), FileError> + 'a;
@@ -462,25 +458,6 @@ fn skip_bom(reader: &mut impl BufRead) -> Result<(), FileError> {
         reader.consume(3);
     }
     Ok(())
-}
-
-/// A parse error as a person reads it: where, and what was expected.
-/// `first_line` is the line the parsed bytes start on in the file.
-pub(super) fn json_error(e: &serde_json::Error, first_line: u64) -> FileError {
-    let line = first_line + (e.line() as u64).saturating_sub(1);
-    let what = e.to_string();
-    let message = if what.contains("recursion limit") {
-        format!("line {line}: the JSON is nested deeper than {MAX_DEPTH} levels")
-    } else if e.is_eof() {
-        format!("line {line}: the JSON ends too early (the file is cut off)")
-    } else {
-        // serde_json's position is within the object: the line is said
-        // above, from the start of the file.
-        let suffix = format!(" at line {} column {}", e.line(), e.column());
-        let what = what.strip_suffix(&suffix).unwrap_or(&what);
-        format!("line {line}: the file is not readable as JSON: {what}")
-    };
-    FileError::new("unreadable", message)
 }
 
 /// A key of a row object: borrowed from the file's bytes unless it holds

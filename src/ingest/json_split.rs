@@ -15,6 +15,29 @@ use std::ops::Range;
 
 use super::{FileError, read_error};
 
+/// Deepest nesting accepted (API.md section 10), counting the top-level
+/// array (and the `{"rows": …}` wrapper) and each row object.
+pub const MAX_DEPTH: usize = 32;
+
+/// A parse error as a person reads it: where, and what was expected.
+/// `first_line` is the line the parsed bytes start on in the file.
+pub fn json_error(e: &serde_json::Error, first_line: u64) -> FileError {
+    let line = first_line + (e.line() as u64).saturating_sub(1);
+    let what = e.to_string();
+    let message = if what.contains("recursion limit") {
+        format!("line {line}: the JSON is nested deeper than {MAX_DEPTH} levels")
+    } else if e.is_eof() {
+        format!("line {line}: the JSON ends too early (the file is cut off)")
+    } else {
+        // serde_json's position is within the object: the line is said
+        // above, from the start of the file.
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        let what = what.strip_suffix(&suffix).unwrap_or(&what);
+        format!("line {line}: the file is not readable as JSON: {what}")
+    };
+    FileError::new("unreadable", message)
+}
+
 /// One row object: its bytes, its 1-based position, the line it starts
 /// on and the levels above it (the array, and the wrapper if any; 0 for a
 /// line of NDJSON).
@@ -115,8 +138,8 @@ impl<R: BufRead> Splitter<R> {
                     Some(b) => return Err(self.unexpected(b, "a member name")),
                     None => return Err(self.eof()),
                 }
-                let key: String = serde_json::from_slice(&self.buf)
-                    .map_err(|e| super::json::json_error(&e, self.line))?;
+                let key: String =
+                    serde_json::from_slice(&self.buf).map_err(|e| json_error(&e, self.line))?;
                 match self.next_byte()? {
                     Some(b':') => {}
                     Some(b) => return Err(self.unexpected(b, "`:` after a member name")),
