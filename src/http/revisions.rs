@@ -26,16 +26,12 @@ use crate::service::rows_file::{self, RowsFile};
 use crate::service::uploads::Declaration;
 use crate::service::{App, Error as ServiceError, mapping as mappings, revisions};
 
-/// Most bytes a corrected errored-rows file may have: people send back
-/// the whole file they downloaded, thousands of rows, not only the ones
-/// they fixed. It is held in memory while it is compared.
-const ROWS_FILE_BYTES: usize = 32 << 20;
 /// Most bytes of a JSON revision: 10,000 fixes fit many times over.
 const JSON_BYTES: usize = 2 << 20;
 
 pub fn routes() -> OpenApiRouter<Arc<App>> {
     OpenApiRouter::new()
-        .routes(routes!(revise).layer(axum::extract::DefaultBodyLimit::max(ROWS_FILE_BYTES)))
+        .routes(routes!(revise).layer(axum::extract::DefaultBodyLimit::max(rows_file::MAX_BYTES)))
         .routes(routes!(mapping))
         .routes(routes!(saved_mappings))
         .routes(routes!(forget_mapping))

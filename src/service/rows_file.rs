@@ -23,6 +23,12 @@ use crate::store::rows::{self, StoredRow};
 use crate::store::stage::Stage;
 use crate::validate::{RowError, header_names, normalize_header};
 
+/// Most bytes a corrected errored-rows file may have, through either
+/// door: people send back the whole file they downloaded, thousands of
+/// rows, not only the ones they fixed. It is held in memory while it is
+/// compared.
+pub const MAX_BYTES: usize = 32 << 20;
+
 /// The file's first column: the row number as the errors name it.
 pub const ROW: &str = "row";
 /// The file's last column: the row's messages. Ignored when it comes back.
