@@ -384,7 +384,75 @@ pub struct Job {
     pub mapping_applied: Option<AppliedMapping>,
 }
 
+/// What a job is made of when it starts: who sent which file into which
+/// table, and how it is to be read and written.
+pub struct NewJob {
+    pub module: String,
+    pub table: String,
+    pub mode: Mode,
+    pub on_error: OnError,
+    pub options: JobOptions,
+    pub simulated: bool,
+    pub file: FileInfo,
+    pub submitter: String,
+    pub mapping_applied: Option<AppliedMapping>,
+}
+
 impl Job {
+    /// A job as every job starts: a new id, in [`super::START`] at
+    /// version 1, nothing counted, decided or revised yet.
+    pub fn start(new: NewJob, now: DateTime<Utc>) -> Job {
+        Job {
+            id: format!("job_{}", ulid::Ulid::generate()),
+            module: new.module,
+            table: new.table,
+            mode: new.mode,
+            on_error: new.on_error,
+            options: new.options,
+            simulated: new.simulated,
+            file: new.file,
+            submitter: new.submitter,
+            state: super::START,
+            version: 1,
+            counts: Counts::default(),
+            warnings: vec![],
+            problem: None,
+            gate: None,
+            decisions: vec![],
+            created_at: now,
+            updated_at: now,
+            committed_at: None,
+            purged_at: None,
+            revision_of: None,
+            revision: None,
+            revised_as: None,
+            mapping_applied: new.mapping_applied,
+        }
+    }
+
+    /// The job a revision of this one makes (API.md section 11): the same
+    /// file, table, options and submitter, started afresh, recording what
+    /// it revises and how. The revision carries the whole mapping in force,
+    /// so no saved mapping is applied to it.
+    pub fn revised_by(&self, revision: Revision, now: DateTime<Utc>) -> Job {
+        let new = NewJob {
+            module: self.module.clone(),
+            table: self.table.clone(),
+            mode: self.mode,
+            on_error: self.on_error,
+            options: self.options.clone(),
+            simulated: self.simulated,
+            file: self.file.clone(),
+            submitter: self.submitter.clone(),
+            mapping_applied: None,
+        };
+        Job {
+            revision_of: Some(self.id.clone()),
+            revision: Some(revision),
+            ..Job::start(new, now)
+        }
+    }
+
     /// The header → column mapping the job's file is read with: a
     /// revision's (which carries the whole mapping in force), else the
     /// saved mapping an upload was given, else none.

@@ -12,7 +12,7 @@ use super::{App, Error, Result, comment, jobs, uploads};
 use crate::catalog::Module;
 use crate::keys::KeyRecord;
 use crate::ledger::revision::{self, Changes};
-use crate::ledger::{Counts, Fix, Job, Move, START};
+use crate::ledger::{Fix, Job, Move};
 use crate::store::{self, jobs::MoveBy, stage::Stage};
 use crate::validate::{Mapping, match_header_with};
 
@@ -21,6 +21,13 @@ use crate::validate::{Mapping, match_header_with};
 pub const MAX_FIXES: usize = 10_000;
 /// Most rows one revision may leave out, inherited ones included.
 pub const MAX_EXCLUDED: usize = 100_000;
+
+/// Whether `actor` may revise `job` now: the job can be revised and the
+/// key may upload to its module. Both doors offer a fix on this, and
+/// [`revise`] checks it again.
+pub fn may_revise(app: &App, actor: &KeyRecord, job: &Job) -> bool {
+    revision::refusal(job).is_none() && uploads::target(app, actor, &job.module).is_ok()
+}
 
 /// Revises `job_id` with `changes`: checks them against the module and
 /// the file, then in one transaction records the new job (`validating`)
@@ -69,25 +76,7 @@ pub async fn revise(app: &App, actor: &KeyRecord, job_id: &str, changes: Changes
     };
 
     let now = store::now();
-    let new = Job {
-        id: format!("job_{}", ulid::Ulid::generate()),
-        state: START,
-        version: 1,
-        counts: Counts::default(),
-        warnings: vec![],
-        problem: None,
-        gate: None,
-        decisions: vec![],
-        created_at: now,
-        updated_at: now,
-        committed_at: None,
-        purged_at: None,
-        revision_of: Some(job.id.clone()),
-        revision: Some(combined),
-        revised_as: None,
-        mapping_applied: None,
-        ..job.clone()
-    };
+    let new = job.revised_by(combined, now);
     let after = revision::revised(&job, &new.id, actor, now);
     // The revised job's event says what took its place (its comment is
     // the cancelled request's decision); the revision's first event names

@@ -19,7 +19,7 @@ use crate::catalog::Module;
 use crate::ingest::decode::encoding_for;
 use crate::ingest::{Declared, Format};
 use crate::keys::KeyRecord;
-use crate::ledger::{AppliedMapping, Counts, FileInfo, Job, JobOptions, Mode, OnError, START};
+use crate::ledger::{AppliedMapping, FileInfo, Job, JobOptions, Mode, NewJob, OnError};
 use crate::store::idempotency::Claim;
 use crate::store::{self, blobs};
 
@@ -253,8 +253,7 @@ where
         options.encoding = up.charset;
     }
     let now = store::now();
-    let job = Job {
-        id: format!("job_{}", ulid::Ulid::generate()),
+    let new = NewJob {
         module: module.key.clone(),
         table: module.table.clone(),
         mode: up.mode,
@@ -268,22 +267,9 @@ where
             sha256: stored.sha256.clone(),
         },
         submitter: actor.id.clone(),
-        state: START,
-        version: 1,
-        counts: Counts::default(),
-        warnings: vec![],
-        problem: None,
-        gate: None,
-        decisions: vec![],
-        created_at: now,
-        updated_at: now,
-        committed_at: None,
-        purged_at: None,
-        revision_of: None,
-        revision: None,
-        revised_as: None,
         mapping_applied,
     };
+    let job = Job::start(new, now);
     let mut tx = app.db.begin().await?;
     if let Some(idem) = &up.idempotency_key {
         let expired = now - chrono::Duration::hours(IDEMPOTENCY_HOURS);
