@@ -20,7 +20,7 @@ use serde::Deserialize;
 
 use super::keys::module_list;
 use super::layout::{self, Ctx, Nav};
-use super::session::{self, Visitor, check_anonymous_form, form_token};
+use super::session::{Visitor, check_anonymous_form, form_token};
 use super::{Fail, PageResult, Shown};
 use crate::keys::RequestState;
 use crate::service::App;
@@ -57,7 +57,7 @@ async fn page(
     headers: HeaderMap,
 ) -> Response {
     let (jar, token) = form_token(jar, &headers);
-    let ctx = Ctx::new(&app, Nav::Developers, visitor.0.as_ref());
+    let ctx = visitor.ctx(&app, Nav::Developers);
     (jar, render(&app, &ctx, &token, None, &headers)).into_response()
 }
 
@@ -66,7 +66,7 @@ fn base_url(headers: &HeaderMap) -> String {
         .get(axum::http::header::HOST)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("127.0.0.1:8080");
-    let scheme = if session::is_https(headers) {
+    let scheme = if super::request::is_https(headers) {
         "https"
     } else {
         "http"
@@ -251,7 +251,7 @@ async fn request(
     Form(form): Form<RequestForm>,
 ) -> Result<Response, Fail> {
     check_anonymous_form(&headers, &jar, &form.csrf)?;
-    let ctx = Ctx::new(&app, Nav::Developers, visitor.0.as_ref());
+    let ctx = visitor.ctx(&app, Nav::Developers);
     let asked = key_requests::submit(
         &app,
         &client.ip().to_string(),
@@ -294,7 +294,7 @@ async fn collect(
     Form(form): Form<ClaimForm>,
 ) -> PageResult {
     check_anonymous_form(&headers, &jar, &form.csrf)?;
-    let ctx = Ctx::new(&app, Nav::Developers, visitor.0.as_ref());
+    let ctx = visitor.ctx(&app, Nav::Developers);
     let claimed = key_requests::claim(&app, form.id.trim(), form.claim_token.trim()).await;
     let (status, notice) = match claimed {
         Ok((_, Some(secret))) => (StatusCode::OK, Notice::Collected { secret }),

@@ -45,18 +45,8 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/jobs/{id}/fix/rows", get(rows_download))
         .route(
             "/jobs/{id}/fix/file",
-            post(send_back).layer(DefaultBodyLimit::max(ROWS_FILE_BYTES)),
+            post(send_back).layer(DefaultBodyLimit::max(rows_file::MAX_BYTES)),
         )
-}
-
-/// Most bytes of a corrected errored-rows file sent from the page (as the
-/// API takes): the whole file people downloaded.
-const ROWS_FILE_BYTES: usize = 32 << 20;
-
-/// Whether the Fix button belongs on a job's page: the job can be revised
-/// and the key may upload to its module (the service checks both again).
-pub fn offered(app: &App, key: &KeyRecord, job: &Job) -> bool {
-    revision::refusal(job).is_none() && uploads::target(app, key, &job.module).is_ok()
 }
 
 /// What the person has entered (or, on first sight, what the job has now).

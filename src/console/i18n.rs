@@ -180,13 +180,13 @@ pub struct Choice {
 
 /// `POST /language`: remembers the chosen language in a cookie (a year,
 /// this browser; it works before sign-in too) and goes back to the page.
-/// Only the console's own pages may ask ([`super::session::check_origin`]);
+/// Only the console's own pages may ask ([`super::request::check_origin`]);
 /// it changes nothing but how pages read, so it needs no CSRF token.
 pub async fn choose(headers: HeaderMap, Form(choice): Form<Choice>) -> Response {
-    if let Err(refused) = super::session::check_origin(&headers) {
+    if let Err(refused) = super::request::check_origin(&headers) {
         return super::Fail(refused).into_response();
     }
-    let next = super::session::safe_next(choice.next.as_deref());
+    let next = super::request::safe_next(choice.next.as_deref());
     let Some(lang) = Lang::parse(&choice.lang) else {
         return Redirect::to(&next).into_response();
     };
@@ -194,7 +194,7 @@ pub async fn choose(headers: HeaderMap, Form(choice): Form<Choice>) -> Response 
         .path("/")
         .http_only(true)
         .same_site(SameSite::Lax)
-        .secure(super::session::is_https(&headers))
+        .secure(super::request::is_https(&headers))
         .max_age(time::Duration::days(365))
         .build();
     (CookieJar::new().add(cookie), Redirect::to(&next)).into_response()

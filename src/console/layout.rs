@@ -10,8 +10,7 @@ use crate::t;
 use super::Shown;
 use super::assets;
 use super::i18n::{self, Lang};
-use super::session::Signed;
-use crate::keys::{Person, Role};
+use crate::keys::{KeyRecord, Person, Role};
 use crate::ledger::JobState;
 use crate::service::App;
 
@@ -39,13 +38,23 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub fn new(app: &App, nav: Nav, signed: Option<&Signed>) -> Ctx {
+    /// A page for someone not signed in.
+    pub fn new(app: &App, nav: Nav) -> Ctx {
         Ctx {
             simulate: app.settings.simulate,
             zone: app.settings.zone,
             nav,
-            user: signed.map(|s| (s.key.person(), s.key.role)),
-            csrf: signed.map(|s| s.csrf.clone()),
+            user: None,
+            csrf: None,
+        }
+    }
+
+    /// A page for the holder of `key`, whose session's CSRF token is `csrf`.
+    pub fn signed_in(app: &App, nav: Nav, key: &KeyRecord, csrf: &str) -> Ctx {
+        Ctx {
+            user: Some((key.person(), key.role)),
+            csrf: Some(csrf.to_string()),
+            ..Ctx::new(app, nav)
         }
     }
 

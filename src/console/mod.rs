@@ -26,6 +26,7 @@ pub mod jobs;
 pub mod keys;
 pub mod layout;
 pub mod notes;
+pub mod request;
 pub mod session;
 pub mod upload;
 pub mod webhooks;

@@ -27,6 +27,7 @@ use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
 use super::layout::{self, Ctx, Nav};
+use super::request::{check_origin, is_https, safe_next};
 use super::{Fail, PageResult, Shown};
 use crate::keys::{self, KeyRecord};
 use crate::service::limits::Class;
@@ -73,7 +74,7 @@ impl Signed {
 
     /// The layout context of a page this person sees.
     pub fn ctx(&self, app: &App, nav: Nav) -> Ctx {
-        Ctx::new(app, nav, Some(self))
+        Ctx::signed_in(app, nav, &self.key, &self.csrf)
     }
 }
 
@@ -86,22 +87,6 @@ fn csrf_problem() -> Shown {
     )
 }
 
-/// Whether the request reached the service over TLS. The service itself
-/// speaks plain HTTP; TLS ends at a proxy, which says so in
-/// `X-Forwarded-Proto` or `Forwarded`. A client that claims TLS falsely only
-/// makes its own cookie stricter.
-pub fn is_https(headers: &HeaderMap) -> bool {
-    let forwarded_proto = headers
-        .get("x-forwarded-proto")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"));
-    let forwarded = headers
-        .get(header::FORWARDED)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.to_ascii_lowercase().contains("proto=https"));
-    forwarded_proto || forwarded
-}
-
 fn cookie(name: &'static str, value: String, secure: bool) -> Cookie<'static> {
     Cookie::build((name, value))
         .path("/")
@@ -109,42 +94,6 @@ fn cookie(name: &'static str, value: String, secure: bool) -> Cookie<'static> {
         .same_site(SameSite::Strict)
         .secure(secure)
         .build()
-}
-
-/// `403` for a state-changing request from another site. Browsers send
-/// `Sec-Fetch-Site` and `Origin` with such requests; a request with neither
-/// (curl, tests) is judged by its CSRF token alone. `Origin: null` is what
-/// browsers send for the console's own forms under `Referrer-Policy:
-/// no-referrer`, so it says nothing; `Sec-Fetch-Site` still does.
-pub fn check_origin(headers: &HeaderMap) -> Result<(), Shown> {
-    let forbidden = || {
-        Shown::new(
-            StatusCode::FORBIDDEN,
-            "cross_site",
-            &t!("problem-cross-site"),
-            t!("problem-cross-site-detail"),
-        )
-    };
-    if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok())
-        && !matches!(site, "same-origin" | "none")
-    {
-        return Err(forbidden());
-    }
-    if let Some(origin) = headers
-        .get(header::ORIGIN)
-        .and_then(|v| v.to_str().ok())
-        .filter(|o| *o != "null")
-    {
-        let host = headers
-            .get(header::HOST)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        let origin_host = origin.split_once("://").map(|(_, h)| h).unwrap_or("");
-        if host.is_empty() || !origin_host.eq_ignore_ascii_case(host) {
-            return Err(forbidden());
-        }
-    }
-    Ok(())
 }
 
 /// The session a request's cookie names, if it is current and its key live.
@@ -161,21 +110,6 @@ async fn load(app: &App, jar: &CookieJar) -> Result<Option<Signed>, Shown> {
         csrf: session.csrf.clone(),
         session,
     }))
-}
-
-/// Where to go after signing in: a path of this site only.
-pub fn safe_next(next: Option<&str>) -> String {
-    match next {
-        Some(n)
-            if n.starts_with('/')
-                && !n.starts_with("//")
-                && !n.contains('\\')
-                && !n.chars().any(char::is_control) =>
-        {
-            n.to_string()
-        }
-        _ => "/jobs".to_string(),
-    }
 }
 
 impl FromRequestParts<Arc<App>> for Signed {
@@ -261,6 +195,16 @@ fn over_rate(app: &App, parts: &Parts, key: &KeyRecord) -> Option<Response> {
 /// Anyone: a signed-in person or nobody yet.
 pub struct Visitor(pub Option<Signed>);
 
+impl Visitor {
+    /// The layout context of a page this visitor sees.
+    pub fn ctx(&self, app: &App, nav: Nav) -> Ctx {
+        match &self.0 {
+            Some(signed) => signed.ctx(app, nav),
+            None => Ctx::new(app, nav),
+        }
+    }
+}
+
 impl FromRequestParts<Arc<App>> for Visitor {
     type Rejection = Response;
 
@@ -323,7 +267,7 @@ async fn signin_page(
         return Redirect::to(&next).into_response();
     }
     let (jar, token) = form_token(jar, &headers);
-    let ctx = Ctx::new(&app, Nav::SignIn, None);
+    let ctx = Ctx::new(&app, Nav::SignIn);
     (jar, signin_markup(&ctx, &token, &next, None)).into_response()
 }
 
@@ -372,7 +316,7 @@ async fn signin(
     let id = match sessions::open(&app, form.key.trim()).await {
         Ok((id, _)) => id,
         Err(service::Error::Unauthorized) => {
-            let ctx = Ctx::new(&app, Nav::SignIn, None);
+            let ctx = Ctx::new(&app, Nav::SignIn);
             let page = signin_markup(&ctx, &form.csrf, &next, Some(&t!("signin-key-refused")));
             return Ok((StatusCode::UNAUTHORIZED, page).into_response());
         }

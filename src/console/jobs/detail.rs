@@ -1,0 +1,234 @@
+//! One job's page, and a gate move made from it (a refused move shows the
+//! page again with the refusal).
+
+use std::sync::Arc;
+
+use axum::extract::{Form, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect};
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::moves::{OFFERED, actions_panel};
+use super::panels::{
+    counts_panel, gate_panel, problem_panel, revision_panel, timeline, warnings_panel, working_text,
+};
+use super::preview::{PAGE, preview_section};
+use super::{given, moment, short_id};
+use crate::console::layout::{self, Nav, badge, count, person};
+use crate::console::session::Signed;
+use crate::console::{PageResult, Shown};
+use crate::ledger::job::People;
+use crate::ledger::{Job, JobState};
+use crate::service::jobs::{self, PreviewFilter};
+use crate::service::{self, App};
+use crate::t;
+use crate::validate::RowAction;
+
+#[derive(Deserialize, Default)]
+pub struct DetailQuery {
+    action: Option<String>,
+    warnings: Option<String>,
+    offset: Option<i64>,
+    done: Option<String>,
+}
+
+/// What the page says above everything after a move.
+enum Notice {
+    Done(String),
+    Refused(Shown),
+}
+
+pub(super) async fn detail(
+    State(app): State<Arc<App>>,
+    signed: Signed,
+    Path(id): Path<String>,
+    Query(q): Query<DetailQuery>,
+) -> PageResult {
+    let notice = match q.done.as_deref() {
+        Some("approve") => Some(Notice::Done(t!("job-done-approve"))),
+        Some("reject") => Some(Notice::Done(t!("job-done-reject"))),
+        Some("cancel") => Some(Notice::Done(t!("job-done-cancel"))),
+        Some("rollback") => Some(Notice::Done(t!("job-done-rollback"))),
+        _ => None,
+    };
+    render_detail(&app, &signed, &id, &q, notice, StatusCode::OK).await
+}
+
+async fn render_detail(
+    app: &App,
+    signed: &Signed,
+    id: &str,
+    q: &DetailQuery,
+    notice: Option<Notice>,
+    status: StatusCode,
+) -> PageResult {
+    let job = jobs::get(app, &signed.key, id).await?;
+    let module = app.module(&job.module)?.clone();
+    let filter = PreviewFilter {
+        action: given(&q.action).and_then(RowAction::parse),
+        warned: given(&q.warnings) == Some("only"),
+    };
+    let total = match (filter.warned, filter.action) {
+        (true, _) => job.counts.warnings,
+        (_, Some(RowAction::Insert)) => job.counts.insert,
+        (_, Some(RowAction::Update)) => job.counts.update,
+        (_, Some(RowAction::Unchanged)) => job.counts.unchanged,
+        (_, Some(RowAction::Error)) => job.counts.errors,
+        (_, Some(RowAction::Excluded)) => job.counts.excluded,
+        (_, None) => job.counts.rows - job.counts.excluded,
+    };
+    let last_page = ((total - 1).max(0) / PAGE) * PAGE;
+    let offset = q.offset.unwrap_or(0).clamp(0, last_page);
+    // A purged job's page says so where the preview was, and a revised
+    // job's links to its revision, which has its rows (the API answers
+    // their previews `410`).
+    let (total, rows) = if job.purged_at.is_some() {
+        (0, vec![])
+    } else {
+        match jobs::preview(app, &job, filter, offset, PAGE).await {
+            Err(service::Error::Revised { .. }) => (0, vec![]),
+            page => {
+                let page = page?;
+                (page.total, page.rows)
+            }
+        }
+    };
+    let names = app.names().await?;
+    let people = People(&names);
+    let events = jobs::events(app, &job).await?;
+    let rule = service::gate::four_eyes(app, &job).await?;
+    let ctx = signed.ctx(app, Nav::Jobs);
+    let title = t!("job-title", module = &job.module, id = short_id(&job.id));
+    let content = html! {
+        nav.crumbs aria-label=(t!("job-breadcrumb")) {
+            a href="/jobs" { (t!("jobs-title")) } " › " span { code { (job.id) } }
+        }
+        div #job-live data-job-status=(format!("/console/jobs/{}/status", job.id))
+            data-job-id=(job.id) data-version=(job.version) data-work=(job.state.is_work()) {
+            div.page-head {
+                h1 { (t!("job-heading", module = &job.module)) " " (badge(job.state)) }
+            }
+            p.meta {
+                (t!("job-meta-file")) " " strong { (job.file.name.clone().unwrap_or_else(|| t!("job-meta-no-name"))) }
+                " · " (job.file.format.as_str().to_uppercase())
+                " · " (layout::bytes(job.file.bytes))
+                " · " (t!("job-meta-into")) " " code { (job.table) }
+                " · " (t!("job-meta-mode")) " " strong { (job.mode.as_str()) }
+                " · " (t!("job-meta-on-error")) " " strong { (job.on_error.as_str()) }
+                " · " (t!("job-meta-submitted-by")) " " (person(&people.person(&job.submitter)))
+                " · " (ctx.when(&job.created_at))
+            }
+            @if job.simulated {
+                p.note { (t!("job-simulated")) }
+            }
+            @if let Some(at) = &job.purged_at {
+                p.note { (t!("job-purged", when = moment(&ctx, at))) }
+            }
+            @if let Some(to) = &job.revised_as {
+                p.note #revised-as {
+                    (t!("job-revised-as")) " "
+                    a href=(format!("/jobs/{to}")) { (to) }
+                }
+            }
+            div.alert.alert-info #job-changed role="status" hidden {
+                span data-changed-text {} " "
+                a href=(format!("/jobs/{}", job.id)) { (t!("job-reload")) }
+            }
+            @match &notice {
+                Some(Notice::Done(text)) => div.alert.alert-ok role="status" { (text) },
+                Some(Notice::Refused(p)) => div.alert.alert-error role="alert" {
+                    strong { (p.title) } ": " (p.detail)
+                },
+                None => {},
+            }
+            @if job.state.is_work() {
+                div.alert.alert-info role="status" {
+                    (working_text(job.state)) " "
+                    (t!("job-progress-before")) span data-progress-rows { (count(job.counts.rows)) } (t!("job-progress-after"))
+                }
+            }
+            (counts_panel(&job))
+            (problem_panel(&job))
+            // A job that failed is there to be fixed; one at the gate is
+            // there to be decided, so its Fix comes after the decision.
+            @if job.state != JobState::AwaitingApproval { (fix_panel(app, signed, &job)) }
+            (warnings_panel(&job))
+            (revision_panel(&job, &people))
+            (gate_panel(&ctx, &job, &people, &events))
+            (actions_panel(app, signed, &job, &ctx, &rule))
+            @if job.state == JobState::AwaitingApproval { (fix_panel(app, signed, &job)) }
+        }
+        (preview_section(ctx.zone, &job, &module, filter, offset, total, &rows))
+        (timeline(&ctx, &events, &people))
+    };
+    Ok((status, layout::page(&ctx, &title, content)).into_response())
+}
+
+/// Where a job that can be revised is fixed: offered to keys that may
+/// upload to its module (as the service requires).
+fn fix_panel(app: &App, signed: &Signed, job: &Job) -> Markup {
+    if !service::revisions::may_revise(app, &signed.key, job) {
+        return html! {};
+    }
+    let waiting = job.state == JobState::AwaitingApproval;
+    html! {
+        section.panel.fix-offer aria-labelledby="fix-offer-title" {
+            h2 #fix-offer-title { (t!("fix-offer-title")) }
+            p {
+                @if waiting { (t!("fix-offer-waiting")) } @else { (t!("fix-offer-text")) }
+            }
+            a #fix-button class=(if waiting { "btn" } else { "btn btn-primary" })
+                href=(format!("/jobs/{}/fix", job.id)) { (t!("fix-offer-button")) }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct ActForm {
+    #[serde(rename = "_csrf")]
+    csrf: String,
+    etag: String,
+    #[serde(default)]
+    comment: Option<String>,
+}
+
+pub(super) async fn act(
+    State(app): State<Arc<App>>,
+    signed: Signed,
+    Path((id, action)): Path<(String, String)>,
+    headers: HeaderMap,
+    Form(form): Form<ActForm>,
+) -> PageResult {
+    signed.check_form(&headers, &form.csrf)?;
+    let event = OFFERED
+        .into_iter()
+        .find(|m| m.as_str() == action)
+        .ok_or_else(|| service::Error::not_found("action", &action))?;
+    let request = service::gate::MoveRequest {
+        job_id: &id,
+        event,
+        if_match: Some(&form.etag),
+        comment: form.comment.as_deref(),
+        reason_required: true,
+    };
+    let refused = service::gate::make_move(&app, &signed.key, request)
+        .await
+        .err()
+        .map(Shown::from);
+    match refused {
+        None => Ok(Redirect::to(&format!("/jobs/{id}?done={action}")).into_response()),
+        Some(p) => {
+            let status = p.status;
+            render_detail(
+                &app,
+                &signed,
+                &id,
+                &DetailQuery::default(),
+                Some(Notice::Refused(p)),
+                status,
+            )
+            .await
+        }
+    }
+}
