@@ -33,7 +33,8 @@ use super::{App, Error, Result, admin_only};
 use crate::keys::KeyRecord;
 use crate::ledger::events;
 use crate::store::now;
-use crate::store::webhooks::{self as stored, Attempt, Delivery, NewDelivery, Webhook};
+use crate::store::webhooks::{self as stored, NewDelivery};
+use crate::webhooks::{Attempt, Delivery, Webhook};
 
 /// The prefix of a signing secret, as Standard Webhooks writes it.
 pub const SECRET_PREFIX: &str = "whsec_";
