@@ -25,11 +25,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use chrono::Utc;
 use hmac::{KeyInit, Mac};
-use rand::RngExt;
 use serde_json::json;
 use tokio::sync::{Semaphore, mpsc};
 
-use super::{App, Error, Result, admin_only};
+use super::{App, Error, Result, admin_only, retry};
 use crate::keys::KeyRecord;
 use crate::ledger::events;
 use crate::store::now;
@@ -51,6 +50,8 @@ pub const BUSY_AT_ONCE: i64 = 8;
 /// How often, at most, the deliveries' statistics are refreshed while a
 /// backlog waits.
 const ANALYZE_EVERY: Duration = Duration::from_secs(60);
+/// The longest wait between two attempts at a delivery.
+const RETRY_CAP: Duration = Duration::from_secs(3600);
 
 /// What an admin asks for.
 #[derive(Debug, Clone, Default)]
@@ -698,10 +699,8 @@ async fn settle_all(app: &App, owner: &str, batch: &[Done]) -> Result<()> {
             } else if at - d.created_at >= window {
                 ("failed", at.timestamp_millis())
             } else {
-                (
-                    "pending",
-                    at.timestamp_millis() + backoff(app, d.attempts + 1),
-                )
+                let wait = backoff(app, d.attempts + 1).as_millis() as i64;
+                ("pending", at.timestamp_millis() + wait)
             };
             stored::Settled {
                 delivery: d,
@@ -779,13 +778,11 @@ async fn failed_all_along(
 }
 
 /// The wait before the next attempt after `failed` failures: the base,
-/// doubling, at most an hour, with jitter (half fixed, half random) so
-/// that endpoints that failed together are not retried together.
-fn backoff(app: &App, failed: i64) -> i64 {
-    let base = app.settings.webhooks.retry_base.as_millis() as i64;
-    let exp = base.saturating_mul(1 << (failed - 1).clamp(0, 20));
-    let capped = exp.clamp(1, 3_600_000);
-    capped / 2 + rand::rng().random_range(0..=capped / 2)
+/// doubling, at most [`RETRY_CAP`], with jitter so that endpoints that
+/// failed together are not retried together.
+fn backoff(app: &App, failed: i64) -> Duration {
+    let base = app.settings.webhooks.retry_base;
+    retry::jittered(retry::backoff(base, failed, RETRY_CAP))
 }
 
 #[cfg(test)]
