@@ -2,7 +2,7 @@
 //! every failure after the first, up to a cap.
 //!
 //! The job worker ([`super::work::attempt_failed`]) and the webhook
-//! deliverer ([`super::webhooks`]) both back off this way; one
+//! deliverer ([`super::webhooks::deliverer`]) both back off this way; one
 //! function keeps them from drifting apart. The deliverer adds
 //! [`jittered`], because many endpoints can fail at once (one receiver
 //! down behind several endpoints, a network outage) and should not all be
