@@ -23,7 +23,9 @@
 //! - [`views`]: the job as clients see it, in answers and in events;
 //! - [`webhooks`]: endpoints admins register and the worker that delivers
 //!   events to them;
-//! - [`retry`]: how long work that failed waits before it is tried again.
+//! - [`retry`]: how long work that failed waits before it is tried again;
+//! - [`seed`]: rows written into module tables outside the gate, for the
+//!   demo only.
 
 pub mod audit;
 pub mod error;
@@ -44,6 +46,7 @@ pub mod retry;
 pub mod revisions;
 pub mod rows_file;
 pub mod seal;
+pub mod seed;
 pub mod sessions;
 pub mod traffic;
 pub mod uploads;
