@@ -6,8 +6,8 @@
 //! operation the API and the console call ([`service::gate::make_move`]). The
 //! service runs in simulation, so commits and rollbacks are recorded but
 //! write nothing; a few rows of "existing business data" are put in the
-//! customers and products tables first, so that updates have something to
-//! change. Every persistent state exists once the seeding ends; one job is
+//! customers and products tables first ([`service::seed`]), so that
+//! updates have something to change. Every persistent state exists once the seeding ends; one job is
 //! left `validating` for [`HOLD`] (the demo holds its work lease), and
 //! `committing` / `rolling_back` pass in a moment.
 

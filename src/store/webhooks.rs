@@ -218,8 +218,9 @@ pub async fn claim(
     // prepared statement's generic plan, and one made while the table was
     // nearly empty (a fresh database, the first deliveries) scans every
     // pending delivery for each pending delivery; with a backlog of 10,000
-    // a claim took 3-14 s and deliveries all but stopped. Planning costs a
-    // millisecond a round.
+    // such a claim takes seconds and deliveries all but stop
+    // (`psql -f bench/claim_plan.sql` on a scratch database times both).
+    // Planning costs a millisecond a round.
     on_conn!(conn, c => sqlx::query(&sql).persistent(false)
         .bind(owner).bind(until_ms).bind(now_ms).bind(true).bind(limit)
         .fetch_all(c).await?
