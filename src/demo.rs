@@ -6,8 +6,8 @@
 //! operation the API and the console call ([`service::gate::make_move`]). The
 //! service runs in simulation, so commits and rollbacks are recorded but
 //! write nothing; a few rows of "existing business data" are put in the
-//! customers and products tables first, so that updates have something to
-//! change. Every persistent state exists once the seeding ends; one job is
+//! customers and products tables first ([`service::seed`]), so that
+//! updates have something to change. Every persistent state exists once the seeding ends; one job is
 //! left `validating` for [`HOLD`] (the demo holds its work lease), and
 //! `committing` / `rolling_back` pass in a moment.
 
@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value as Json};
+use serde_json::{Map, Value as Json, json};
 
 use crate::ingest::Format;
 use crate::keys::{KeyRecord, Role};
@@ -24,7 +24,6 @@ use crate::ledger::{Fix, Job, JobState as State, Mode, Move, OnError};
 use crate::service::keys::NewKey;
 use crate::service::uploads::{self, Params};
 use crate::service::{self, App, gate, jobs, revisions, work};
-use crate::store::{self, tables};
 
 /// The keys the demo prints (secrets, shown once) and who they belong to.
 pub struct DemoKeys {
@@ -204,10 +203,7 @@ async fn key(app: &App, name: &str, role: Role) -> anyhow::Result<(KeyRecord, St
 /// Puts rows straight into a module table: the business data that existed
 /// before anyone used importgate (so updates have something to change).
 async fn existing_rows(app: &App, module: &str, csv_text: &str) -> anyhow::Result<()> {
-    let module = app
-        .catalog
-        .get(module)
-        .ok_or_else(|| anyhow::anyhow!("no module {module}"))?;
+    let module = app.module(module)?;
     let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
     let header = reader.headers()?.clone();
     let mut rows = Vec::new();
@@ -224,10 +220,9 @@ async fn existing_rows(app: &App, module: &str, csv_text: &str) -> anyhow::Resul
             };
             obj.insert(h.to_string(), value);
         }
-        rows.push(tables::row_from_json(module, &obj));
+        rows.push(obj);
     }
-    let mut c = app.db.acquire().await?;
-    tables::insert(&mut c.conn(), module, &rows).await?;
+    service::seed::fill(app, &module.key, &rows).await?;
     Ok(())
 }
 
@@ -501,19 +496,9 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
         .join("\n");
     let file = Upload(&agus, "products", "mode=update", "satuan-lusin.csv");
     let job = story(app, file, text, &[], State::AwaitingApproval).await?;
-    {
-        // Another system changes one of the previewed products meanwhile.
-        let module = app
-            .catalog
-            .get("products")
-            .ok_or_else(|| anyhow::anyhow!("no products module"))?;
-        let sql = format!(
-            "UPDATE {} SET stock_qty = 7 WHERE sku = $1",
-            store::ident(&module.table)
-        );
-        let mut c = app.db.acquire().await?;
-        crate::on_conn!(&mut c.conn(), c => sqlx::query(&sql).bind("SKU-000002").execute(c).await.map(|r| r.rows_affected()))?;
-    }
+    // Another system changes one of the previewed products meanwhile.
+    let sku = [json!("SKU-000002")];
+    service::seed::change(app, "products", &sku, "stock_qty", &json!(7)).await?;
     let job = act(app, &siti, &job, Move::Approve, "").await?;
     expect(&job, State::Failed)?;
 

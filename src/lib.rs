@@ -15,7 +15,8 @@
 //!   pure rules), [`catalog`], [`ingest`] (bytes → rows of cells),
 //!   [`validate`] (cells → typed values and row errors, pure), [`pipeline`]
 //!   (the validation stage, commit and rollback: the domain's work over the
-//!   store), [`keys`] (keys, roles, masking);
+//!   store), [`keys`] (keys, roles, masking), [`webhooks`] (endpoints,
+//!   deliveries and attempts as records);
 //! - storage: [`store`], SQLite and PostgreSQL behind one interface;
 //! - settings: [`config`].
 
@@ -33,4 +34,5 @@ pub mod pipeline;
 pub mod service;
 pub mod store;
 pub mod validate;
+pub mod webhooks;
 pub mod worker;

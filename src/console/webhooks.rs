@@ -19,8 +19,8 @@ use super::session::{CsrfOnly, Signed};
 use super::{Fail, PageResult, Shown};
 use crate::service::webhooks::{self as hooks, Ask, Changes};
 use crate::service::{self, App};
-use crate::store::webhooks::{Attempt, Delivery, Webhook};
 use crate::t;
+use crate::webhooks::{Attempt, Delivery, Webhook};
 
 pub fn routes() -> Router<Arc<App>> {
     Router::new()

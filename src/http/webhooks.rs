@@ -18,7 +18,7 @@ use super::problem::{ApiResult, Problem};
 use crate::ledger::job::time;
 use crate::service::webhooks::{self as hooks, Ask, Changes};
 use crate::service::{self, App};
-use crate::store::webhooks::{Attempt, Delivery, Webhook};
+use crate::webhooks::{Attempt, Delivery, Webhook};
 
 pub fn routes() -> OpenApiRouter<Arc<App>> {
     OpenApiRouter::new()

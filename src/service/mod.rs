@@ -20,7 +20,12 @@
 //! - [`limits`]: the per-key rate limits both front doors count against;
 //! - [`events`]: the ledger as events for clients (the feed and the stream);
 //! - [`moves`]: telling those who wait that a job moved;
-//! - [`views`]: the job as clients see it, in answers and in events.
+//! - [`views`]: the job as clients see it, in answers and in events;
+//! - [`webhooks`]: endpoints admins register and the worker that delivers
+//!   events to them;
+//! - [`retry`]: how long work that failed waits before it is tried again;
+//! - [`seed`]: rows written into module tables outside the gate, for the
+//!   demo only.
 
 pub mod audit;
 pub mod error;
@@ -37,9 +42,11 @@ pub mod moves;
 pub mod packing;
 pub mod reports;
 pub mod retention;
+pub mod retry;
 pub mod revisions;
 pub mod rows_file;
 pub mod seal;
+pub mod seed;
 pub mod sessions;
 pub mod traffic;
 pub mod uploads;

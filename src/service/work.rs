@@ -8,7 +8,7 @@
 //! recorded only while that lease is still held, so a job taken over by
 //! another worker is never moved twice.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
@@ -265,12 +265,15 @@ async fn rollback(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The longest wait before a job's work is tried again after a failure.
+const RETRY_CAP: Duration = Duration::from_secs(5 * 60);
+
 /// After an attempt at a job's work failed: a transient error (a lost
 /// connection, a lock) only backs off; any other is counted, and after
 /// `work_attempts` attempts in a row that failed with the same error the
 /// service gives up on the job (the ledger's `gave_up` move, the error as
 /// its problem). Before that, each failure waits twice as long as the one
-/// before (from `work_retry_ms`, at most five minutes).
+/// before (from `work_retry_ms`, at most [`RETRY_CAP`]).
 pub async fn attempt_failed(app: &App, owner: &str, id: &str, error: &anyhow::Error) -> Result<()> {
     let retry = app.settings.work_retry_ms;
     if is_transient(error) {
@@ -291,8 +294,9 @@ pub async fn attempt_failed(app: &App, owner: &str, id: &str, error: &anyhow::Er
     if attempts >= app.settings.work_attempts {
         return give_up(app, owner, id, &text, attempts).await;
     }
-    let wait = retry.saturating_mul(1 << (attempts - 1).clamp(0, 16));
-    extend_lease(app, id, owner, wait.min(5 * 60 * 1000)).await?;
+    let base = Duration::from_millis(retry.max(0) as u64);
+    let wait = super::retry::backoff(base, attempts, RETRY_CAP);
+    extend_lease(app, id, owner, wait.as_millis() as i64).await?;
     Ok(())
 }
 

@@ -6,47 +6,15 @@
 //! `store::ledger::append`), so a move that happened is never without its
 //! deliveries and one that rolled back has none. Workers on every replica
 //! lease due deliveries ([`claim`]); one subject's (a job's) deliveries to
-//! one endpoint go in chain order, one at a time.
+//! one endpoint go in chain order, one at a time. The records themselves
+//! are the domain's ([`crate::webhooks`]).
 
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use super::{Conn, Result, json_col};
 use crate::on_conn;
-
-/// An endpoint, as stored (the signing secret is not: it is derived from
-/// the ledger's key and `salt`).
-#[derive(Debug, Clone)]
-pub struct Webhook {
-    pub id: String,
-    pub url: String,
-    /// Event types, or `["*"]`.
-    pub events: Vec<String>,
-    /// Module keys, or `["*"]`.
-    pub modules: Vec<String>,
-    pub description: Option<String>,
-    pub salt: String,
-    pub enabled: bool,
-    /// Why the service disabled it, when it did.
-    pub disabled_reason: Option<String>,
-    /// Since when every attempt has failed (`None` once one succeeds).
-    pub failing_since: Option<DateTime<Utc>>,
-    pub created_by: String,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-impl Webhook {
-    /// Whether an event of this type, about this module (`None` for key
-    /// events), goes to this endpoint.
-    pub fn wants(&self, event_type: &str, module: Option<&str>) -> bool {
-        let all = |list: &[String]| list.iter().any(|e| e == "*");
-        let event = all(&self.events) || self.events.iter().any(|e| e == event_type);
-        let module =
-            all(&self.modules) || module.is_some_and(|m| self.modules.iter().any(|x| x == m));
-        event && module
-    }
-}
+use crate::webhooks::{Attempt, Delivery, Webhook};
 
 const COLUMNS: &str = "id, url, events, modules, description, salt, enabled, disabled_reason, \
     failing_since, created_by, created_at, updated_at";
@@ -196,21 +164,6 @@ pub async fn add(conn: &mut Conn<'_>, d: &NewDelivery<'_>, at: DateTime<Utc>) ->
     Ok(id)
 }
 
-/// A delivery, as the worker and the log see it.
-#[derive(Debug, Clone)]
-pub struct Delivery {
-    pub id: String,
-    pub webhook_id: String,
-    pub seq: Option<i64>,
-    pub subject: String,
-    pub event_type: String,
-    /// `pending`, `delivered` or `failed`.
-    pub state: String,
-    pub attempts: i64,
-    pub body: Option<String>,
-    pub created_at: DateTime<Utc>,
-}
-
 const DELIVERY: &str =
     "id, webhook_id, seq, subject, event_type, state, attempts, body, created_at";
 
@@ -265,24 +218,13 @@ pub async fn claim(
     // prepared statement's generic plan, and one made while the table was
     // nearly empty (a fresh database, the first deliveries) scans every
     // pending delivery for each pending delivery; with a backlog of 10,000
-    // a claim took 3-14 s and deliveries all but stopped. Planning costs a
-    // millisecond a round.
+    // such a claim takes seconds and deliveries all but stop
+    // (`psql -f bench/claim_plan.sql` on a scratch database times both).
+    // Planning costs a millisecond a round.
     on_conn!(conn, c => sqlx::query(&sql).persistent(false)
         .bind(owner).bind(until_ms).bind(now_ms).bind(true).bind(limit)
         .fetch_all(c).await?
         .iter().map(delivery).collect())
-}
-
-/// One attempt at a delivery, as logged.
-#[derive(Debug, Clone)]
-pub struct Attempt {
-    pub at: DateTime<Utc>,
-    /// The receiver's HTTP status, if it answered.
-    pub status: Option<i64>,
-    pub latency_ms: i64,
-    pub error: Option<String>,
-    /// At most 1 KiB of the answer.
-    pub answer: Option<String>,
 }
 
 /// Where a delivery goes after an attempt.
