@@ -88,7 +88,7 @@ pub fn read(format: Format, data: &[u8]) -> Result<u64, FileError> {
         ..options()
     };
     match read_with(format, data, &one_pass) {
-        Err(e) if e.code == ingest::json::HEADER_GROWN => read_with(format, data, &options()),
+        Err(e) if e.code == ingest::FileCode::HeaderGrown => read_with(format, data, &options()),
         read => read,
     }
 }
@@ -204,8 +204,8 @@ pub fn values(data: &[u8]) -> Result<u64, FileError> {
     match value::parse(&mut taken, &column, &rules) {
         Ok(Some(v)) => round_trip(ty, &v),
         Ok(None) => assert!(!column.required, "a required column took null"),
-        Err(CellError { code, message }) => {
-            assert!(!code.is_empty() && !message.is_empty(), "an error says why");
+        Err(CellError { message, .. }) => {
+            assert!(!message.is_empty(), "an error says why");
             // The row's error shows the cell: parsing takes a cell's text
             // only when it passes. (Compared as shown: a NaN cell is not
             // equal to itself.)

@@ -16,7 +16,7 @@ use super::i18n::{self, Lang};
 use crate::catalog::{ColumnType, Module};
 use crate::ledger::job::{JobProblem, Warning, WarningCode};
 use crate::t;
-use crate::validate::RowError;
+use crate::validate::{RowError, RowErrorCode};
 
 /// A row error or warning, as the reader reads it.
 pub fn row_note(module: &Module, e: &RowError) -> String {
@@ -28,10 +28,10 @@ pub fn row_note(module: &Module, e: &RowError) -> String {
     let spec = module.columns.iter().find(|c| c.name == column);
     let kind = spec.map(|c| type_name(c.ty)).unwrap_or_default();
     let key = module.natural_key.join(", ");
-    match e.code.as_str() {
-        "required" => t!("note-required", column = column),
-        "type" => t!("note-type", column = column, value = value, kind = kind),
-        "format" => match spec.map(|c| c.ty) {
+    match e.code {
+        RowErrorCode::Required => t!("note-required", column = column),
+        RowErrorCode::Type => t!("note-type", column = column, value = value, kind = kind),
+        RowErrorCode::Format => match spec.map(|c| c.ty) {
             Some(ColumnType::Date) => t!(
                 "note-format-date",
                 column = column,
@@ -40,8 +40,8 @@ pub fn row_note(module: &Module, e: &RowError) -> String {
             ),
             _ => t!("note-format", column = column, value = value, kind = kind),
         },
-        "out_of_range" => t!("note-out-of-range", column = column, value = value),
-        "not_allowed" => t!(
+        RowErrorCode::OutOfRange => t!("note-out-of-range", column = column, value = value),
+        RowErrorCode::NotAllowed => t!(
             "note-not-allowed",
             column = column,
             value = value,
@@ -50,14 +50,14 @@ pub fn row_note(module: &Module, e: &RowError) -> String {
                 .map(|a| a.join(", "))
                 .unwrap_or_default()
         ),
-        "too_long" => match spec.and_then(|c| c.max_length) {
+        RowErrorCode::TooLong => match spec.and_then(|c| c.max_length) {
             Some(max) => t!("note-too-long-max", column = column, max = max),
             None => t!("note-too-long", column = column),
         },
-        "duplicate_in_file" => t!("note-duplicate", key = key),
-        "exists" => t!("note-exists", key = key, table = &module.table),
-        "not_found" => t!("note-not-found", key = key, table = &module.table),
-        "reference" => {
+        RowErrorCode::DuplicateInFile => t!("note-duplicate", key = key),
+        RowErrorCode::Exists => t!("note-exists", key = key, table = &module.table),
+        RowErrorCode::NotFound => t!("note-not-found", key = key, table = &module.table),
+        RowErrorCode::Reference => {
             let other = module
                 .references
                 .iter()
@@ -71,7 +71,6 @@ pub fn row_note(module: &Module, e: &RowError) -> String {
                 module = other
             )
         }
-        _ => e.message.clone(),
     }
 }
 

@@ -36,34 +36,6 @@ pub fn routes() -> OpenApiRouter<Arc<App>> {
     )
 }
 
-/// The encodings `?encoding=` names (`ingest::decode::encoding_for`).
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub enum CsvEncoding {
-    #[schema(rename = "utf-8")]
-    Utf8,
-    #[schema(rename = "utf8")]
-    Utf8Short,
-    #[schema(rename = "utf-16")]
-    Utf16,
-    #[schema(rename = "utf16")]
-    Utf16Short,
-    #[schema(rename = "utf-16le")]
-    Utf16Le,
-    #[schema(rename = "utf-16be")]
-    Utf16Be,
-    #[schema(rename = "windows-1252")]
-    Windows1252,
-    #[schema(rename = "cp1252")]
-    Cp1252,
-    #[schema(rename = "iso-8859-1")]
-    Iso88591,
-    #[schema(rename = "latin1")]
-    Latin1,
-    #[schema(rename = "latin-1")]
-    Latin1Hyphen,
-}
-
 /// A `multipart/form-data` upload, as a browser form sends it.
 #[derive(ToSchema)]
 #[allow(dead_code)]
@@ -87,7 +59,7 @@ pub struct UploadForm {
         ("on_error" = Option<crate::ledger::OnError>, Query, description = "`fail` (the default): any row error fails the job; `skip`: invalid rows are left out"),
         ("sheet" = Option<String>, Query, description = "Spreadsheets (XLSX, XLS, ODS): the sheet (default the first)", min_length = 1, max_length = 255),
         ("delimiter" = Option<String>, Query, description = "CSV: one ASCII character other than a quote or a line break, or `\\t`/`tab` (default detected)", pattern = "^([\t -!#-~]|\\\\t|tab)$"),
-        ("encoding" = Option<CsvEncoding>, Query, description = "CSV: the text's encoding, in any case (default UTF-8, BOM honoured)"),
+        ("encoding" = Option<crate::ingest::decode::Label>, Query, description = "CSV: the text's encoding, in any case (default UTF-8, BOM honoured)"),
         ("unknown_columns" = Option<UnknownColumns>, Query, description = "`ignore` (the default; listed as warnings) or `reject` (the job is `invalid`)"),
         ("mapping" = Option<String>, Query, description = "`none`: read the file's headers as they are, even when a mapping is saved for them; `map_…`: the saved mapping to read them with (default: the one saved for the file's exact set of headers, if any; the job then has a `mapping_applied` warning)", pattern = "^(none|map_[0-9A-Za-z]{1,60})$", example = "none"),
         ("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters: the same request with the same key within 24 hours answers `200` with the first job and creates nothing; a different request is `422 idempotency_key_reused`"),

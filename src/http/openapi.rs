@@ -15,7 +15,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, OpenApi as Document, Ref, RefOr};
 use utoipa::{Modify, OpenApi};
 
-use super::problem::{CONTENT_TYPE as PROBLEM, ProblemSchema};
+use super::problem::{CONTENT_TYPE as PROBLEM, ProblemDoc};
 use crate::catalog::Catalog;
 
 /// The name of the security scheme: the `X-API-Key` header.
@@ -32,12 +32,12 @@ const SCHEME: &str = "api_key";
     ),
     security(("api_key" = [])),
     components(schemas(
-        ProblemSchema,
+        ProblemDoc,
         crate::ledger::ProblemCode,
         crate::validate::RowAction,
         crate::keys::RequestState,
         crate::service::modules::TemplateFormat,
-        super::imports::CsvEncoding,
+        crate::ingest::decode::Label,
     )),
     tags(
         (name = "uploads", description = "Files become validation jobs"),

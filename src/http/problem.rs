@@ -9,7 +9,6 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use serde_json::{Map, Value as Json, json};
 use utoipa::ToSchema;
 
 use crate::service::Error as ServiceError;
@@ -106,37 +105,53 @@ impl Code {
     }
 }
 
-/// A problem as the OpenAPI document describes it (RFC 9457). Answers
-/// are rendered by [`Problem`]; this type only describes them.
-#[derive(ToSchema)]
+/// A problem as clients read it (RFC 9457), and as the OpenAPI document
+/// describes it: every answer is rendered from this type.
+#[derive(Debug, Serialize, ToSchema)]
 #[schema(as = Problem)]
-#[allow(dead_code)]
-pub struct ProblemSchema {
+pub struct ProblemDoc<'a> {
     /// `/problems/{code}`.
     #[schema(example = "/problems/invalid_state")]
     r#type: String,
-    title: String,
+    title: &'a str,
     /// The HTTP status.
     #[schema(minimum = 400, maximum = 599)]
     status: u16,
     code: Code,
-    detail: String,
+    detail: &'a str,
     /// The request's path.
-    instance: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = true, value_type = String)]
+    instance: Option<&'a str>,
     /// `invalid_parameter`: the parameter, header or body member at fault.
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
-    parameter: Option<String>,
+    parameter: Option<&'a str>,
     /// `unknown_module`: the module keys there are.
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
-    valid_modules: Option<Vec<String>>,
+    valid_modules: Option<&'a [String]>,
     /// `too_large`: the size limit in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     limit: Option<u64>,
     /// `precondition_failed`: the job's current `ETag`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
-    etag: Option<String>,
+    etag: Option<&'a str>,
     /// `invalid_state`: the state the job or key request is in.
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
+    state: Option<&'a str>,
+}
+
+/// The members a problem adds for its code ([`ProblemDoc`] says which).
+#[derive(Debug, Clone, Default)]
+pub struct Members {
+    parameter: Option<String>,
+    valid_modules: Option<Vec<String>>,
+    limit: Option<u64>,
+    etag: Option<String>,
     state: Option<String>,
 }
 
@@ -150,8 +165,8 @@ pub struct ProblemBody {
     pub code: Code,
     pub title: String,
     pub detail: String,
-    /// More members (e.g. `valid_modules`, `limit`).
-    pub extra: Map<String, Json>,
+    /// The members its code adds (`valid_modules`, `limit`, …).
+    pub members: Members,
     /// Extra response headers (e.g. `Retry-After`).
     pub headers: Vec<(header::HeaderName, String)>,
 }
@@ -165,13 +180,38 @@ impl Problem {
             code,
             title: title.to_string(),
             detail: detail.into(),
-            extra: Map::new(),
+            members: Members::default(),
             headers: Vec::new(),
         }))
     }
 
-    pub fn with(mut self, key: &str, value: Json) -> Problem {
-        self.0.extra.insert(key.to_string(), value);
+    /// Names the parameter, header or body member at fault.
+    pub fn parameter(mut self, name: &str) -> Problem {
+        self.0.members.parameter = Some(name.to_string());
+        self
+    }
+
+    /// Lists the module keys there are.
+    pub fn valid_modules(mut self, keys: Vec<String>) -> Problem {
+        self.0.members.valid_modules = Some(keys);
+        self
+    }
+
+    /// Gives the size limit in bytes.
+    pub fn limit(mut self, bytes: u64) -> Problem {
+        self.0.members.limit = Some(bytes);
+        self
+    }
+
+    /// Gives the job's current `ETag`.
+    pub fn etag(mut self, etag: String) -> Problem {
+        self.0.members.etag = Some(etag);
+        self
+    }
+
+    /// Names the state the job or key request is in.
+    pub fn state(mut self, state: String) -> Problem {
+        self.0.members.state = Some(state);
         self
     }
 
@@ -191,7 +231,7 @@ impl Problem {
             "Invalid parameter",
             detail,
         )
-        .with("parameter", Json::String(name.to_string()))
+        .parameter(name)
     }
 
     pub fn unauthorized(detail: impl Into<String>) -> Problem {
@@ -255,28 +295,26 @@ impl Problem {
         self
     }
 
-    fn body(&self, instance: Option<&str>) -> Json {
+    fn body(&self, instance: Option<&str>) -> String {
         let p = &self.0;
-        let mut body = json!({
-            "type": format!("/problems/{}", p.code.as_str()),
-            "title": p.title,
-            "status": p.status.as_u16(),
-            "code": p.code.as_str(),
-            "detail": p.detail,
-        });
-        if let (Some(obj), Some(i)) = (body.as_object_mut(), instance) {
-            obj.insert("instance".into(), Json::String(i.to_string()));
-        }
-        if let Some(obj) = body.as_object_mut() {
-            for (k, v) in &p.extra {
-                obj.insert(k.clone(), v.clone());
-            }
-        }
-        body
+        let doc = ProblemDoc {
+            r#type: format!("/problems/{}", p.code.as_str()),
+            title: &p.title,
+            status: p.status.as_u16(),
+            code: p.code,
+            detail: &p.detail,
+            instance,
+            parameter: p.members.parameter.as_deref(),
+            valid_modules: p.members.valid_modules.as_deref(),
+            limit: p.members.limit,
+            etag: p.members.etag.as_deref(),
+            state: p.members.state.as_deref(),
+        };
+        serde_json::to_string(&doc).unwrap_or_default()
     }
 
     fn render(&self, instance: Option<&str>) -> Response {
-        let mut resp = (self.0.status, self.body(instance).to_string()).into_response();
+        let mut resp = (self.0.status, self.body(instance)).into_response();
         let headers = resp.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
         for (name, value) in &self.0.headers {
@@ -318,7 +356,7 @@ impl From<ServiceError> for Problem {
                 "Unknown module",
                 detail,
             )
-            .with("valid_modules", json!(valid)),
+            .valid_modules(valid),
             ServiceError::NotFound { .. } => {
                 Problem::new(StatusCode::NOT_FOUND, Code::NotFound, "Not found", detail)
             }
@@ -332,7 +370,7 @@ impl From<ServiceError> for Problem {
             ),
             ServiceError::InvalidState { title, state, .. } => {
                 Problem::new(StatusCode::CONFLICT, Code::InvalidState, title, detail)
-                    .with("state", json!(state))
+                    .state(state.to_string())
             }
             ServiceError::StaleEtag { current, .. } => Problem::new(
                 StatusCode::PRECONDITION_FAILED,
@@ -340,7 +378,7 @@ impl From<ServiceError> for Problem {
                 "The job changed since you looked at it",
                 detail,
             )
-            .with("etag", json!(current)),
+            .etag(current),
             ServiceError::Invalid { parameter, .. } => {
                 Problem::invalid_parameter(&parameter, detail)
             }
@@ -369,7 +407,7 @@ impl From<ServiceError> for Problem {
                 "File too large",
                 detail,
             )
-            .with("limit", json!(limit)),
+            .limit(limit),
             ServiceError::SlowBody { .. } => Problem::new(
                 StatusCode::REQUEST_TIMEOUT,
                 Code::RequestTimeout,

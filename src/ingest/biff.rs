@@ -18,7 +18,7 @@
 //! These are hostile bytes: every length is checked, and nothing here may
 //! panic.
 
-use super::FileError;
+use super::{FileCode, FileError};
 
 /// The most cells (rows × columns, from the first cell to the last) an XLS
 /// sheet may span: calamine holds the whole span in memory, 32 bytes a
@@ -97,7 +97,7 @@ fn check(stream: &[u8]) -> Result<Vec<usize>, FileError> {
         total += cells;
         if total > MAX_CELLS {
             return Err(FileError::new(
-                "unreadable",
+                FileCode::Unreadable,
                 format!(
                     "the XLS workbook's sheets span {} cells up to the sheet {name:?}; \
                      at most {} cells are accepted",
@@ -456,7 +456,7 @@ fn check_sheet(
     let cells = area.map_or(0, |a| a.cells());
     if let Some(a) = area.filter(|_| cells > MAX_CELLS) {
         return Err(FileError::new(
-            "unreadable",
+            FileCode::Unreadable,
             format!(
                 "the XLS sheet {name:?} spans rows {}–{} and columns {}–{} ({} cells); \
                  at most {} cells are accepted",
@@ -506,7 +506,7 @@ fn check_dimensions(name: &str, data: &[u8]) -> Result<(), FileError> {
     let cells = u64::from(rows) * u64::from(columns);
     if cells > MAX_CELLS {
         return Err(FileError::new(
-            "unreadable",
+            FileCode::Unreadable,
             format!(
                 "the XLS sheet {name:?} declares {} rows and {} columns ({} cells); \
                  at most {} cells are accepted",
@@ -522,7 +522,7 @@ fn check_dimensions(name: &str, data: &[u8]) -> Result<(), FileError> {
 
 fn unreadable(what: String) -> FileError {
     FileError::new(
-        "unreadable",
+        FileCode::Unreadable,
         format!("the file is not readable as XLS: {what}"),
     )
 }
@@ -627,7 +627,7 @@ mod tests {
     #[test]
     fn a_cell_far_from_the_first_is_refused_with_the_sheets_extent() {
         let err = check(&stream(&[number(0, 0), number(65535, 65535)])).unwrap_err();
-        assert_eq!(err.code, "unreadable");
+        assert_eq!(err.code, FileCode::Unreadable);
         assert_eq!(
             err.message,
             "the XLS sheet \"S\" spans rows 1–65,536 and columns A–CRXP \

@@ -10,7 +10,7 @@ use std::io::Read;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{FileError, Options};
+use super::{FileCode, FileError, Options};
 
 /// The most a header row may take: room for every column name there may be.
 pub const HEADER_BYTES: u64 = 1 << 20;
@@ -79,7 +79,7 @@ impl<R: Read> Read for Limited<R> {
 pub fn over_budget(e: &std::io::Error, what: &str, cap: u64) -> Option<FileError> {
     (e.kind() == std::io::ErrorKind::FileTooLarge).then(|| {
         FileError::new(
-            "unreadable",
+            FileCode::Unreadable,
             format!(
                 "{what} is longer than {cap} bytes, more than all its cells at their size \
                  limit could be"

@@ -11,7 +11,7 @@ use std::io::{Cursor, Read};
 use super::blank_lines::BlankLines;
 use super::budget::{Budget, HEADER_BYTES, over_budget, record_bytes};
 use super::decode::{DecodeReader, bom, decode_failure, encoding_for};
-use super::{Cell, FileError, Options, RawRow, RowSource, read_error};
+use super::{Cell, FileCode, FileError, Options, RawRow, RowSource, read_error};
 
 /// How much of the file is looked at to detect the delimiter.
 const SNIFF_BYTES: usize = 64 * 1024;
@@ -22,7 +22,7 @@ const DELIMITERS: [u8; 4] = [b',', b';', b'\t', b'|'];
 pub fn open(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
     let (prefix, reader) = decoded(reader, options)?;
     if prefix.iter().all(|b| b.is_ascii_whitespace()) {
-        return Err(FileError::new("no_rows", "the file is empty"));
+        return Err(FileError::new(FileCode::NoRows, "the file is empty"));
     }
     let delimiter = options
         .delimiter
@@ -47,7 +47,7 @@ pub fn open(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource
         too_long(&e, "row 1 (the header)", HEADER_BYTES).unwrap_or_else(|| csv_error(&e))
     })?;
     if !got {
-        return Err(FileError::new("no_rows", "the file is empty"));
+        return Err(FileError::new(FileCode::NoRows, "the file is empty"));
     }
     if options.max_columns > 0 && record.len() > options.max_columns {
         return Err(too_many_columns(record.len(), options.max_columns));
@@ -58,7 +58,7 @@ pub fn open(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource
         .map(|(i, field)| {
             std::str::from_utf8(field).map(str::to_string).map_err(|_| {
                 FileError::new(
-                    "encoding",
+                    FileCode::Encoding,
                     format!("row 1, column {}: the header is not valid UTF-8; give ?encoding= for other encodings", i + 1),
                 )
             })
@@ -101,7 +101,7 @@ fn decoded(
         None => encoding_rs::UTF_8,
         Some(label) => encoding_for(label).ok_or_else(|| {
             FileError::new(
-                "encoding",
+                FileCode::Encoding,
                 format!("the encoding {label:?} is not supported"),
             )
         })?,
@@ -154,7 +154,7 @@ fn detect_delimiter(prefix: &[u8]) -> u8 {
 
 fn too_many_columns(found: usize, max: usize) -> FileError {
     FileError::new(
-        "too_many_columns",
+        FileCode::TooManyColumns,
         format!("the header has {found} or more columns; at most {max} are accepted"),
     )
 }
@@ -178,7 +178,7 @@ fn csv_error(e: &csv::Error) -> FileError {
         .map(|p| format!("line {}: ", p.line()))
         .unwrap_or_default();
     FileError::new(
-        "unreadable",
+        FileCode::Unreadable,
         format!("{at}the file is not readable as CSV: {e}"),
     )
 }
@@ -238,7 +238,7 @@ impl<R: Read> Rows<R> {
             let text = std::str::from_utf8(field).map_err(|_| {
                 let column = self.header.get(i).map(String::as_str).unwrap_or("?");
                 FileError::new(
-                    "encoding",
+                    FileCode::Encoding,
                     format!(
                         "row {row}, column {column}: the text is not valid UTF-8; \
                          give ?encoding=windows-1252 (or another) for files saved in a legacy encoding"
@@ -347,7 +347,7 @@ mod tests {
         bytes.extend([0x00, 0xDC, b'2', 0, b'\n', 0]);
         let result = open(Box::new(Cursor::new(bytes)), &Options::default())
             .and_then(|src| src.rows.collect::<Result<Vec<_>, _>>());
-        assert_eq!(result.unwrap_err().code, "encoding");
+        assert_eq!(result.unwrap_err().code, FileCode::Encoding);
     }
 
     #[test]
@@ -358,7 +358,7 @@ mod tests {
         )
         .unwrap();
         let err = src.rows.collect::<Result<Vec<_>, _>>().unwrap_err();
-        assert_eq!(err.code, "encoding");
+        assert_eq!(err.code, FileCode::Encoding);
         assert!(err.message.contains("row 2, column b"), "{}", err.message);
     }
 }

@@ -10,22 +10,97 @@ use std::io::Read;
 
 use encoding_rs::{DecoderResult, Encoding};
 
-use super::FileError;
+use super::{FileCode, FileError};
 
-/// The encodings `?encoding=` accepts, by the names API.md gives.
-pub fn encoding_for(label: &str) -> Option<&'static Encoding> {
-    match label.to_ascii_lowercase().as_str() {
-        "utf-8" | "utf8" => Some(encoding_rs::UTF_8),
-        // Without a BOM, "UTF-16" is what Windows calls "Unicode": little-endian.
-        "utf-16" | "utf16" | "utf-16le" => Some(encoding_rs::UTF_16LE),
-        "utf-16be" => Some(encoding_rs::UTF_16BE),
-        // WHATWG (and so every browser) reads ISO-8859-1 as windows-1252,
-        // its superset: files labelled latin-1 often hold € or smart quotes.
-        "windows-1252" | "cp1252" | "iso-8859-1" | "latin1" | "latin-1" => {
-            Some(encoding_rs::WINDOWS_1252)
+/// The names `?encoding=` (and a `charset`) accepts, as API.md gives them;
+/// a label is read in any case. The OpenAPI document lists these names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, utoipa::ToSchema)]
+#[schema(as = CsvEncoding)]
+pub enum Label {
+    #[schema(rename = "utf-8")]
+    Utf8,
+    #[schema(rename = "utf8")]
+    Utf8Short,
+    #[schema(rename = "utf-16")]
+    Utf16,
+    #[schema(rename = "utf16")]
+    Utf16Short,
+    #[schema(rename = "utf-16le")]
+    Utf16Le,
+    #[schema(rename = "utf-16be")]
+    Utf16Be,
+    #[schema(rename = "windows-1252")]
+    Windows1252,
+    #[schema(rename = "cp1252")]
+    Cp1252,
+    #[schema(rename = "iso-8859-1")]
+    Iso88591,
+    #[schema(rename = "latin1")]
+    Latin1,
+    #[schema(rename = "latin-1")]
+    Latin1Hyphen,
+}
+
+impl Label {
+    pub const ALL: [Label; 11] = [
+        Label::Utf8,
+        Label::Utf8Short,
+        Label::Utf16,
+        Label::Utf16Short,
+        Label::Utf16Le,
+        Label::Utf16Be,
+        Label::Windows1252,
+        Label::Cp1252,
+        Label::Iso88591,
+        Label::Latin1,
+        Label::Latin1Hyphen,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Label::Utf8 => "utf-8",
+            Label::Utf8Short => "utf8",
+            Label::Utf16 => "utf-16",
+            Label::Utf16Short => "utf16",
+            Label::Utf16Le => "utf-16le",
+            Label::Utf16Be => "utf-16be",
+            Label::Windows1252 => "windows-1252",
+            Label::Cp1252 => "cp1252",
+            Label::Iso88591 => "iso-8859-1",
+            Label::Latin1 => "latin1",
+            Label::Latin1Hyphen => "latin-1",
         }
-        _ => None,
     }
+
+    pub fn parse(label: &str) -> Option<Label> {
+        Label::ALL
+            .into_iter()
+            .find(|l| l.as_str().eq_ignore_ascii_case(label))
+    }
+
+    /// The encoding the label names.
+    pub fn encoding(self) -> &'static Encoding {
+        match self {
+            Label::Utf8 | Label::Utf8Short => encoding_rs::UTF_8,
+            // Without a BOM, "UTF-16" is what Windows calls "Unicode":
+            // little-endian.
+            Label::Utf16 | Label::Utf16Short | Label::Utf16Le => encoding_rs::UTF_16LE,
+            Label::Utf16Be => encoding_rs::UTF_16BE,
+            // WHATWG (and so every browser) reads ISO-8859-1 as
+            // windows-1252, its superset: files labelled latin-1 often hold
+            // € or smart quotes.
+            Label::Windows1252
+            | Label::Cp1252
+            | Label::Iso88591
+            | Label::Latin1
+            | Label::Latin1Hyphen => encoding_rs::WINDOWS_1252,
+        }
+    }
+}
+
+/// The encoding a label of [`Label`] names, if it is one.
+pub fn encoding_for(label: &str) -> Option<&'static Encoding> {
+    Label::parse(label).map(Label::encoding)
 }
 
 /// The encoding a file's BOM names, and the BOM's length.
@@ -127,7 +202,7 @@ impl<R: Read> Read for DecodeReader<R> {
 pub fn decode_failure(e: &std::io::Error) -> Option<FileError> {
     (e.kind() == std::io::ErrorKind::InvalidData).then(|| {
         FileError::new(
-            "encoding",
+            FileCode::Encoding,
             format!(
                 "{e}; give ?encoding= with the file's encoding \
                  (utf-8, utf-16, windows-1252, iso-8859-1)"

@@ -28,7 +28,7 @@ use serde_json::value::RawValue;
 
 use super::budget::record_bytes;
 use super::json_split::{Element, Kept, MAX_DEPTH, each_object, json_error, object_keys};
-use super::{Cell, Emit, FileError, Item, Options, RawRow, RowSource, produce};
+use super::{Cell, Emit, FileCode, FileError, Item, Options, RawRow, RowSource, produce};
 
 /// Called with the bytes of every row object; an error stops the walk.
 type Sink<'a> = dyn FnMut(Element) -> Result<(), FileError> + 'a;
@@ -111,12 +111,6 @@ fn two_passes(
     kept.replay(&mut |element| emit.send(Item::Row(learner.row(&element)?)))
 }
 
-/// The code of the failure [`one_pass`] stops with when an object past
-/// its [`WINDOW`] has a key none before it had: the header it sent lacks
-/// a column. The caller reads the file again in two passes; a person
-/// never sees this code.
-pub const HEADER_GROWN: &str = "header_grown";
-
 /// How many bytes of row objects [`one_pass`] learns the header from
 /// before it sends it: about 24,000 orders of the harness, so that a key
 /// left out of most objects (as serializers that skip nulls do) is met
@@ -129,7 +123,7 @@ pub const WINDOW: usize = 4 << 20;
 /// every other row as it is found. The rows go on while the rest of the
 /// file is read, where two passes held every row back until the whole file
 /// was crossed once (45 ms of 100k orders, a core idle beside it). An
-/// object with a key not in the header stops the read ([`HEADER_GROWN`]).
+/// object with a key not in the header stops the read ([`FileCode::HeaderGrown`]).
 fn one_pass(
     reader: &mut dyn Read,
     walk: impl FnOnce(&mut dyn Read, &mut Sink) -> Result<(), FileError>,
@@ -165,7 +159,10 @@ fn one_pass(
 fn grown(element: &Element, learner: &Learner, known: usize) -> FileError {
     let key = &learner.header[known];
     let message = format!("key {key:?} first appears past the objects the header was taken from");
-    FileError::new(HEADER_GROWN, placed(element, learner.layout, &message))
+    FileError::new(
+        FileCode::HeaderGrown,
+        placed(element, learner.layout, &message),
+    )
 }
 
 /// The row objects [`one_pass`] holds until it knows the header: their
@@ -249,7 +246,7 @@ impl Learner {
             }
             if max_columns > 0 && header.len() >= max_columns {
                 return Err(FileError::new(
-                    "too_many_columns",
+                    FileCode::TooManyColumns,
                     format!(
                         "the objects have more than {max_columns} different keys; \
                          at most {max_columns} columns are accepted"
@@ -298,7 +295,10 @@ impl Learner {
     /// The header learned so far; a file without objects has none.
     fn header(&self) -> Result<Vec<String>, FileError> {
         if self.objects == 0 {
-            return Err(FileError::new("no_rows", "the file holds no objects"));
+            return Err(FileError::new(
+                FileCode::NoRows,
+                "the file holds no objects",
+            ));
         }
         Ok(self.header.clone())
     }
@@ -434,7 +434,7 @@ fn walk_ndjson(file: &mut dyn Read, max_line: usize, sink: &mut Sink) -> Result<
         number += 1;
         if line.len() > max_line && line.last() != Some(&b'\n') {
             return Err(FileError::new(
-                "unreadable",
+                FileCode::Unreadable,
                 format!("line {number} is longer than {max_line} bytes"),
             ));
         }
@@ -491,7 +491,7 @@ impl<'de> Visitor<'de> for Key {
 /// The failure of an object with more keys than columns accepted.
 fn too_many_keys(max_keys: usize) -> FileError {
     FileError::new(
-        "too_many_columns",
+        FileCode::TooManyColumns,
         format!("an object has more than {max_keys} keys; at most {max_keys} columns are accepted"),
     )
 }
@@ -655,7 +655,7 @@ fn cell(text: &str, depth: usize) -> Result<Cell, FileError> {
             let deepest = depth + nesting(text);
             if deepest > MAX_DEPTH {
                 return Err(FileError::new(
-                    "unreadable",
+                    FileCode::Unreadable,
                     format!(
                         "the JSON is nested {deepest} levels deep; at most {MAX_DEPTH} are accepted"
                     ),
@@ -902,7 +902,7 @@ mod tests {
         bad.extend_from_slice(b"\xff\"}]");
         let src = open_json(Box::new(Cursor::new(bad)), &options()).unwrap();
         let err = src.rows.collect::<Result<Vec<_>, _>>().unwrap_err();
-        assert_eq!(err.code, "unreadable");
+        assert_eq!(err.code, FileCode::Unreadable);
         assert!(err.message.contains("line 2"), "{}", err.message);
     }
 
@@ -920,7 +920,7 @@ mod tests {
             Cell::Number("12345678901234567890.123".into())
         );
         let err = read(open_ndjson, "{\"a\": 1}\n{\"a\": \n").unwrap_err();
-        assert_eq!(err.code, "unreadable");
+        assert_eq!(err.code, FileCode::Unreadable);
         assert!(err.message.contains("line 2"), "{}", err.message);
     }
 
@@ -928,18 +928,21 @@ mod tests {
     fn deep_nesting_and_bad_shapes_are_unreadable() {
         let deep = format!("[{{\"a\": {}{}}}]", "[".repeat(40), "]".repeat(40));
         let err = read(open_json, &deep).unwrap_err();
-        assert_eq!(err.code, "unreadable");
+        assert_eq!(err.code, FileCode::Unreadable);
         assert!(err.message.contains("nested"), "{}", err.message);
         let very_deep = "[".repeat(10_000);
-        assert_eq!(read(open_json, &very_deep).unwrap_err().code, "unreadable");
+        assert_eq!(
+            read(open_json, &very_deep).unwrap_err().code,
+            FileCode::Unreadable
+        );
         let err = read(open_json, r#"[{"a": 1}, 5]"#).unwrap_err();
         assert!(err.message.contains("object"), "{}", err.message);
         let err = read(open_json, r#"{"data": []}"#).unwrap_err();
         assert!(err.message.contains("rows"), "{}", err.message);
-        assert_eq!(read(open_json, "[]").unwrap_err().code, "no_rows");
+        assert_eq!(read(open_json, "[]").unwrap_err().code, FileCode::NoRows);
         assert_eq!(
             read(open_json, r#"[{"a": 1}"#).unwrap_err().code,
-            "unreadable"
+            FileCode::Unreadable
         );
     }
 
@@ -976,7 +979,7 @@ mod tests {
         ];
         for (text, line, says) in cases {
             let err = read(open_json, text).unwrap_err();
-            assert_eq!(err.code, "unreadable", "{text}");
+            assert_eq!(err.code, FileCode::Unreadable, "{text}");
             assert!(err.message.contains(line), "{text}: {}", err.message);
             assert!(err.message.contains(says), "{text}: {}", err.message);
         }
@@ -1018,7 +1021,10 @@ mod tests {
     fn too_many_keys_is_too_many_columns() {
         let keys: Vec<String> = (0..600).map(|i| format!("\"k{i}\": 1")).collect();
         let text = format!("[{{{}}}]", keys.join(","));
-        assert_eq!(read(open_json, &text).unwrap_err().code, "too_many_columns");
+        assert_eq!(
+            read(open_json, &text).unwrap_err().code,
+            FileCode::TooManyColumns
+        );
     }
 
     /// The plain walk gives exactly the cells serde_json's parse gives, and
@@ -1201,7 +1207,7 @@ mod tests {
             assert!(text.find("late").unwrap() > WINDOW);
             let (header, rows, failure) = read_in(format, &text, true);
             let failure = failure.expect("the late key stops the read");
-            assert_eq!(failure.code, HEADER_GROWN);
+            assert_eq!(failure.code, FileCode::HeaderGrown);
             let place = if lines { "line" } else { "object" };
             assert!(
                 failure

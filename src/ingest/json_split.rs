@@ -13,7 +13,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 
-use super::{FileError, read_error};
+use super::{FileCode, FileError, read_error};
 
 /// Deepest nesting accepted (API.md section 10), counting the top-level
 /// array (and the `{"rows": …}` wrapper) and each row object.
@@ -35,7 +35,7 @@ pub fn json_error(e: &serde_json::Error, first_line: u64) -> FileError {
         let what = what.strip_suffix(&suffix).unwrap_or(&what);
         format!("line {line}: the file is not readable as JSON: {what}")
     };
-    FileError::new("unreadable", message)
+    FileError::new(FileCode::Unreadable, message)
 }
 
 /// One row object: its bytes, its 1-based position, the line it starts
@@ -167,7 +167,7 @@ impl<R: BufRead> Splitter<R> {
         }
         if !found {
             return Err(FileError::new(
-                "unreadable",
+                FileCode::Unreadable,
                 r#"the object has no "rows" member; send an array of objects, or {"rows": [...]}"#,
             ));
         }
@@ -238,7 +238,7 @@ impl<R: BufRead> Splitter<R> {
                     n => format!("object {n}"),
                 };
                 return Err(FileError::new(
-                    "unreadable",
+                    FileCode::Unreadable,
                     format!(
                         "{what} is longer than {} bytes, more than all its cells at their \
                          size limit could be",
@@ -287,7 +287,7 @@ impl<R: BufRead> Splitter<R> {
             _ => format!("byte 0x{b:02x}"),
         };
         FileError::new(
-            "unreadable",
+            FileCode::Unreadable,
             format!(
                 "line {}: the file is not readable as JSON: expected {expected}, found {found}",
                 self.line
@@ -297,7 +297,7 @@ impl<R: BufRead> Splitter<R> {
 
     fn eof(&self) -> FileError {
         FileError::new(
-            "unreadable",
+            FileCode::Unreadable,
             format!(
                 "line {}: the JSON ends too early (the file is cut off)",
                 self.line

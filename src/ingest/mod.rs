@@ -244,23 +244,70 @@ pub struct Options {
     pub sheet: Option<String>,
     /// JSON and NDJSON: read in one pass, the header learned from the
     /// first objects ([`json::WINDOW`]). The read then fails with
-    /// [`json::HEADER_GROWN`] if a later object brings a new key, and the
+    /// [`FileCode::HeaderGrown`] if a later object brings a new key, and the
     /// caller reads the file again without this option.
     #[serde(skip)]
     pub one_pass: bool,
+}
+
+/// Why a file cannot be read as rows. Each but the last two is the code of
+/// the `invalid` job it makes (`ledger::ProblemCode` has each under the
+/// same name); the last two stop a read on purpose and never reach a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileCode {
+    /// Not readable in its format, or past a reader's limit.
+    Unreadable,
+    /// Bytes that are not text in the encoding.
+    Encoding,
+    /// A header but no data rows, or nothing at all.
+    NoRows,
+    /// Required columns are not in the header.
+    MissingColumns,
+    /// One column named twice in the header.
+    DuplicateColumns,
+    /// Columns not in the module, with `unknown_columns=reject`.
+    UnknownColumns,
+    /// The `sheet` asked for is not in the workbook.
+    UnknownSheet,
+    /// More rows than the limit.
+    TooManyRows,
+    /// More columns than the limit.
+    TooManyColumns,
+    /// JSON read in one pass met a key its header lacks
+    /// ([`json::one_pass`]): the caller reads the file again in two passes.
+    HeaderGrown,
+    /// The rows are no longer wanted: the reader stops.
+    Stopped,
+}
+
+impl FileCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileCode::Unreadable => "unreadable",
+            FileCode::Encoding => "encoding",
+            FileCode::NoRows => "no_rows",
+            FileCode::MissingColumns => "missing_columns",
+            FileCode::DuplicateColumns => "duplicate_columns",
+            FileCode::UnknownColumns => "unknown_columns",
+            FileCode::UnknownSheet => "unknown_sheet",
+            FileCode::TooManyRows => "too_many_rows",
+            FileCode::TooManyColumns => "too_many_columns",
+            FileCode::HeaderGrown => "header_grown",
+            FileCode::Stopped => "stopped",
+        }
+    }
 }
 
 /// A file-level failure: the job becomes `invalid` with this code.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct FileError {
-    /// `unreadable`, `encoding`, `no_rows`, `too_many_columns`, …
-    pub code: &'static str,
+    pub code: FileCode,
     pub message: String,
 }
 
 impl FileError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> FileError {
+    pub fn new(code: FileCode, message: impl Into<String>) -> FileError {
         FileError {
             code,
             message: message.into(),
@@ -320,9 +367,6 @@ pub struct Emit {
     pending: std::cell::RefCell<(Vec<RawRow>, usize)>,
 }
 
-/// The code of the failure a reader sees when its rows are no longer wanted.
-const STOPPED: &str = "stopped";
-
 /// The message of the `unreadable` failure a reader's panic becomes. The
 /// job ends cleanly, but a panic is a bug to fix: the fuzz regression test
 /// looks for this message.
@@ -360,7 +404,7 @@ impl Emit {
     fn hand_over(&self, chunk: Result<Chunk, FileError>) -> Result<(), FileError> {
         self.tx
             .send(chunk)
-            .map_err(|_| FileError::new(STOPPED, "the rows are no longer read"))
+            .map_err(|_| FileError::new(FileCode::Stopped, "the rows are no longer read"))
     }
 }
 
@@ -399,9 +443,9 @@ where
             }));
             let failure = match result {
                 Ok(Ok(())) => return,
-                Ok(Err(e)) if e.code == STOPPED => return,
+                Ok(Err(e)) if e.code == FileCode::Stopped => return,
                 Ok(Err(e)) => e,
-                Err(_) => FileError::new("unreadable", PANICKED),
+                Err(_) => FileError::new(FileCode::Unreadable, PANICKED),
             };
             // The rows before the failure first, as a person reads the file.
             if emit.flush().is_ok() {
@@ -414,19 +458,24 @@ where
             header,
             rows: Box::new(rx.into_iter().flat_map(|chunk| match chunk {
                 Ok(Chunk::Rows(rows)) => rows.into_iter().map(Ok).collect::<Vec<_>>(),
-                Ok(Chunk::Header(_)) => vec![Err(FileError::new("unreadable", "a second header"))],
+                Ok(Chunk::Header(_)) => {
+                    vec![Err(FileError::new(FileCode::Unreadable, "a second header"))]
+                }
                 Err(e) => vec![Err(e)],
             })),
         }),
-        Ok(Ok(Chunk::Rows(_))) => Err(FileError::new("unreadable", "rows before the header")),
+        Ok(Ok(Chunk::Rows(_))) => Err(FileError::new(
+            FileCode::Unreadable,
+            "rows before the header",
+        )),
         Ok(Err(e)) => Err(e),
-        Err(_) => Err(FileError::new("no_rows", "the file is empty")),
+        Err(_) => Err(FileError::new(FileCode::NoRows, "the file is empty")),
     }
 }
 
 /// The message of a reader that failed unexpectedly.
 pub fn read_error(e: impl std::fmt::Display) -> FileError {
-    FileError::new("unreadable", format!("cannot read the file: {e}"))
+    FileError::new(FileCode::Unreadable, format!("cannot read the file: {e}"))
 }
 
 #[cfg(test)]

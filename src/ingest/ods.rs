@@ -26,7 +26,7 @@ use quick_xml::events::{BytesStart, Event};
 
 use super::budget::{self, Budget, Limited};
 use super::xlsx::{self, Assembler};
-use super::{Cell, FileError, Options, RowSource, produce, spool};
+use super::{Cell, FileCode, FileError, Options, RowSource, produce, spool};
 
 /// What the `mimetype` entry of an ODS holds.
 pub const MIMETYPE: &[u8] = b"application/vnd.oasis.opendocument.spreadsheet";
@@ -129,7 +129,9 @@ pub fn open(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource
             Found::Not { names, .. } => {
                 return Err(xlsx::pick_sheet(names, wanted.as_deref())
                     .err()
-                    .unwrap_or_else(|| FileError::new("unreadable", "the sheet was not found")));
+                    .unwrap_or_else(|| {
+                        FileError::new(FileCode::Unreadable, "the sheet was not found")
+                    }));
             }
         }
         rows.finish()
@@ -152,13 +154,13 @@ fn check_package(zip: &mut Zip) -> Result<(), FileError> {
     };
     if found == 0 {
         return Err(FileError::new(
-            "unreadable",
+            FileCode::Unreadable,
             "the file is not readable as ODS: its zip has no mimetype entry",
         ));
     }
     if mimetype.trim_ascii_end() != MIMETYPE {
         return Err(FileError::new(
-            "unreadable",
+            FileCode::Unreadable,
             format!(
                 "the file is not readable as ODS: its mimetype is {:?}, not an OpenDocument \
                  spreadsheet's",
@@ -175,7 +177,7 @@ fn check_package(zip: &mut Zip) -> Result<(), FileError> {
             .map_err(|e| xlsx::unreadable("ODS", e))?;
         if text.windows(24).any(|w| w == b"manifest:encryption-data") {
             return Err(FileError::new(
-                "unreadable",
+                FileCode::Unreadable,
                 "the ODS is protected by a password; save it without one and upload it again",
             ));
         }
@@ -244,7 +246,7 @@ fn read_sheet(
         Ok(content) => content,
         Err(zip::result::ZipError::FileNotFound) => {
             return Err(FileError::new(
-                "unreadable",
+                FileCode::Unreadable,
                 "the file is not readable as ODS: it has no content.xml",
             ));
         }
@@ -283,7 +285,7 @@ fn read_sheet(
                     let index = names.len();
                     if index >= MAX_SHEETS {
                         return Err(FileError::new(
-                            "unreadable",
+                            FileCode::Unreadable,
                             format!("the ODS has more than {MAX_SHEETS} sheets"),
                         ));
                     }
@@ -342,7 +344,7 @@ impl Reading<'_> {
     fn check_depth(&self) -> Result<(), FileError> {
         if self.depth > MAX_DEPTH {
             return Err(FileError::new(
-                "unreadable",
+                FileCode::Unreadable,
                 format!("the ODS's XML is nested deeper than {MAX_DEPTH} levels"),
             ));
         }
@@ -366,7 +368,7 @@ impl Reading<'_> {
 
     fn row_too_long(&self, row: u64) -> FileError {
         FileError::new(
-            "unreadable",
+            FileCode::Unreadable,
             format!(
                 "row {} is longer than {} bytes, more than all its cells at their size limit \
                  could be",
@@ -516,7 +518,7 @@ impl Reading<'_> {
         }
         if next > MAX_ROWS {
             return Err(FileError::new(
-                "unreadable",
+                FileCode::Unreadable,
                 format!(
                     "row {} repeats past row {MAX_ROWS}, the last a sheet has",
                     row.index + 1
@@ -943,7 +945,7 @@ mod tests {
         let (header, rows) = read(FEATURES, Some("NOTES")).unwrap();
         assert_eq!((header, rows.len()), (vec!["notes".to_string()], 0));
         let err = read(FEATURES, Some("Payroll")).unwrap_err();
-        assert_eq!(err.code, "unknown_sheet");
+        assert_eq!(err.code, FileCode::UnknownSheet);
         assert!(
             err.message.ends_with("its sheets are: data, Notes"),
             "{}",
@@ -1006,7 +1008,7 @@ mod tests {
         );
         fails(&spaces, "row 2 is longer than");
         let cut = format!("{HEADER}<table:table-row>");
-        assert_eq!(fails(&cut, "ODS").code, "unreadable");
+        assert_eq!(fails(&cut, "ODS").code, FileCode::Unreadable);
         let bad_count = format!(
             "{HEADER}<table:table-row table:number-rows-repeated=\"-1\"><table:table-cell/>\
              </table:table-row>"

@@ -19,7 +19,8 @@ use calamine::{Data, DataRef, Reader, Xls, Xlsx};
 use chrono::NaiveTime;
 
 use super::{
-    Cell, Emit, FileError, Item, Options, RawRow, RowSource, biff, produce, read_error, spool,
+    Cell, Emit, FileCode, FileError, Item, Options, RawRow, RowSource, biff, produce, read_error,
+    spool,
 };
 
 /// The most an XLSX may expand to, in bytes.
@@ -106,7 +107,7 @@ fn repack_ole2(mut file: File) -> Result<File, FileError> {
     let got = std::io::Read::read(&mut file, &mut head).map_err(read_error)?;
     if super::is_old_excel(&head[..got]) {
         return Err(FileError::new(
-            "unreadable",
+            FileCode::Unreadable,
             "this is an Excel 2.x–4.0 worksheet, a format from before 1997 that importgate \
              does not read; open it in Excel or LibreOffice, save it as .xlsx (Excel Workbook), \
              and upload that",
@@ -127,7 +128,7 @@ fn repack_ole2(mut file: File) -> Result<File, FileError> {
         .map(|(_, path)| path.clone())
         .ok_or_else(|| {
             FileError::new(
-                "unreadable",
+                FileCode::Unreadable,
                 "the file is not readable as XLS: it holds no workbook",
             )
         })?;
@@ -157,7 +158,7 @@ fn repack_ole2(mut file: File) -> Result<File, FileError> {
 
 pub(super) fn unreadable(kind: &str, e: impl std::fmt::Display) -> FileError {
     FileError::new(
-        "unreadable",
+        FileCode::Unreadable,
         format!("the file is not readable as {kind}: {e}"),
     )
 }
@@ -172,7 +173,7 @@ pub(super) fn pick_sheet(names: Vec<String>, wanted: Option<&str>) -> Result<Str
             .cloned()
             .ok_or_else(|| {
                 FileError::new(
-                    "unknown_sheet",
+                    FileCode::UnknownSheet,
                     format!(
                         "the workbook has no sheet {w:?}; its sheets are: {}",
                         names.join(", ")
@@ -182,7 +183,7 @@ pub(super) fn pick_sheet(names: Vec<String>, wanted: Option<&str>) -> Result<Str
         None => names
             .into_iter()
             .next()
-            .ok_or_else(|| FileError::new("no_rows", "the workbook has no sheets")),
+            .ok_or_else(|| FileError::new(FileCode::NoRows, "the workbook has no sheets")),
     }
 }
 
@@ -201,7 +202,7 @@ pub(super) fn check_zip(file: &File, kind: &str, max_ratio: u64) -> Result<(), F
         let part = zip.by_index_raw(i).map_err(|e| unreadable(kind, e))?;
         if part.name_raw().ends_with(b"sharedStrings.xml") && part.size() > MAX_SHARED_STRINGS {
             return Err(FileError::new(
-                "unreadable",
+                FileCode::Unreadable,
                 format!(
                     "the XLSX's shared string table is {} bytes; at most {} MiB are accepted",
                     part.size(),
@@ -214,7 +215,7 @@ pub(super) fn check_zip(file: &File, kind: &str, max_ratio: u64) -> Result<(), F
     let limit = MAX_UNCOMPRESSED.min(compressed.saturating_mul(max_ratio));
     if total > limit {
         return Err(FileError::new(
-            "unreadable",
+            FileCode::Unreadable,
             format!(
                 "the {kind} would expand from {compressed} to {total} bytes; at most {} GiB \
                  and {max_ratio} times the file's size are accepted",
@@ -288,7 +289,7 @@ fn count_shared_strings(part: impl Read, budget: u64) -> Result<(), FileError> {
         let cost = text.saturating_add(strings.saturating_mul(STRING_OVERHEAD));
         if cost > budget {
             return Err(FileError::new(
-                "unreadable",
+                FileCode::Unreadable,
                 format!(
                     "the XLSX's shared string table holds more than {strings} strings and \
                      {text} bytes of text, over {} MiB in memory; at most {} MiB are accepted \
@@ -315,7 +316,7 @@ fn check_directory(file: &mut File, len: u64, kind: &str) -> Result<(), FileErro
     file.read_exact(&mut tail).map_err(read_error)?;
     let Some(at) = tail.windows(4).rposition(|w| w == EOCD) else {
         return Err(FileError::new(
-            "unreadable",
+            FileCode::Unreadable,
             format!(
                 "the file is not readable as {kind}: its zip directory is missing \
                  (the file is cut off?)"
@@ -325,7 +326,7 @@ fn check_directory(file: &mut File, len: u64, kind: &str) -> Result<(), FileErro
     let record = &tail[at..];
     if record.len() < 22 {
         return Err(FileError::new(
-            "unreadable",
+            FileCode::Unreadable,
             format!("the file is not readable as {kind}: its zip directory is cut off"),
         ));
     }
@@ -334,7 +335,7 @@ fn check_directory(file: &mut File, len: u64, kind: &str) -> Result<(), FileErro
     let zip64 = entries == 0xFFFF || size == 0xFFFF_FFFF;
     if !zip64 && (entries > MAX_ENTRIES || size > MAX_DIRECTORY_BYTES) {
         return Err(FileError::new(
-            "unreadable",
+            FileCode::Unreadable,
             format!(
                 "the {kind}'s zip holds {entries} parts in a {size}-byte directory; \
                  a workbook has far fewer"
@@ -431,7 +432,7 @@ impl<'a> Assembler<'a> {
 
 fn too_many_columns(max: usize) -> FileError {
     FileError::new(
-        "too_many_columns",
+        FileCode::TooManyColumns,
         format!("the header has more than {max} columns; at most {max} are accepted"),
     )
 }

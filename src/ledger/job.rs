@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::JobState;
-use crate::ingest::Format;
+use crate::ingest::{FileCode, Format};
 use crate::keys::Person;
 use crate::validate::{Mapping, RowAction};
 
@@ -252,11 +252,27 @@ impl ProblemCode {
             ProblemCode::WorkFailed => "work_failed",
         }
     }
+}
 
-    /// The code of a file-level failure as the readers name it (see
-    /// `ingest::FileError`); a code no variant has is `unreadable`.
-    pub fn of_file(code: &str) -> ProblemCode {
-        serde_json::from_value(Json::String(code.to_string())).unwrap_or(ProblemCode::Unreadable)
+impl From<FileCode> for ProblemCode {
+    /// A file-level failure's problem. A read stopped on purpose never
+    /// ends a job ([`FileCode::HeaderGrown`] is read again, [`FileCode::Stopped`]
+    /// is no longer listened to); should one reach here, the file is
+    /// `unreadable`.
+    fn from(code: FileCode) -> ProblemCode {
+        match code {
+            FileCode::Unreadable | FileCode::HeaderGrown | FileCode::Stopped => {
+                ProblemCode::Unreadable
+            }
+            FileCode::Encoding => ProblemCode::Encoding,
+            FileCode::NoRows => ProblemCode::NoRows,
+            FileCode::MissingColumns => ProblemCode::MissingColumns,
+            FileCode::DuplicateColumns => ProblemCode::DuplicateColumns,
+            FileCode::UnknownColumns => ProblemCode::UnknownColumns,
+            FileCode::UnknownSheet => ProblemCode::UnknownSheet,
+            FileCode::TooManyRows => ProblemCode::TooManyRows,
+            FileCode::TooManyColumns => ProblemCode::TooManyColumns,
+        }
     }
 }
 

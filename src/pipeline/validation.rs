@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use super::distinct::Distinct;
 use super::references::{Checks, Target};
 use crate::catalog::Module;
-use crate::ingest::{self, FileError, Format};
+use crate::ingest::{self, FileCode, FileError, Format};
 use crate::ledger::{Counts, Job, Mode, Warning, WarningCode};
 use crate::store::blobs::BlobReader;
 use crate::store::load::{self, Loader};
@@ -23,8 +23,8 @@ use crate::store::rows::{self, Before, StagedRow};
 use crate::store::stage::{self, Stage};
 use crate::store::{self, Db};
 use crate::validate::{
-    CheckedRow, HeaderMap, RowAction, RowError, Rules, Value, check_row, extra_cells, key_text,
-    match_header_with,
+    CheckedRow, HeaderMap, RowAction, RowError, RowErrorCode, Rules, Value, check_row, extra_cells,
+    key_text, match_header_with,
 };
 
 /// How a validation ended.
@@ -83,7 +83,7 @@ pub async fn validate(
     let one_pass = matches!(job.file.format, Format::Json | Format::Ndjson);
     match validate_with(db, module, job, setup, one_pass).await? {
         Outcome::FileFailure(e) if one_pass && header_may_grow(&e) => {
-            tracing::info!(job = %job.id, code = e.code, "read in one pass, the header was short: reading the file again in two passes");
+            tracing::info!(job = %job.id, code = e.code.as_str(), "read in one pass, the header was short: reading the file again in two passes");
             validate_with(db, module, job, setup, false).await
         }
         outcome => Ok(outcome),
@@ -93,10 +93,12 @@ pub async fn validate(
 /// Whether a failure of a file read in one pass may be the header's, short
 /// of keys only objects past the first ones give.
 fn header_may_grow(e: &FileError) -> bool {
-    e.code == ingest::json::HEADER_GROWN || e.code == crate::validate::MISSING_COLUMNS
+    e.code == FileCode::HeaderGrown || e.code == FileCode::MissingColumns
 }
 
-/// Validates a job's file, read in one pass or in two (JSON).
+/// Validates a job's file, read in one pass or in two (JSON): a reader
+/// thread sends the header and batches of checked rows; they are decided
+/// and staged as they come; then the whole job's checks run over the stage.
 async fn validate_with(
     db: &Db,
     module: &Module,
@@ -105,41 +107,7 @@ async fn validate_with(
     one_pass: bool,
 ) -> anyhow::Result<Outcome> {
     let mut stage = Stage::begin(&mut db.acquire().await?.conn(), module, &job.id).await?;
-    let (tx, mut rx) = mpsc::channel::<Result<Msg, FileError>>(4);
-    let reader = {
-        let db = db.clone();
-        let module = module.clone();
-        let job = job.clone();
-        let options = ingest::Options {
-            delimiter: job.options.delimiter,
-            max_cell_bytes: setup.max_cell_bytes,
-            max_columns: setup.max_columns,
-            encoding: job.options.encoding.clone(),
-            sheet: job.options.sheet.clone(),
-            one_pass,
-        };
-        let (zone, max_rows) = (setup.zone, setup.max_rows);
-        let runtime = tokio::runtime::Handle::current();
-        tokio::task::spawn_blocking(move || {
-            let ahead = !job.file.format.streams();
-            let blob = BlobReader::new(db, runtime, &job.file.sha256, ahead);
-            // A panic in a parser must end the job as unreadable, not leave
-            // it validating to be retried for ever.
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                read_file(&module, &job, blob, &options, zone, max_rows, &tx)
-            }))
-            .unwrap_or_else(|_| {
-                Err(FileError::new(
-                    "unreadable",
-                    "the file could not be read (the reader failed)",
-                ))
-            });
-            if let Err(e) = result {
-                let _ = tx.blocking_send(Err(e));
-            }
-        })
-    };
-
+    let (reader, mut rx) = spawn_reader(db, module, job, setup, one_pass);
     // The reader sends the header first, or the reason there is none.
     let header = match rx.recv().await {
         Some(Ok(Msg::Header(h))) => h,
@@ -148,7 +116,7 @@ async fn validate_with(
             reader.await?;
             return Ok(Outcome::FileFailure(match first {
                 Some(Err(e)) => e,
-                _ => FileError::new("unreadable", "the file has no header row"),
+                _ => FileError::new(FileCode::Unreadable, "the file has no header row"),
             }));
         }
     };
@@ -157,21 +125,102 @@ async fn validate_with(
         .set_provided(&mut db.acquire().await?.conn(), &job.id, provided)
         .await?;
     let mut checks = Checks::new(&setup.targets, &header);
-    let (failure, was, mut counts, distinct) =
-        stage_rows(db, &stage, job, &header, &mut checks, &mut rx, setup).await?;
+    let staged = stage_rows(db, &stage, job, &header, &mut checks, &mut rx, setup).await?;
     drop(rx);
     reader.await?;
-    if let Some(e) = failure {
+    if let Some(e) = staged.failure {
         return Ok(Outcome::FileFailure(e));
     }
-    if let Some(revision) = &job.revision {
-        let mut revision = revision.clone();
-        for (i, text) in was {
-            revision.fixes[i].was = Some(text);
-        }
-        let mut c = db.acquire().await?;
-        store::jobs::set_revision(&mut c.conn(), &job.id, &revision).await?;
+    record_replaced_cells(db, job, staged.replaced).await?;
+    let counts = whole_job_checks(db, &stage, job, staged.counts, staged.distinct).await?;
+    if counts.rows == 0 {
+        return Ok(Outcome::FileFailure(FileError::new(
+            FileCode::NoRows,
+            "the file has a header but no data rows",
+        )));
     }
+    let mut warnings: Vec<Warning> = unknown_columns(module, &header).into_iter().collect();
+    warnings.extend(checks.summary());
+    warnings.extend(mapping_applied(job));
+    Ok(Outcome::Checked { counts, warnings })
+}
+
+/// The blocking half on a thread of its own, reading the stored file and
+/// sending the header, then batches of checked rows, or the file's
+/// failure. A panic in a parser ends the job as unreadable, not left
+/// validating to be retried for ever.
+fn spawn_reader(
+    db: &Db,
+    module: &Module,
+    job: &Job,
+    setup: &Setup,
+    one_pass: bool,
+) -> (
+    tokio::task::JoinHandle<()>,
+    mpsc::Receiver<Result<Msg, FileError>>,
+) {
+    let (tx, rx) = mpsc::channel::<Result<Msg, FileError>>(4);
+    let db = db.clone();
+    let module = module.clone();
+    let job = job.clone();
+    let options = ingest::Options {
+        delimiter: job.options.delimiter,
+        max_cell_bytes: setup.max_cell_bytes,
+        max_columns: setup.max_columns,
+        encoding: job.options.encoding.clone(),
+        sheet: job.options.sheet.clone(),
+        one_pass,
+    };
+    let (zone, max_rows) = (setup.zone, setup.max_rows);
+    let runtime = tokio::runtime::Handle::current();
+    let reader = tokio::task::spawn_blocking(move || {
+        let ahead = !job.file.format.streams();
+        let blob = BlobReader::new(db, runtime, &job.file.sha256, ahead);
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            read_file(&module, &job, blob, &options, zone, max_rows, &tx)
+        }))
+        .unwrap_or_else(|_| {
+            Err(FileError::new(
+                FileCode::Unreadable,
+                "the file could not be read (the reader failed)",
+            ))
+        });
+        if let Err(e) = result {
+            let _ = tx.blocking_send(Err(e));
+        }
+    });
+    (reader, rx)
+}
+
+/// A revision's record of what its fixes replaced: each fixed cell's text
+/// as the file held it, known once the file was read.
+async fn record_replaced_cells(
+    db: &Db,
+    job: &Job,
+    replaced: Vec<(usize, String)>,
+) -> anyhow::Result<()> {
+    let Some(revision) = &job.revision else {
+        return Ok(());
+    };
+    let mut revision = revision.clone();
+    for (i, text) in replaced {
+        revision.fixes[i].was = Some(text);
+    }
+    let mut c = db.acquire().await?;
+    store::jobs::set_revision(&mut c.conn(), &job.id, &revision).await?;
+    Ok(())
+}
+
+/// The checks of the whole job over its staged rows, once all are staged:
+/// a key repeated in the file is an error on each of its rows. Returns the
+/// counts with those rows counted as errors.
+async fn whole_job_checks(
+    db: &Db,
+    stage: &Stage<'_>,
+    job: &Job,
+    mut counts: Counts,
+    distinct: bool,
+) -> anyhow::Result<Counts> {
     if counts.rows >= store::ANALYZE_AFTER_ROWS {
         // The statistics then know this job's rows, for the checks below
         // and the commit's plans, which need only proportions (how many of
@@ -185,7 +234,7 @@ async fn validate_with(
     let repeats = if distinct {
         vec![]
     } else {
-        mark_duplicates(db, &stage, &job.id).await?
+        mark_duplicates(db, stage, &job.id).await?
     };
     for was in repeats {
         if was != RowAction::Error {
@@ -193,30 +242,23 @@ async fn validate_with(
             counts.add(RowAction::Error, 1);
         }
     }
-    if counts.rows == 0 {
-        return Ok(Outcome::FileFailure(FileError::new(
-            "no_rows",
-            "the file has a header but no data rows",
-        )));
-    }
-    let mut warnings = Vec::new();
-    if !header.unknown.is_empty() {
-        warnings.push(Warning {
-            code: WarningCode::UnknownColumns,
-            message: format!(
-                "columns not in {} were ignored: {}",
-                module.key,
-                header.unknown.join(", ")
-            ),
-            columns: Some(header.unknown.clone()),
-            module: None,
-            rows: None,
-            mapping: None,
-        });
-    }
-    warnings.extend(checks.summary());
-    warnings.extend(mapping_applied(job));
-    Ok(Outcome::Checked { counts, warnings })
+    Ok(counts)
+}
+
+/// The warning that columns of the file are not the module's, if any are.
+fn unknown_columns(module: &Module, header: &HeaderMap) -> Option<Warning> {
+    (!header.unknown.is_empty()).then(|| Warning {
+        code: WarningCode::UnknownColumns,
+        message: format!(
+            "columns not in {} were ignored: {}",
+            module.key,
+            header.unknown.join(", ")
+        ),
+        columns: Some(header.unknown.clone()),
+        module: None,
+        rows: None,
+        mapping: None,
+    })
 }
 
 /// Most header → column pairs a `mapping_applied` warning spells out.
@@ -299,18 +341,32 @@ pub async fn read_head(
                 samples,
             })
         }))
-        .unwrap_or_else(|_| Err(FileError::new("unreadable", "the file could not be read")))
+        .unwrap_or_else(|_| {
+            Err(FileError::new(
+                FileCode::Unreadable,
+                "the file could not be read",
+            ))
+        })
     })
     .await?)
+}
+
+/// What staging a file's rows found.
+struct Staged {
+    /// The file's failure, if it has one part-way.
+    failure: Option<FileError>,
+    /// What a revision's fixes replaced: a fix's index and the cell's text.
+    replaced: Vec<(usize, String)>,
+    /// The rows staged, by action, and how many have warnings.
+    counts: Counts,
+    /// Whether their keys are certainly distinct.
+    distinct: bool,
 }
 
 /// Decides and stores the rows the reader sends, two batches at a time:
 /// while one batch is written (its own transaction), the keys of the next
 /// are looked up in the table. Done one after the other, each side waited
 /// for the other: a 1M-row validation kept one of the two cores busy.
-/// Returns the file's failure, if it has one part-way, what a revision's
-/// fixes replaced, the rows staged (with how many have warnings), and
-/// whether their keys are certainly distinct.
 async fn stage_rows(
     db: &Db,
     stage: &Stage<'_>,
@@ -319,7 +375,7 @@ async fn stage_rows(
     checks: &mut Checks<'_>,
     rx: &mut mpsc::Receiver<Result<Msg, FileError>>,
     setup: &Setup,
-) -> anyhow::Result<(Option<FileError>, Vec<(usize, String)>, Counts, bool)> {
+) -> anyhow::Result<Staged> {
     let (to_write, mut writes) = mpsc::channel::<Vec<StagedRow>>(2);
     let excluded: std::collections::HashSet<u64> = job
         .revision
@@ -378,8 +434,13 @@ async fn stage_rows(
         loader.finish().await?;
         Ok((counts, keys.certain().await))
     };
-    let ((failure, was), (counts, keys)) = tokio::try_join!(decide_all, write_all)?;
-    Ok((failure, was, counts, keys))
+    let ((failure, replaced), (counts, distinct)) = tokio::try_join!(decide_all, write_all)?;
+    Ok(Staged {
+        failure,
+        replaced,
+        counts,
+        distinct,
+    })
 }
 
 /// The blocking half: parse, match the header, check rows, send batches.
@@ -398,7 +459,7 @@ fn read_file(
     let fixes = Fixes::new(module, &header, &revision);
     if job.options.reject_unknown_columns && !header.unknown.is_empty() {
         return Err(FileError::new(
-            "unknown_columns",
+            FileCode::UnknownColumns,
             format!(
                 "row 1: columns not in {}: {}",
                 module.key,
@@ -423,7 +484,7 @@ fn read_file(
         n += 1;
         if n > max_rows {
             return Err(FileError::new(
-                "too_many_rows",
+                FileCode::TooManyRows,
                 format!("the file has more than {max_rows} data rows"),
             ));
         }
@@ -607,13 +668,23 @@ pub(super) async fn decide(
         } else {
             match (mode, existing) {
                 (Mode::Insert, Some(_)) => {
-                    row.errors
-                        .push(key_error(module, &row, "exists", "is already in", mode));
+                    row.errors.push(key_error(
+                        module,
+                        &row,
+                        RowErrorCode::Exists,
+                        "is already in",
+                        mode,
+                    ));
                     RowAction::Error
                 }
                 (Mode::Update, None) => {
-                    row.errors
-                        .push(key_error(module, &row, "not_found", "is not in", mode));
+                    row.errors.push(key_error(
+                        module,
+                        &row,
+                        RowErrorCode::NotFound,
+                        "is not in",
+                        mode,
+                    ));
                     RowAction::Error
                 }
                 (_, None) => RowAction::Insert,
@@ -643,13 +714,19 @@ pub(super) async fn decide(
     Ok(staged)
 }
 
-fn key_error(module: &Module, row: &CheckedRow, code: &str, verb: &str, mode: Mode) -> RowError {
+fn key_error(
+    module: &Module,
+    row: &CheckedRow,
+    code: RowErrorCode,
+    verb: &str,
+    mode: Mode,
+) -> RowError {
     let key: Vec<String> = module.natural_key.clone();
     RowError {
         row: row.row,
         column: Some(key.join(",")),
         value: None,
-        code: code.to_string(),
+        code,
         message: format!(
             "row {}: the key ({}) {verb} {} (mode={})",
             row.row,
@@ -724,7 +801,7 @@ pub(super) fn duplicate_error(
         row: row_no as u64,
         column: Some(module.natural_key.join(",")),
         value: Some(key_display(nkey)),
-        code: "duplicate_in_file".into(),
+        code: RowErrorCode::DuplicateInFile,
         message: format!(
             "row {row_no}: the key ({}) repeats row {first_row}",
             module.natural_key.join(", "),

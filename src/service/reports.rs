@@ -151,7 +151,7 @@ async fn errors_xlsx(app: &App, job: &Job) -> Result<Download> {
                 .write_number(row, 0, e.row as f64)
                 .and_then(|s| s.write_string(row, 1, e.column.as_deref().unwrap_or("")))
                 .and_then(|s| s.write_string(row, 2, e.value.as_deref().unwrap_or("")))
-                .and_then(|s| s.write_string(row, 3, &e.code))
+                .and_then(|s| s.write_string(row, 3, e.code.as_str()))
                 .and_then(|s| s.write_string(row, 4, &e.message))
                 .map_err(Error::internal)?;
             row += 1;
@@ -278,7 +278,7 @@ fn errors_csv(app: Arc<App>, job: Job) -> Download {
                     e.row.to_string(),
                     neutralise(e.column.as_deref().unwrap_or("")),
                     neutralise(e.value.as_deref().unwrap_or("")),
-                    e.code.clone(),
+                    e.code.as_str().to_string(),
                     neutralise(&e.message),
                 ]
             });

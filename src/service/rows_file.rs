@@ -415,6 +415,7 @@ fn fix_text(cell: &Cell, line: u64, column: &str) -> Result<Option<String>> {
 mod tests {
     use super::*;
     use crate::service::formula::neutralise;
+    use crate::validate::RowErrorCode;
 
     fn line(row: u64, cells: &[&str]) -> RawRow {
         RawRow {
@@ -465,7 +466,7 @@ mod tests {
             row: 3,
             column: Some("grade".into()),
             value: Some("Z".into()),
-            code: "not_allowed".into(),
+            code: RowErrorCode::NotAllowed,
             message: "row 3, column grade: must be one of A, B".into(),
         };
         assert_eq!(own_message(&e), "must be one of A, B");

@@ -89,7 +89,7 @@ async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
     let started = Instant::now();
     let found = match read(app, module, job, &setup).await? {
         Outcome::FileFailure(e) => Validation::FileFailure {
-            code: ProblemCode::of_file(e.code),
+            code: ProblemCode::from(e.code),
             message: e.message,
         },
         Outcome::Checked { counts, warnings } => Validation::Checked { counts, warnings },

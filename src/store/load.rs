@@ -421,7 +421,7 @@ mod sqlite {
                     e.row as i64,
                     e.column,
                     e.value,
-                    e.code,
+                    e.code.as_str(),
                     e.message
                 ])?;
             }

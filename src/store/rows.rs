@@ -8,9 +8,9 @@ use sqlx::Row;
 use super::copy_text::CopyText;
 use super::stage::{Stage, action_is};
 use super::values::{BindValue, DecodeValue};
-use super::{Conn, Dialect, Result, json_col};
+use super::{Conn, Dialect, Result, StoreError, json_col};
 use crate::on_conn;
-use crate::validate::{RowAction, RowError, Value};
+use crate::validate::{RowAction, RowError, RowErrorCode, Value};
 
 /// Rows per multi-row statement: well under both databases' parameter limits.
 pub const BATCH: usize = 500;
@@ -139,7 +139,7 @@ pub fn warnings_of(
                          when the file was checked"
                     ),
                     value: Some(value),
-                    code: crate::validate::REFERENCE.into(),
+                    code: crate::validate::RowErrorCode::Reference,
                 },
             }
         })
@@ -238,7 +238,7 @@ async fn copy_errors(c: &mut sqlx::PgConnection, job_id: &str, rows: &[StagedRow
             data.int(e.row as i64);
             data.opt_text(e.column.as_deref());
             data.opt_text(e.value.as_deref());
-            data.text(&e.code);
+            data.text(e.code.as_str());
             data.text(&e.message);
             data.end_row();
         }
@@ -269,7 +269,7 @@ async fn insert_errors(
             let mut q = sqlx::query(&sql);
             for (seq, n, e) in part {
                 q = q.bind(job_id).bind(*seq).bind(*n).bind(e.row as i64).bind(&e.column)
-                    .bind(&e.value).bind(&e.code).bind(&e.message);
+                    .bind(&e.value).bind(e.code.as_str()).bind(&e.message);
             }
             q.execute(c).await?.rows_affected()
         });
@@ -568,11 +568,13 @@ where
     for<'a> i64: sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
     for<'a> &'a str: sqlx::ColumnIndex<R>,
 {
+    let code: String = r.try_get("code")?;
     Ok(RowError {
         row: r.try_get::<i64, _>("row_no")? as u64,
         column: r.try_get("col")?,
         value: r.try_get("value")?,
-        code: r.try_get("code")?,
+        code: RowErrorCode::parse(&code)
+            .ok_or_else(|| StoreError::Corrupt(format!("row error code {code:?}")))?,
         message: r.try_get("message")?,
     })
 }
@@ -815,6 +817,6 @@ mod tests {
         // what was found, with the row's value.
         let gone = super::warnings_of(orders, &vals, Some("qty"), 7);
         assert_eq!(gone[0].value.as_deref(), Some("3"));
-        assert_eq!(gone[0].code, "reference");
+        assert_eq!(gone[0].code, crate::validate::RowErrorCode::Reference);
     }
 }

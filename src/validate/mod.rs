@@ -11,7 +11,7 @@ pub mod value;
 use std::collections::HashMap;
 
 use crate::catalog::{Module, Reference};
-use crate::ingest::{FileError, RawRow};
+use crate::ingest::{FileCode, FileError, RawRow};
 pub use value::{CellError, Rules, Value};
 
 /// How the file's columns map onto the module's columns.
@@ -77,9 +77,6 @@ pub fn header_names(module: &Module) -> HashMap<String, (usize, Named)> {
     names
 }
 
-/// The code of a header without a column the module requires.
-pub const MISSING_COLUMNS: &str = "missing_columns";
-
 /// Matches a file's header with a mapping first, then by the module's
 /// columns and aliases.
 pub fn match_header_with(
@@ -105,7 +102,7 @@ pub fn match_header_with(
         match by_mapping.as_ref().or_else(|| names.get(&norm)) {
             Some(&col) if position[col].is_some() => {
                 return Err(FileError::new(
-                    "duplicate_columns",
+                    FileCode::DuplicateColumns,
                     format!(
                         "row 1: columns {} and {} both name {}",
                         position[col].map(|p| p + 1).unwrap_or(0),
@@ -131,7 +128,7 @@ pub fn match_header_with(
         .collect();
     if !missing.is_empty() {
         return Err(FileError::new(
-            MISSING_COLUMNS,
+            FileCode::MissingColumns,
             format!("row 1: required columns missing: {}", missing.join(", ")),
         ));
     }
@@ -181,6 +178,77 @@ impl RowAction {
     }
 }
 
+/// What is wrong with a row or one of its cells (API.md section 5): a
+/// client switches on it, the console words it in the reader's language.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum RowErrorCode {
+    /// A required column's cell is empty.
+    Required,
+    /// The cell is not a value of the column's type.
+    Type,
+    /// A number or a date outside what the column holds.
+    OutOfRange,
+    /// The cell does not have the column's format (a date, a pattern), or
+    /// the row has more cells than the header.
+    Format,
+    /// A value outside the column's allowed values.
+    NotAllowed,
+    /// Longer than the column's maximum length, or than a cell may be.
+    TooLong,
+    /// The natural key is on another row of the file too.
+    DuplicateInFile,
+    /// `mode=insert`: the natural key is already in the table.
+    Exists,
+    /// `mode=update`: the natural key is not in the table.
+    NotFound,
+    /// A referencing column's value is not in the referenced module's
+    /// table (API.md section 12).
+    Reference,
+}
+
+impl RowErrorCode {
+    pub const ALL: [RowErrorCode; 10] = [
+        RowErrorCode::Required,
+        RowErrorCode::Type,
+        RowErrorCode::OutOfRange,
+        RowErrorCode::Format,
+        RowErrorCode::NotAllowed,
+        RowErrorCode::TooLong,
+        RowErrorCode::DuplicateInFile,
+        RowErrorCode::Exists,
+        RowErrorCode::NotFound,
+        RowErrorCode::Reference,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowErrorCode::Required => "required",
+            RowErrorCode::Type => "type",
+            RowErrorCode::OutOfRange => "out_of_range",
+            RowErrorCode::Format => "format",
+            RowErrorCode::NotAllowed => "not_allowed",
+            RowErrorCode::TooLong => "too_long",
+            RowErrorCode::DuplicateInFile => "duplicate_in_file",
+            RowErrorCode::Exists => "exists",
+            RowErrorCode::NotFound => "not_found",
+            RowErrorCode::Reference => "reference",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RowErrorCode> {
+        RowErrorCode::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for RowErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One row error, as the errors report shows it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct RowError {
@@ -191,9 +259,7 @@ pub struct RowError {
     pub column: Option<String>,
     /// The cell's text as the file held it.
     pub value: Option<String>,
-    /// `required`, `type`, `out_of_range`, `format`, `not_allowed`,
-    /// `duplicate_in_file`, `exists`, `not_found` or `too_long`.
-    pub code: String,
+    pub code: RowErrorCode,
     pub message: String,
 }
 
@@ -205,7 +271,7 @@ impl RowError {
             row,
             column: Some(reference.column.clone()),
             value: Some(value.to_string()),
-            code: REFERENCE.into(),
+            code: RowErrorCode::Reference,
             message: format!(
                 "row {row}: {} {value} is not in {}",
                 reference.column, reference.module
@@ -213,9 +279,6 @@ impl RowError {
         }
     }
 }
-
-/// The code of [`RowError::missing_reference`].
-pub const REFERENCE: &str = "reference";
 
 /// One row after type checking.
 #[derive(Debug, Clone)]
@@ -304,7 +367,7 @@ pub fn check_row(module: &Module, header: &HeaderMap, rules: &Rules, raw: RawRow
                     row,
                     column: Some(column.name.clone()),
                     value: Some(text.clone()),
-                    code: code.to_string(),
+                    code,
                     message: format!("row {row}, column {}: {message}", column.name),
                 });
                 failed.push((i, text));
@@ -332,7 +395,7 @@ pub fn extra_cells(raw: &RawRow, width: usize) -> Option<RowError> {
         row: raw.row,
         column: None,
         value: None,
-        code: "format".into(),
+        code: RowErrorCode::Format,
         message: format!(
             "row {}: {} cells more than the header's {width} columns",
             raw.row,
@@ -374,7 +437,7 @@ mod tests {
             .collect();
         assert_eq!(
             match_header(m, &header).unwrap_err().code,
-            "missing_columns"
+            FileCode::MissingColumns
         );
         let mapping: Mapping = [
             (
@@ -395,7 +458,7 @@ mod tests {
         let catalog = Catalog::builtin();
         let m = catalog.get("orders").unwrap();
         let err = match_header(m, &["order_no".to_string(), "sku".to_string()]).unwrap_err();
-        assert_eq!(err.code, "missing_columns");
+        assert_eq!(err.code, FileCode::MissingColumns);
         assert!(
             err.message
                 .contains("customer_id, qty, amount_idr, order_date"),

@@ -10,6 +10,7 @@ use chrono_tz::Tz;
 use rust_decimal::Decimal;
 use serde_json::Value as Json;
 
+use super::RowErrorCode;
 use crate::catalog::{Column, ColumnType};
 use crate::ingest::Cell;
 
@@ -35,12 +36,11 @@ pub enum Value {
 /// Why a cell is not a value of its column.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CellError {
-    /// `required`, `type`, `out_of_range`, `format`, `not_allowed`, `too_long`.
-    pub code: &'static str,
+    pub code: RowErrorCode,
     pub message: String,
 }
 
-fn err(code: &'static str, message: String) -> CellError {
+fn err(code: RowErrorCode, message: String) -> CellError {
     CellError { code, message }
 }
 
@@ -215,14 +215,17 @@ pub fn parse(cell: &mut Cell, column: &Column, rules: &Rules) -> Result<Option<V
         }
         Cell::Error(e) => {
             return Err(err(
-                "type",
+                RowErrorCode::Type,
                 format!("the cell holds the spreadsheet error {e}, not a value"),
             ));
         }
         other => Some(parse_typed(other, column, rules)?),
     };
     if value.is_none() && column.required {
-        return Err(err("required", format!("{} is required", column.name)));
+        return Err(err(
+            RowErrorCode::Required,
+            format!("{} is required", column.name),
+        ));
     }
     let value = value.map(settle_time).transpose()?;
     if let Some(Value::Text(mut s)) = value {
@@ -235,7 +238,7 @@ pub fn parse(cell: &mut Cell, column: &Column, rules: &Rules) -> Result<Option<V
 fn check_size(s: &str, rules: &Rules) -> Result<(), CellError> {
     if s.len() > rules.max_cell_bytes && rules.max_cell_bytes > 0 {
         return Err(err(
-            "too_long",
+            RowErrorCode::TooLong,
             format!(
                 "the cell has {} bytes; at most {} are accepted",
                 s.len(),
@@ -247,7 +250,7 @@ fn check_size(s: &str, rules: &Rules) -> Result<(), CellError> {
         // PostgreSQL text cannot hold NUL; a NUL usually means a binary or
         // UTF-16 file read as text.
         return Err(err(
-            "format",
+            RowErrorCode::Format,
             "the cell holds a NUL character (is the file binary, or UTF-16 without a BOM?)".into(),
         ));
     }
@@ -279,7 +282,7 @@ fn settle_time(v: Value) -> Result<Value, CellError> {
         Value::Date(d) => (d.year(), None),
         Value::Timestamp(t) if t.nanosecond() >= 1_000_000_000 => {
             return Err(err(
-                "format",
+                RowErrorCode::Format,
                 format!(
                     "{} is in a leap second (second 60); give the next minute instead",
                     v.to_text()
@@ -309,7 +312,7 @@ fn out_of_range(v: &Value, rounded: Option<&Value>) -> CellError {
         _ => String::new(),
     };
     err(
-        "out_of_range",
+        RowErrorCode::OutOfRange,
         format!(
             "{}{stored} is outside the years {} to {}",
             v.to_text(),
@@ -351,7 +354,7 @@ fn check_text<'c>(s: &str, column: &'c Column) -> Result<Option<&'c String>, Cel
         let n = s.chars().count();
         if n > max {
             return Err(err(
-                "too_long",
+                RowErrorCode::TooLong,
                 format!("{n} characters; at most {max} are accepted"),
             ));
         }
@@ -360,7 +363,7 @@ fn check_text<'c>(s: &str, column: &'c Column) -> Result<Option<&'c String>, Cel
         return match allowed.iter().find(|a| a.eq_ignore_ascii_case(s.trim())) {
             Some(a) => Ok(Some(a).filter(|a| *a != s)),
             None => Err(err(
-                "not_allowed",
+                RowErrorCode::NotAllowed,
                 format!("{:?} is not one of: {}", s, allowed.join(", ")),
             )),
         };
@@ -403,12 +406,15 @@ fn parse_int(s: &str, min: i64, max: i64, name: &str) -> Result<Value, CellError
     };
     let body = whole.strip_prefix('-').unwrap_or(whole);
     if body.is_empty() || !body.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(err("type", format!("{s:?} is not a whole number ({name})")));
+        return Err(err(
+            RowErrorCode::Type,
+            format!("{s:?} is not a whole number ({name})"),
+        ));
     }
     match whole.parse::<i128>() {
         Ok(n) if n >= min as i128 && n <= max as i128 => Ok(Value::Int(n as i64)),
         _ => Err(err(
-            "out_of_range",
+            RowErrorCode::OutOfRange,
             format!("{s} is outside the {name} range {min}..={max}"),
         )),
     }
@@ -422,13 +428,16 @@ fn parse_decimal(s: &str) -> Result<Value, CellError> {
         && plain.bytes().all(|b| b.is_ascii_digit() || b == b'.')
         && plain.bytes().any(|b| b.is_ascii_digit());
     if !well_formed {
-        return Err(err("type", format!("{s:?} is not a decimal number")));
+        return Err(err(
+            RowErrorCode::Type,
+            format!("{s:?} is not a decimal number"),
+        ));
     }
     Decimal::from_str_exact(body)
         .map(Value::Decimal)
         .map_err(|_| {
             err(
-                "out_of_range",
+                RowErrorCode::OutOfRange,
                 format!("{s} has more digits than a numeric holds (28)"),
             )
         })
@@ -439,7 +448,7 @@ fn parse_bool(s: &str) -> Result<Value, CellError> {
         "true" | "yes" | "1" | "y" | "ya" => Ok(Value::Bool(true)),
         "false" | "no" | "0" | "n" | "tidak" => Ok(Value::Bool(false)),
         _ => Err(err(
-            "type",
+            RowErrorCode::Type,
             format!("{s:?} is not a boolean (true/false, yes/no, 1/0, y/n, ya/tidak)"),
         )),
     }
@@ -495,7 +504,7 @@ fn parse_date(s: &str, rules: &Rules) -> Result<NaiveDate, CellError> {
         .or_else(|| (rules.date_formats.iter()).find_map(|f| NaiveDate::parse_from_str(s, f).ok()))
         .ok_or_else(|| {
             err(
-                "format",
+                RowErrorCode::Format,
                 format!(
                     "{s:?} is not a date (YYYY-MM-DD{})",
                     rules
@@ -527,7 +536,7 @@ fn parse_timestamp(s: &str, rules: &Rules) -> Result<DateTime<Utc>, CellError> {
         .map(|t| t.with_timezone(&Utc))
         .ok_or_else(|| {
             err(
-                "format",
+                RowErrorCode::Format,
                 format!(
                     "{s:?} is not a timestamp (RFC 3339, or YYYY-MM-DD HH:MM[:SS] in {})",
                     rules.zone
@@ -547,7 +556,12 @@ fn local_datetime(s: &str, rules: &Rules) -> Option<NaiveDateTime> {
 
 /// Cells that already carry a type (spreadsheets, JSON).
 fn parse_typed(cell: &Cell, column: &Column, rules: &Rules) -> Result<Value, CellError> {
-    let mismatch = |what: &str| err("type", format!("{what} is not a {}", column.ty.as_str()));
+    let mismatch = |what: &str| {
+        err(
+            RowErrorCode::Type,
+            format!("{what} is not a {}", column.ty.as_str()),
+        )
+    };
     match (column.ty, cell) {
         (ColumnType::Text, Cell::Int(i)) => Ok(Value::Text(i.to_string())),
         (ColumnType::Text, Cell::Number(n)) => Ok(Value::Text(n.clone())),
@@ -586,7 +600,12 @@ fn local_to_utc(dt: NaiveDateTime, rules: &Rules) -> Result<Value, CellError> {
         .from_local_datetime(&dt)
         .earliest()
         .map(|t| Value::Timestamp(t.with_timezone(&Utc)))
-        .ok_or_else(|| err("format", format!("{dt} does not exist in {}", rules.zone)))
+        .ok_or_else(|| {
+            err(
+                RowErrorCode::Format,
+                format!("{dt} does not exist in {}", rules.zone),
+            )
+        })
 }
 
 /// The text of a cell for an error report (long cells shortened, without
@@ -730,16 +749,16 @@ mod tests {
         // A cell that fails is left whole, for the row's error to show.
         for (text, code) in [("shipped", "not_allowed"), ("pending!", "too_long")] {
             let (value, cell) = run(text);
-            assert_eq!(value.unwrap_err().code, code);
+            assert_eq!(value.unwrap_err().code.as_str(), code);
             assert_eq!(cell, Cell::Text(text.into()));
         }
         // A value made from another kind of cell is checked alike.
         let value = parse(&mut Cell::Int(7), &status, &rules);
-        assert_eq!(value.unwrap_err().code, "not_allowed");
+        assert_eq!(value.unwrap_err().code.as_str(), "not_allowed");
     }
 
     fn code(r: Result<Option<Value>, CellError>) -> &'static str {
-        r.unwrap_err().code
+        r.unwrap_err().code.as_str()
     }
 
     #[test]
@@ -820,7 +839,7 @@ mod tests {
         let far = NaiveDate::from_ymd_opt(196_299, 1, 12).unwrap();
         for ty in [ColumnType::Date, ColumnType::Timestamptz] {
             let e = parse(&mut Cell::Date(far), &col(ty), &rules).unwrap_err();
-            assert_eq!(e.code, "out_of_range", "{ty:?}: {}", e.message);
+            assert_eq!(e.code.as_str(), "out_of_range", "{ty:?}: {}", e.message);
         }
         assert_eq!(code(p(ColumnType::Date, "+12345-01-01")), "out_of_range");
         assert_eq!(
@@ -876,7 +895,7 @@ mod tests {
     #[test]
     fn a_timestamp_rounded_out_of_the_years_is_out_of_range() {
         let e = p(ColumnType::Timestamptz, "9999-12-31T23:59:59.9999999Z").unwrap_err();
-        assert_eq!(e.code, "out_of_range");
+        assert_eq!(e.code.as_str(), "out_of_range");
         assert!(
             e.message.contains("+10000-01-01T00:00:00Z"),
             "{}",
@@ -955,13 +974,13 @@ mod tests {
             parse(&mut Cell::Text("  ".into()), &c, &rules)
                 .unwrap_err()
                 .code,
-            "required"
+            RowErrorCode::Required
         );
         assert_eq!(
             parse(&mut Cell::Text("12345678901".into()), &c, &rules)
                 .unwrap_err()
                 .code,
-            "too_long"
+            RowErrorCode::TooLong
         );
     }
 
