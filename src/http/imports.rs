@@ -15,7 +15,9 @@ use axum::extract::{FromRequest, Multipart, Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use futures::StreamExt;
-use utoipa::ToSchema;
+use utoipa::openapi::schema::{ObjectBuilder, Schema};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{PartialSchema, ToSchema};
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
 use utoipa_axum::routes;
 
@@ -37,12 +39,35 @@ pub fn routes() -> OpenApiRouter<Arc<App>> {
 }
 
 /// A `multipart/form-data` upload, as a browser form sends it.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct UploadForm {
-    /// The file; its format from the part's type, else its file name,
-    /// else its bytes. Other parts are skipped.
-    file: Binary,
+/// The form's one part the upload reads; the document describes the form
+/// from it.
+pub struct UploadForm;
+
+impl UploadForm {
+    /// The part that holds the file; other parts are skipped.
+    pub const FILE: &'static str = "file";
+}
+
+impl PartialSchema for UploadForm {
+    fn schema() -> RefOr<Schema> {
+        let mut file = Ref::from_schema_name("Binary");
+        file.description = "The file; its format from the part's type, else its file name,\n\
+            else its bytes. Other parts are skipped."
+            .into();
+        ObjectBuilder::new()
+            .property(UploadForm::FILE, RefOr::Ref(file))
+            .required(UploadForm::FILE)
+            .description(Some(
+                "A `multipart/form-data` upload, as a browser form sends it.",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for UploadForm {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push(("Binary".into(), Binary::schema()));
+    }
 }
 
 /// Uploads a file for a module: it becomes a validation job (`202`), never
@@ -200,7 +225,7 @@ async fn multipart_upload(
                 "the form has no part named \"file\"; send the file in a part named file",
             ));
         };
-        if field.name() != Some("file") {
+        if field.name() != Some(UploadForm::FILE) {
             continue;
         }
         let name = field.file_name().and_then(uploads::clean_name);

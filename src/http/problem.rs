@@ -105,8 +105,8 @@ impl Code {
     }
 }
 
-/// A problem as clients read it (RFC 9457), and as the OpenAPI document
-/// describes it: every answer is rendered from this type.
+/// A problem answer (RFC 9457): every problem the API answers is rendered
+/// from this type, which the OpenAPI document describes.
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = Problem)]
 pub struct ProblemDoc<'a> {

@@ -12,8 +12,7 @@ use encoding_rs::{DecoderResult, Encoding};
 
 use super::{FileCode, FileError};
 
-/// The names `?encoding=` (and a `charset`) accepts, as API.md gives them;
-/// a label is read in any case. The OpenAPI document lists these names.
+/// The encodings `?encoding=` (and a `charset`) names, read in any case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, utoipa::ToSchema)]
 #[schema(as = CsvEncoding)]
 pub enum Label {
