@@ -248,7 +248,7 @@ async fn a_service_without_the_ledgers_key_does_not_start() {
 /// hash and sealed with a new key at start; one that was edited is not
 /// laundered by sealing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_ledger_from_before_the_key_is_sealed_once_checked() {
+async fn an_unkeyed_ledger_is_sealed_once_checked() {
     let (app, id) = ledger().await;
     let key_file = app.app.settings.ledger_files().0;
     rehash_unkeyed(&app).await;

@@ -170,7 +170,7 @@ async fn a_value_remembered_across_batches_warns_on_every_row_that_names_it() {
 /// once a revision holds them) come back in the staged rows at the next
 /// start, and the table is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn warnings_kept_in_their_old_table_move_into_the_staged_rows() {
+async fn warnings_kept_in_a_table_of_their_own_move_into_the_staged_rows() {
     let app = spawn_app().await;
     let (sub, apr) = (app.submitter().await, app.approver().await);
     committed(&app, &sub, &apr, "products", PRODUCTS).await;
