@@ -20,10 +20,13 @@
 //! argument list (a copied `String` per text cell) on the runtime's
 //! threads, hand it to the connection's own thread, which binds it value
 //! by value — measured on 1M `orders` rows, writing the stage took 6.5 s
-//! of the 9 s validation, where SQLite's own `INSERT … SELECT` of the same
-//! rows and notes takes 3.3 s (BENCHMARKS.md, "The stage written on its
-//! own thread"). sqlx has no prepared-statement reuse for a row at a
-//! time without that per-value argument building.
+//! of the 9 s validation (timers around the staging, `perf record` of the
+//! release server), where SQLite's own `INSERT … SELECT` of the same rows
+//! and notes takes 3.3 s (`sqlite3` with `.timer on`). Through `rusqlite`
+//! the validation took 6.5–7.2 s instead of 9.2–10.4 (`bash bench/run.sh
+//! --rows 1000000 --modules orders --formats csv`, two builds alternated).
+//! sqlx has no prepared-statement reuse for a row at a time without that
+//! per-value argument building.
 
 use std::time::Duration;
 
@@ -143,8 +146,9 @@ mod pg {
     /// (begin, durability, breaks, lease, commit), each a wait for a
     /// backend to be scheduled on a machine whose two cores are busy: 1M
     /// `orders` rows in 2,000-row transactions validated in a median of
-    /// 4.13 s, joined 3.70–3.76 s (BENCHMARKS.md, "Queued batches written
-    /// as one"). Memory holds no more rows than the queue already did.
+    /// 4.13 s, joined 3.70–3.76 s (`bash bench/once.sh BIN postgres`,
+    /// three alternated rounds). Memory holds no more rows than the queue
+    /// already did.
     const JOINED_ROWS: usize = 8_000;
 
     /// The batches being written, oldest first.

@@ -7,16 +7,20 @@
 //! through sqlx ([`tables::by_keys`]), each found row read straight into
 //! module values, except the cells that hold exactly the file's value
 //! ([`Found::as_file`]), which are only compared. Through sqlx the
-//! lookups of 1M keys, all found, took 6.4 s of a 9 s upsert validation:
-//! a multi-row statement's arguments built on the runtime's threads and
+//! lookups of 1M keys, all found, took 6.4 s of a 9 s upsert validation
+//! (timers around the decide side's steps on the release server): a
+//! multi-row statement's arguments built on the runtime's threads and
 //! bound value by value on the connection's thread, then every row sent
-//! back over a channel and decoded (BENCHMARKS.md, "Upsert commits, key
-//! lookups and the SQLite rollback"). PostgreSQL keeps its one `unnest`
-//! statement a batch ([`tables::pg_lookup`]), a join or one index probe a
-//! key as the table's size says ([`tables::key_plan`], counted at the
-//! first lookup), and reads its found rows' cells as SQLite's are: those
-//! holding the file's value compared on the wire, not decoded. Neither
-//! looks in a table that was empty then.
+//! back over a channel and decoded, where SQLite's own join of the same
+//! keys takes 0.5 s. Through `rusqlite` the upsert validation took 8.1 s
+//! instead of 9.1 (`bash bench/run.sh --rows 1000000 --modules orders
+//! --formats csv --backends sqlite`, two builds alternated). PostgreSQL
+//! keeps its one `unnest` statement a batch ([`tables::pg_lookup`]), a
+//! join or one index probe a key as the table's size says
+//! ([`tables::key_plan`], counted at the first lookup), and reads its
+//! found rows' cells as SQLite's are: those holding the file's value
+//! compared on the wire, not decoded. Neither looks in a table that was
+//! empty then.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -34,15 +38,16 @@ use crate::validate::value::date_digits;
 /// A validation's key lookups in one module: what the lookup thread needs,
 /// made once. The statement of a full part ([`rows::BATCH`] keys, with a
 /// `VALUES` list of 500 tuples for a two-column key) was written again
-/// for every part: 2 % of a 1M-row SQLite upsert validation's CPU in
-/// `perf` (BENCHMARKS.md, issue 18, ninth session).
+/// for every part: 2 % of a 1M-row SQLite upsert validation's CPU
+/// (`perf record --call-graph dwarf` of the server during `bash
+/// bench/once.sh`).
 ///
 /// On SQLite the lookups have a connection of their own, opened at the
 /// first and kept until the validation drops its `Lookup`, so the
 /// statement is also prepared once: prepared again for every batch (on a
 /// pool connection, through a `rusqlite` handle made for the batch) it
-/// took about 1,000 instructions a key under callgrind (BENCHMARKS.md,
-/// issue 18, tenth session). It only reads: in WAL mode it sees the table
+/// took about 1,000 instructions a key (callgrind of the server over `bash
+/// bench/once.sh`, 20,000 orders). It only reads: in WAL mode it sees the table
 /// as last committed, as a pool connection did, and holds no lock a
 /// writer waits for.
 pub struct Lookup {
@@ -52,7 +57,8 @@ pub struct Lookup {
     /// ([`tables::key_plan`]): the validation does not write the table. A
     /// table empty then is not looked in: a first import of 1M orders on
     /// PostgreSQL spent 1.1 s of its validation on 500 lookups that found
-    /// nothing (BENCHMARKS.md, issue 18, seventeenth session).
+    /// nothing (timers of the decide side during `bash bench/once.sh BIN
+    /// postgres`).
     key_plan: std::sync::OnceLock<tables::KeyPlan>,
     /// The file's columns of the first lookup: the statements kept on the
     /// SQLite connection select their cells ([`Read`]), so every later
@@ -143,8 +149,10 @@ impl Lookup {
 /// A row a validation looks up: the file's values of the provided
 /// columns, its natural key among them ([`Module::key_places`]). The key is not
 /// copied out: three allocations a row on the decide side, which an
-/// upsert validation shares its two cores with (issue 18, twenty-first
-/// session).
+/// upsert validation shares its two cores with. Keys read in place, and
+/// the before-image made in the found row, took the decide side of a
+/// 20,000-row upsert from 69.5 M to 52.9 M instructions (callgrind of the
+/// server over `bash bench/once.sh`).
 pub struct Wanted {
     pub file: Vec<Option<Value>>,
 }
@@ -172,8 +180,9 @@ pub struct Found {
     /// The catalog columns (their [`stage::same_bit`]) whose cell holds
     /// exactly what the file gives, stored alike: the row's value there is
     /// the file's, identical. Decoding such cells only to compare them
-    /// was a third of the SQLite lookups' time (issue 18, fifteenth
-    /// session); a re-uploaded export leaves most cells as they are.
+    /// was a third of the SQLite lookups' time (`perf record --call-graph
+    /// dwarf` of a 1M-row upsert during `bash bench/once.sh`); a
+    /// re-uploaded export leaves most cells as they are.
     pub as_file: i64,
 }
 
@@ -238,8 +247,8 @@ fn sqlite(
 /// The lookups of one batch on PostgreSQL, on connection `c`, as `key_plan`
 /// says; `provided` as for [`sqlite`]. Each found row's cells are read as
 /// SQLite's are ([`found`]): decoding every cell of 1M found orders was
-/// 0.66 s of the upsert validation's critical path, the lookups
-/// (BENCHMARKS.md, issue 18, eighteenth session).
+/// 0.66 s of the upsert validation's critical path, the lookups (`perf
+/// record --call-graph dwarf` during `bash bench/once.sh BIN postgres`).
 async fn postgres(
     c: &mut sqlx::PgConnection,
     plan: &Plan,
@@ -298,9 +307,10 @@ enum Cell {
 /// What a batch's lookups select of each found row, after its key's place
 /// (column 0): the cells of the file's columns ([`found`]), but for the
 /// key cells whose match proves they hold the file's values
-/// ([`key_is_exact`]). Its id and the other cells went unread: 1M orders
-/// found on PostgreSQL sent ten cells a row where seven are read (issue
-/// 18, twenty-first session).
+/// ([`key_is_exact`]). Its id and the other cells went unread: orders
+/// came back with ten cells a row where seven are read, and selecting
+/// only those took a 1M-row PostgreSQL upsert validation from 6.26 to
+/// 6.05 s (`bash bench/once.sh BIN postgres`, medians of 3).
 struct Read {
     /// The select list, of the found row `t`.
     select: String,

@@ -95,7 +95,9 @@ pub struct StoredRow {
 /// job id, beside the million staged rows: 1.2 s of SQLite's and 2.6 s of
 /// PostgreSQL's time in a 1M-row validation. As the warnings' JSON in the
 /// row they still cost SQLite 0.7 s of a 2.7 s stage (a row twice as
-/// wide); as a column's name, nothing measurable (BENCHMARKS.md, issue 18).
+/// wide); as a column's name, nothing measurable (`bash bench/once.sh`
+/// with the harness's 1M orders, every row warning, and SQLite's own
+/// `INSERT … SELECT` of the stage timed in `sqlite3`).
 /// In the row they go wherever the row goes (to a revision, out with a
 /// purge) without being copied.
 pub fn warns_text(columns: &[&str]) -> Option<String> {

@@ -377,8 +377,9 @@ pub fn create_table_sql(module: &Module, dialect: Dialect) -> String {
 /// reclaims the old version on the page itself. On full pages every update
 /// added an entry to both indexes. 1M rows, every one updated: 6.5 s at
 /// 100, 6.0 s at 85, 5.4 s at 70 (and 2.6 s at 50), while inserting
-/// them cost the same within the noise (BENCHMARKS.md "Upsert commits and
-/// rollbacks"). Tables created before keep their setting.
+/// them cost the same within the noise (`EXPLAIN (ANALYZE, BUFFERS, WAL)`
+/// of the commit's `UPDATE … FROM` over the harness's 1M orders). Tables
+/// created before keep their setting.
 pub const FILL_FACTOR: u32 = 85;
 
 /// The name of a module table's natural-key index.

@@ -66,8 +66,9 @@ where
 /// keeps the list the outer loop, an index lookup a key). A found row
 /// comes back with the place of its key (column 0), so the caller needs no
 /// key text to match it: the canonical text of every found row's key,
-/// and a hash map of them, were 2–3 % of a 1M-row upsert validation
-/// (BENCHMARKS.md, issue 18, tenth session). With `(a, b) IN (VALUES …)`
+/// and a hash map of them, were 2–3 % of an upsert validation's
+/// instructions (callgrind of the server over `bash bench/once.sh`, 20,000
+/// orders). With `(a, b) IN (VALUES …)`
 /// SQLite scanned the whole table for each batch (17 ms a batch of 500 at
 /// 100k rows, against 1.3 ms joined).
 ///
@@ -117,8 +118,9 @@ pub enum KeyPlan {
 /// planner hashed the whole table for every batch up to about 700k rows
 /// (a scan of the table costs it less than 2,000 random index reads), at
 /// 0.55 µs a table row where a probe takes 4.5 µs a key: 55 ms a batch
-/// at 100k rows against 9 ms probed, and a 100k-row upsert over a 100k-row
-/// table took three times its insert (BENCHMARKS.md, twelfth session).
+/// at 100k rows against 9 ms probed (`EXPLAIN ANALYZE` of one batch's
+/// lookup), and a 100k-row upsert over a 100k-row table took three times
+/// its insert (`bash bench/once.sh BIN postgres` over a prefilled table).
 /// Below this a hash of the table costs about what probing the batch does,
 /// and of an empty table nothing, where probes still cost 1.4 µs a key.
 pub const PROBE_FROM: i64 = 20_000;
@@ -215,8 +217,9 @@ pub async fn lock_for_writing(conn: &mut Conn<'_>, module: &Module) -> Result<()
 /// upsert's `UPDATE … FROM` stage hashed 1M rows in 16 batches through
 /// temporary files and then visited the table in hash order, re-reading
 /// evicted pages (9.3 s); with 64 MB it hashes the staged rows in one or two
-/// batches and walks the table in its own order (6.6 s; BENCHMARKS.md
-/// "Upsert commits and rollbacks"). Set per transaction, so only the
+/// batches and walks the table in its own order (6.6 s; `EXPLAIN (ANALYZE,
+/// BUFFERS)` of the statement over the harness's 1M orders). Set per
+/// transaction, so only the
 /// module's one writer at a time has it.
 pub const JOIN_MEMORY: &str = "64MB";
 

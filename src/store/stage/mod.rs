@@ -145,8 +145,9 @@ impl<'a> Stage<'a> {
 /// row's own value, so it is not written twice, and `b_` holds null.
 /// An update re-uploading a table with a price changed wrote every
 /// column's value twice: the stage row of an update was twice an
-/// insert's, and writing it was most of an upsert's validation
-/// (BENCHMARKS.md, issue 18). Null for rows that are no update, and for
+/// insert's, and writing it was most of an upsert's validation (the
+/// stage table of a 1M-row upsert: 195 MB, with the mask 143 MB, by
+/// SQLite's `dbstat`). Null for rows that are no update, and for
 /// rows staged before the mask, whose before-image is whole.
 pub const SAME: &str = "same";
 
@@ -325,7 +326,8 @@ pub fn action_is(alias: &str, action: RowAction) -> String {
 /// number, products by sku) were inserted all over the index, and with the
 /// index far larger than the database's cache each insert read and wrote
 /// pages: 1M orders shuffled took 16–20 s to validate on SQLite against
-/// 4–4.5 s in key order (BENCHMARKS.md, "The key index dropped"). The
+/// 4–4.5 s in key order (`bash bench/once.sh` with the harness's file
+/// through `shuf`). The
 /// index served only the duplicate check (a sort of the job's keys does
 /// it) and revisions' rows sharing a key (one scan of the job's rows).
 pub fn retired_indexes(module: &Module) -> [String; 2] {

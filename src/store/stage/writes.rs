@@ -373,8 +373,9 @@ pub async fn delete_inserted(conn: &mut Conn<'_>, stage: &Stage<'_>, seqs: Seqs)
 /// the job's rows and nothing else (as many distinct ids as its length),
 /// so a rollback can delete it by id ([`delete_ids`]) after one read.
 /// Checking and deleting row by row through the natural key
-/// ([`delete_inserted`]) cost SQLite half as long again (BENCHMARKS.md,
-/// issue 18, fifteenth session).
+/// ([`delete_inserted`]) cost SQLite half as long again: a 1M-row
+/// rollback took 1.8–1.9 s that way, 1.2–1.3 s by id (`bash bench/run.sh
+/// --rows 1000000 --modules orders --backends sqlite`).
 ///
 /// With `only_inserts` (the job staged nothing else, so its inserts are
 /// numbered without gaps), each staged row is first looked for at the id
