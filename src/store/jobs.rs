@@ -5,8 +5,9 @@ use chrono::{DateTime, Utc};
 use serde_json::Value as Json;
 use sqlx::Row;
 
+use super::db::Conn;
+use super::error::{Result, StoreError, json_col};
 use super::ledger;
-use super::{Conn, Dialect, Result, StoreError, json_col};
 use crate::ingest::Format;
 use crate::ledger::chain::{ChainKey, Event};
 use crate::ledger::{
@@ -504,10 +505,7 @@ pub async fn claim(
     now_ms: i64,
     lease_ms: i64,
 ) -> Result<Option<(String, JobState)>> {
-    let lock = match conn.dialect() {
-        Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
-        Dialect::Sqlite => "",
-    };
+    let lock = conn.dialect().claim_lock();
     let sql = format!(
         "UPDATE ig_jobs SET lease_owner = $1, lease_until = $2 WHERE id = (\
            SELECT id FROM ig_jobs \

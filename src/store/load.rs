@@ -32,9 +32,10 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use super::db::{Db, Pooled};
 use super::rows::{self, StagedRow};
 use super::stage::Stage;
-use super::{Db, Pooled};
+use super::{jobs, txn};
 use crate::ledger::Counts;
 
 /// Who must still hold the job for a batch to be written: the lease's
@@ -210,7 +211,7 @@ mod pg {
             let breaks = rows::breaks(&load.rows, &mut self.last_row);
             self.flying.push_back(Box::pin(async move {
                 let mut tx = db.begin().await?;
-                super::super::relax_durability(&mut tx.conn()).await?;
+                txn::relax_durability(&mut tx.conn()).await?;
                 rows::insert_batch(&mut tx.conn(), stage, &job_id, &load.rows).await?;
                 rows::insert_breaks(&mut tx.conn(), stage.job, &breaks).await?;
                 drop(load.rows);
@@ -220,13 +221,12 @@ mod pg {
                 }
                 if let Some((owner, ms)) = &lease {
                     let until = chrono::Utc::now().timestamp_millis() + ms;
-                    if !super::super::jobs::heartbeat(&mut tx.conn(), &job_id, owner, until).await?
-                    {
+                    if !jobs::heartbeat(&mut tx.conn(), &job_id, owner, until).await? {
                         return Err(lease_lost(&job_id));
                     }
                 }
                 if let Some(counts) = &load.progress {
-                    super::super::jobs::set_counts(&mut tx.conn(), &job_id, counts).await?;
+                    jobs::set_counts(&mut tx.conn(), &job_id, counts).await?;
                 }
                 tx.commit().await?;
                 let _ = done.send(());
@@ -432,10 +432,7 @@ mod sqlite {
         }
         if let Some(counts) = &load.progress {
             c.prepare_cached("UPDATE ig_jobs SET counts = ? WHERE id = ?")?
-                .execute(rusqlite::params![
-                    super::super::jobs::counts_text(counts),
-                    plan.job_id
-                ])?;
+                .execute(rusqlite::params![jobs::counts_text(counts), plan.job_id])?;
         }
         c.execute_batch("COMMIT")?;
         Ok(())

@@ -28,15 +28,18 @@ use std::sync::{Arc, Mutex};
 use rusqlite::OpenFlags;
 use rusqlite::types::ValueRef;
 
+use super::db::{Conn, Db};
+use super::dialect::Dialect;
+use super::sql::{BATCH, ident, pieces};
 use super::tables;
 use super::values::{self, from_sqlite, to_param};
-use super::{Db, bound, rows, stage};
+use super::{bound, stage};
 use crate::catalog::{ColumnType, Module};
 use crate::validate::Value;
 use crate::validate::value::date_digits;
 
 /// A validation's key lookups in one module: what the lookup thread needs,
-/// made once. The statement of a full part ([`rows::BATCH`] keys, with a
+/// made once. The statement of a full part ([`BATCH`] keys, with a
 /// `VALUES` list of 500 tuples for a two-column key) was written again
 /// for every part: 2 % of a 1M-row SQLite upsert validation's CPU
 /// (`perf record --call-graph dwarf` of the server during `bash
@@ -110,7 +113,7 @@ impl Lookup {
             Db::Sqlite(pool) => pool.connect_options().get_filename().to_path_buf(),
             Db::Postgres(_) => {
                 let mut pooled = db.acquire().await?;
-                let crate::store::Conn::Postgres(c) = pooled.conn() else {
+                let Conn::Postgres(c) = pooled.conn() else {
                     anyhow::bail!("a PostgreSQL pool lent another connection");
                 };
                 let found = postgres(c, &self.plan, &wanted, provided, plan).await?;
@@ -218,8 +221,8 @@ fn sqlite(
     let mut found = not_found(wanted.len());
     let mut params = Vec::new();
     let key_at = key_at(&plan.module, provided)?;
-    let read = Read::of(super::Dialect::Sqlite, plan, provided);
-    for part in super::pieces(wanted.len(), rows::BATCH) {
+    let read = Read::of(Dialect::Sqlite, plan, provided);
+    for part in pieces(wanted.len(), BATCH) {
         // One statement a part's size: a full part's, and the few sizes
         // [`super::pieces`] cuts a batch's rest into. What it selects is
         // the same for every batch ([`Lookup::provided`]).
@@ -260,9 +263,9 @@ async fn postgres(
     let mut found = not_found(wanted.len());
     let module = &plan.module;
     let key_at = key_at(module, provided)?;
-    let pg = super::Dialect::Postgres;
+    let pg = Dialect::Postgres;
     let read = Read::of(pg, plan, provided);
-    for part in super::lookup_parts(pg, wanted.len(), rows::BATCH) {
+    for part in tables::lookup_parts(pg, wanted.len(), BATCH) {
         let part_of = &wanted[part.clone()];
         let select = &read.select;
         let found_rows = tables::pg_lookup(
@@ -321,14 +324,14 @@ struct Read {
 }
 
 impl Read {
-    fn of(dialect: super::Dialect, plan: &Plan, provided: &[usize]) -> Read {
+    fn of(dialect: Dialect, plan: &Plan, provided: &[usize]) -> Read {
         let (mut select, mut at) = (Vec::new(), Vec::new());
         for &i in provided {
             let c = &plan.module.columns[i];
             let exact = plan.in_key[i].is_some() && key_is_exact(dialect, c.ty);
             at.push((!exact).then(|| select.len() + 1));
             if !exact {
-                select.push(format!("t.{}", super::ident(&c.name)));
+                select.push(format!("t.{}", ident(&c.name)));
             }
         }
         if select.is_empty() {
@@ -350,7 +353,7 @@ impl Read {
 /// neither read nor decoded. An update's before-image is of the file's
 /// columns only.
 fn found(
-    dialect: super::Dialect,
+    dialect: Dialect,
     plan: &Plan,
     w: &Wanted,
     read_list: &Read,
@@ -383,29 +386,15 @@ fn found(
 }
 
 /// Whether a lookup's match on a key column of type `ty` means the cell
-/// holds the file's value exactly. SQLite compares in the column's
-/// affinity and binary collation. PostgreSQL's equality is that only for
-/// text (a deterministic collation ties on the bytes), integers, booleans
-/// and dates: `4.5 = 4.50` as numerics, and two timestamps of one instant
-/// may be written apart.
-fn key_is_exact(dialect: super::Dialect, ty: ColumnType) -> bool {
-    match dialect {
-        super::Dialect::Sqlite => true,
-        super::Dialect::Postgres => matches!(
-            ty,
-            ColumnType::Text
-                | ColumnType::Integer
-                | ColumnType::Bigint
-                | ColumnType::Boolean
-                | ColumnType::Date
-        ),
-    }
+/// holds the file's value exactly ([`Dialect::key_match_is_exact`]).
+fn key_is_exact(dialect: Dialect, ty: ColumnType) -> bool {
+    dialect.key_match_is_exact(ty)
 }
 
 /// A found SQLite row (its key's place in column 0, what `read` selects
 /// after it), found for `w` ([`found`]).
 fn table_row(plan: &Plan, w: &Wanted, read: &Read, row: &bound::Row<'_>) -> anyhow::Result<Found> {
-    found(super::Dialect::Sqlite, plan, w, read, |at, ty, file| {
+    found(Dialect::Sqlite, plan, w, read, |at, ty, file| {
         let cell = row.get_ref(at)?;
         Ok(if holds_exactly(cell, file, ty) {
             Cell::AsFile

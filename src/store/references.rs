@@ -8,9 +8,13 @@ use std::collections::HashSet;
 
 use sqlx::Row;
 
+use super::db::Conn;
+use super::dialect::Dialect;
+use super::error::Result;
+use super::sql::ident;
 use super::stage::{self, Stage};
+use super::tables::lookup_parts;
 use super::values::{BindValue, pg_input};
-use super::{Conn, Dialect, Result, ident, sql_type};
 use crate::catalog::{Module, Reference};
 use crate::on_conn;
 use crate::validate::{RowAction, Value};
@@ -33,10 +37,10 @@ pub async fn present(
     let mut found = HashSet::new();
     let column = &target.columns[key];
     let (t, col) = (ident(&target.table), ident(&column.name));
-    for range in super::lookup_parts(conn.dialect(), values.len(), CHUNK) {
+    for range in lookup_parts(conn.dialect(), values.len(), CHUNK) {
         let (base, part) = (range.start, &values[range]);
         if let Conn::Postgres(c) = conn {
-            let ty = sql_type(column.ty, Dialect::Postgres);
+            let ty = Dialect::Postgres.column_type(column.ty);
             let sql = format!(
                 "SELECT k.i FROM unnest($1::text[]) WITH ORDINALITY AS k(v, i) \
                  WHERE EXISTS (SELECT 1 FROM {t} t WHERE t.{col} = k.v::{ty})"

@@ -6,14 +6,17 @@
 use sqlx::Row;
 
 use super::copy_text::CopyText;
+use super::db::Conn;
+use super::dialect::Dialect;
+use super::error::{Result, StoreError, json_col};
+use super::sql::pieces;
 use super::stage::{Stage, action_is};
+use super::txn;
 use super::values::{BindValue, DecodeValue};
-use super::{Conn, Dialect, Result, json_col};
 use crate::on_conn;
 use crate::validate::{RowAction, RowError, Value};
 
-/// Rows per multi-row statement: well under both databases' parameter limits.
-pub const BATCH: usize = 500;
+pub use super::sql::BATCH;
 
 /// One validated row, staged for the preview and the commit.
 #[derive(Debug, Clone)]
@@ -161,13 +164,13 @@ pub async fn insert_batch(
     }
     let width = 8 + 2 * stage.provided.len();
     let per_statement = (30_000 / width).clamp(1, BATCH);
-    for range in super::pieces(rows.len(), per_statement) {
+    for range in pieces(rows.len(), per_statement) {
         let part = &rows[range];
         let sql = format!(
             "INSERT INTO {} (job, seq, row_no, action, nkey, vals, warns{}) VALUES {}",
             stage.table(),
             stage.written_list(),
-            super::tuples(Dialect::Sqlite, part.len(), width)
+            Dialect::Sqlite.tuples(part.len(), width)
         );
         on_conn!(conn, c => {
             let mut q = sqlx::query(&sql);
@@ -261,11 +264,11 @@ async fn insert_errors(
     job_id: &str,
     list: &[(i64, i64, &RowError)],
 ) -> Result<()> {
-    for range in super::pieces(list.len(), BATCH) {
+    for range in pieces(list.len(), BATCH) {
         let part = &list[range];
         let sql = format!(
             "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message) VALUES {}",
-            super::tuples(conn.dialect(), part.len(), 8)
+            conn.dialect().tuples(part.len(), 8)
         );
         on_conn!(conn, c => {
             let mut q = sqlx::query(&sql);
@@ -292,8 +295,8 @@ pub struct Duplicate {
 /// Rows that repeat an earlier row's natural key (the first one stays).
 /// Done in the database so memory does not grow with the file: a hash or
 /// sort of the job's keys (no index holds them, see `stage::retired_indexes`),
-/// with [`tables::JOIN_MEMORY`](super::tables::JOIN_MEMORY) to do it in on
-/// PostgreSQL (in the caller's transaction).
+/// with the memory to do it in that the database lets the caller's
+/// transaction ask for ([`txn::join_memory`]).
 ///
 /// Two statements whose plans do not depend on the table's statistics,
 /// which never know the newest job (its number is past the histogram, so
@@ -306,20 +309,13 @@ pub struct Duplicate {
 /// A validation whose keys a Bloom filter found all distinct as they were
 /// staged does not ask (`pipeline::distinct`).
 pub async fn duplicates(conn: &mut Conn<'_>, stage: &Stage<'_>) -> Result<Vec<Duplicate>> {
-    if let Conn::Postgres(c) = conn {
-        let sql = format!("SET LOCAL work_mem = '{}'", super::tables::JOIN_MEMORY);
-        sqlx::query(&sql).execute(&mut **c).await?;
-    }
+    txn::join_memory(conn).await?;
     let t = stage.table();
     // Keys minus distinct keys: a sort of the keys, no per-key groups
     // (PostgreSQL's hash of 1M groups spilled to disk: 0.9–1.0 s against
-    // 0.3–0.4 s; SQLite 0.69 s against 0.40 s). PostgreSQL sorts 64-bit
-    // hashes of the keys instead of their text: a collision only sends
-    // the job to the exact statement below, which then finds nothing.
-    let distinct = match conn.dialect() {
-        Dialect::Postgres => "hashtextextended(nkey, 0)",
-        Dialect::Sqlite => "nkey",
-    };
+    // 0.3–0.4 s; SQLite 0.69 s against 0.40 s), of what the dialect sorts
+    // for them (`Dialect::sortable_key`).
+    let distinct = conn.dialect().sortable_key("nkey");
     let repeated = format!(
         "SELECT COUNT(*) - COUNT(DISTINCT {distinct}) FROM {t} WHERE job = $1 AND nkey IS NOT NULL"
     );
@@ -425,8 +421,7 @@ where
 
 /// A staged row's action, from its spelling in the stage.
 fn action_of(action: &str) -> Result<RowAction> {
-    RowAction::parse(action)
-        .ok_or_else(|| super::StoreError::Corrupt(format!("row action {action:?}")))
+    RowAction::parse(action).ok_or_else(|| StoreError::Corrupt(format!("row action {action:?}")))
 }
 
 /// A page of the preview of the rows with warnings (optionally only one
@@ -648,11 +643,11 @@ pub fn breaks(rows: &[StagedRow], last: &mut Option<i64>) -> Vec<(i64, i64)> {
 
 /// Records a stage's breaks ([`breaks`]).
 pub async fn insert_breaks(conn: &mut Conn<'_>, job: i64, breaks: &[(i64, i64)]) -> Result<()> {
-    for range in super::pieces(breaks.len(), BATCH) {
+    for range in pieces(breaks.len(), BATCH) {
         let part = &breaks[range];
         let sql = format!(
             "INSERT INTO ig_stage_breaks (job, row_no, seq) VALUES {}",
-            super::tuples(conn.dialect(), part.len(), 3)
+            conn.dialect().tuples(part.len(), 3)
         );
         on_conn!(conn, c => {
             let mut q = sqlx::query(&sql);
@@ -712,10 +707,7 @@ pub async fn rows_keyed(
     // stage's keys (`stage::retired_indexes`), so each statement is a scan of the
     // job's rows in the database, and the keys go as one JSON list (a hash
     // semi-join on PostgreSQL; SQLite makes a temporary index of the list).
-    let list = match conn {
-        Conn::Sqlite(_) => "SELECT value FROM json_each($2)",
-        Conn::Postgres(_) => "SELECT json_array_elements_text($2::json)",
-    };
+    let list = conn.dialect().json_text_list("$2");
     let sql = format!(
         "{} WHERE job = $1 AND nkey IN ({list}) ORDER BY seq",
         select(stage)

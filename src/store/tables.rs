@@ -6,8 +6,12 @@
 use serde_json::{Map, Value as Json};
 use sqlx::Row;
 
+use super::db::Conn;
+use super::dialect::Dialect;
+use super::error::{Result, StoreError};
+use super::sql::{BATCH, ident, pieces};
 use super::values::{BindValue, DecodeValue, pg_input};
-use super::{Conn, Dialect, Result, StoreError, ident};
+use super::{postgres, sqlite};
 use crate::catalog::Module;
 use crate::on_conn;
 use crate::validate::Value;
@@ -85,7 +89,7 @@ pub(super) fn sqlite_lookup(module: &Module, keys: usize, select: &str) -> Strin
     let list: Vec<String> = (0..keys)
         .map(|k| {
             let marks: Vec<String> = (1..=width)
-                .map(|c| super::param(Dialect::Sqlite, k * width + c))
+                .map(|c| Dialect::Sqlite.param(k * width + c))
                 .collect();
             format!("({k}, {})", marks.join(", "))
         })
@@ -171,7 +175,7 @@ fn unnest_lookup(module: &Module, plan: KeyPlan, select: &str) -> String {
         .enumerate()
         .map(|(n, &i)| {
             let col = &module.columns[i];
-            let ty = super::sql_type(col.ty, Dialect::Postgres);
+            let ty = Dialect::Postgres.column_type(col.ty);
             format!("t.{} = k.k{}::{ty}", ident(&col.name), n + 1)
         })
         .collect();
@@ -198,30 +202,16 @@ fn unnest_lookup(module: &Module, plan: KeyPlan, select: &str) -> String {
 /// 100k-row upsert commit. SQLite's write transaction already excludes
 /// other writers.
 ///
-/// On PostgreSQL the transaction also gets [`JOIN_MEMORY`] to hash in: its
-/// writes join a job's staged rows with the table.
+/// The transaction also gets the memory to hash in that the database lets
+/// it ask for (`txn::join_memory`): its writes join a job's staged rows
+/// with the table.
 pub async fn lock_for_writing(conn: &mut Conn<'_>, module: &Module) -> Result<()> {
-    if conn.dialect() == Dialect::Postgres {
-        let sql = format!(
-            "LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE",
-            ident(&module.table)
-        );
-        on_conn!(conn, c => sqlx::query(&sql).execute(c).await.map(|_| ()))?;
-        let sql = format!("SET LOCAL work_mem = '{JOIN_MEMORY}'");
-        on_conn!(conn, c => sqlx::query(&sql).execute(c).await.map(|_| ()))?;
+    let table = ident(&module.table);
+    match conn {
+        Conn::Sqlite(c) => sqlite::txn::lock_for_writing(c, &table).await,
+        Conn::Postgres(c) => postgres::txn::lock_for_writing(c, &table).await,
     }
-    Ok(())
 }
-
-/// `work_mem` of a PostgreSQL commit or rollback. With the default 4 MB an
-/// upsert's `UPDATE … FROM` stage hashed 1M rows in 16 batches through
-/// temporary files and then visited the table in hash order, re-reading
-/// evicted pages (9.3 s); with 64 MB it hashes the staged rows in one or two
-/// batches and walks the table in its own order (6.6 s; `EXPLAIN (ANALYZE,
-/// BUFFERS)` of the statement over the harness's 1M orders). Set per
-/// transaction, so only the
-/// module's one writer at a time has it.
-pub const JOIN_MEMORY: &str = "64MB";
 
 /// The rows holding these natural keys (each in the order of the
 /// module's key columns), in the keys' order: `None` for a key the table
@@ -232,7 +222,7 @@ pub async fn by_keys(
     keys: &[Vec<Value>],
 ) -> Result<Vec<Option<TableRow>>> {
     let mut found = vec![None; keys.len()];
-    for range in super::lookup_parts(conn.dialect(), keys.len(), super::rows::BATCH) {
+    for range in lookup_parts(conn.dialect(), keys.len(), BATCH) {
         let part = &keys[range.clone()];
         let mut place = |p: i64, row| {
             // The statement gives back the places it was given.
@@ -267,7 +257,7 @@ pub async fn by_keys(
 }
 
 /// PostgreSQL's rows holding the natural keys `part` (at most
-/// [`super::PG_LOOKUP`]), in one statement as `plan` says: each row is
+/// [`PG_LOOKUP`]), in one statement as `plan` says: each row is
 /// its key's place in `part` counted from 1 (column 0, `WITH
 /// ORDINALITY`), then what `select` lists of it ([`select_columns`]: its
 /// id and cells). `key` gives a key's value of the `n`th key column.
@@ -302,14 +292,14 @@ pub async fn insert(
 ) -> Result<()> {
     let width = module.columns.len();
     let names: Vec<String> = module.columns.iter().map(|c| ident(&c.name)).collect();
-    let per_statement = (30_000 / width).clamp(1, super::rows::BATCH);
-    for range in super::pieces(rows.len(), per_statement) {
+    let per_statement = (30_000 / width).clamp(1, BATCH);
+    for range in pieces(rows.len(), per_statement) {
         let part = &rows[range];
         let sql = format!(
             "INSERT INTO {} ({}) VALUES {}",
             ident(&module.table),
             names.join(", "),
-            super::tuples(conn.dialect(), part.len(), width)
+            conn.dialect().tuples(part.len(), width)
         );
         on_conn!(conn, c => {
             let mut q = sqlx::query(&sql);
@@ -335,4 +325,38 @@ pub fn row_from_json(module: &Module, obj: &Map<String, Json>) -> Vec<Option<Val
                 .flatten()
         })
         .collect()
+}
+
+/// The parts of a lookup run as one statement a part: [`pieces`] of `most`
+/// on SQLite. On PostgreSQL the values go as one array parameter and the
+/// statement's text is the same at any size, so the parts are plain and
+/// as large as [`PG_LOOKUP`]: a validation's batch of 2,000 rows is one
+/// round trip (in parts of 500, a 1M-row validation waited for 2,000 more).
+pub fn lookup_parts(dialect: Dialect, n: usize, most: usize) -> Vec<std::ops::Range<usize>> {
+    match dialect {
+        Dialect::Postgres => (0..n)
+            .step_by(PG_LOOKUP)
+            .map(|start| start..n.min(start + PG_LOOKUP))
+            .collect(),
+        Dialect::Sqlite => pieces(n, most),
+    }
+}
+
+/// Values a PostgreSQL lookup statement takes at most (its answer is at
+/// most as many rows).
+pub const PG_LOOKUP: usize = 5_000;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn postgres_lookups_are_plain_parts() {
+        use super::{Dialect, lookup_parts, pieces};
+        assert_eq!(lookup_parts(Dialect::Postgres, 1100, 500), vec![0..1100]);
+        assert_eq!(
+            lookup_parts(Dialect::Postgres, 12_000, 500),
+            vec![0..5000, 5000..10_000, 10_000..12_000]
+        );
+        assert!(lookup_parts(Dialect::Postgres, 0, 500).is_empty());
+        assert_eq!(lookup_parts(Dialect::Sqlite, 1100, 500), pieces(1100, 500));
+    }
 }

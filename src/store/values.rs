@@ -13,7 +13,7 @@ use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Postgres, Row, Sqlite, TypeInfo, ValueRef};
 
 use super::bound::Param;
-use super::{Result, StoreError};
+use super::error::{Result, StoreError};
 use crate::catalog::ColumnType;
 use crate::validate::Value;
 use crate::validate::value::{date_digits, plain_date};

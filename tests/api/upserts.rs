@@ -345,7 +345,7 @@ natural_key = [\"day\", \"meter\", \"band\", \"at\"]\n\n\
 
 /// On PostgreSQL a module table leaves room on its pages, so that an
 /// upsert's new row versions can stay on their pages without new index
-/// entries (a HOT update; `store::schema::FILL_FACTOR`). SQLite has no
+/// entries (a HOT update; `store::postgres::sql::FILL_FACTOR`). SQLite has no
 /// such setting.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn module_tables_leave_room_for_updated_rows_on_postgres() {
@@ -358,7 +358,10 @@ async fn module_tables_leave_room_for_updated_rows_on_postgres() {
             "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE relname = '{TABLE}'"
         ))
         .await;
-    let expected = format!("fillfactor={}", importgate::store::schema::FILL_FACTOR);
+    let expected = format!(
+        "fillfactor={}",
+        importgate::store::postgres::sql::FILL_FACTOR
+    );
     assert_eq!(options, vec![vec![Some(expected)]]);
 }
 

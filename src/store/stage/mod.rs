@@ -16,7 +16,10 @@
 
 pub mod writes;
 
-use super::{Conn, Dialect, Result, StoreError, ident, json_col, sql_type};
+use super::db::Conn;
+use super::dialect::Dialect;
+use super::error::{Result, StoreError, json_col};
+use super::sql::ident;
 use crate::catalog::Module;
 use crate::on_conn;
 use crate::validate::RowAction;
@@ -255,17 +258,11 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
     ];
     for name in [column, before_column] {
         for (i, c) in module.columns.iter().enumerate() {
-            let ty = sql_type(c.ty, dialect);
+            let ty = dialect.column_type(c.ty);
             cols.push(format!("{} {ty}", name(module, i)));
         }
     }
     cols.push("PRIMARY KEY (job, seq)".into());
-    // SQLite: the rows themselves ordered by (job, seq), with no rowid and
-    // no second copy of the key in a separate index.
-    let without_rowid = match dialect {
-        Dialect::Sqlite => " WITHOUT ROWID",
-        Dialect::Postgres => "",
-    };
     let index = format!("ig_stage_{}_changes", module.key);
     // No index of the natural key: see `retired_indexes`. A revision finds the
     // rows it touches by number (through `ig_stage_breaks` and the key,
@@ -275,9 +272,10 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
         (
             table_name(module),
             format!(
-                "CREATE TABLE IF NOT EXISTS {} (\n    {}\n){without_rowid}",
+                "CREATE TABLE IF NOT EXISTS {} (\n    {}\n){}",
                 table(module),
-                cols.join(",\n    ")
+                cols.join(",\n    "),
+                dialect.stage_table_options()
             ),
         ),
         // Preview pages of one action, and the commit's checks by action,
