@@ -521,6 +521,16 @@ pub async fn claim(
     Ok(got.and_then(|(id, s)| JobState::parse(&s).map(|s| (id, s))))
 }
 
+/// Who must still hold a job for work on it to be written (a validation's
+/// batches): the lease's owner and how long each write renews it for, in
+/// milliseconds.
+pub type Lease = Option<(String, i64)>;
+
+/// Why a write was refused: another worker holds the job now.
+pub fn lease_lost(job_id: &str) -> anyhow::Error {
+    anyhow::anyhow!("the lease on {job_id} went to another worker mid-run")
+}
+
 /// Extends a held lease; false when the lease was lost to another worker.
 pub async fn heartbeat(conn: &mut Conn<'_>, id: &str, owner: &str, until_ms: i64) -> Result<bool> {
     let done = on_conn!(conn, c => sqlx::query(

@@ -4,11 +4,10 @@
 //! The store knows nothing about HTTP; the HTTP layer knows nothing about SQL.
 
 pub mod blobs;
-mod bound;
-mod copy_text;
 mod db;
 mod dialect;
 mod error;
+mod found;
 pub mod idempotency;
 pub mod jobs;
 pub mod key_requests;

@@ -595,7 +595,7 @@ fn orders_csv(rows: usize, bump: impl Fn(usize) -> usize) -> String {
     csv
 }
 
-/// Past [`importgate::store::tables::PROBE_FROM`] rows, PostgreSQL's
+/// Past [`importgate::store::postgres::lookup::PROBE_FROM`] rows, PostgreSQL's
 /// lookups probe the natural-key index once a key instead of joining
 /// (BENCHMARKS.md, twelfth session): every key of a two-column key is
 /// still found, each with its own row.
@@ -603,7 +603,7 @@ fn orders_csv(rows: usize, bump: impl Fn(usize) -> usize) -> String {
 async fn an_upsert_over_a_table_past_the_probe_size_finds_every_key() {
     let app = spawn_app().await;
     let (sub, apr) = (app.submitter().await, app.approver().await);
-    let rows = importgate::store::tables::PROBE_FROM as usize + 4_000;
+    let rows = importgate::store::postgres::lookup::PROBE_FROM as usize + 4_000;
     let job = app
         .upload(&sub, "orders", "", &orders_csv(rows, |_| 0))
         .await;

@@ -1,6 +1,11 @@
 //! The PostgreSQL store.
 
 pub mod connect;
+mod copy_text;
 pub mod errors;
+pub mod load;
+pub mod lookup;
 pub mod sql;
+pub mod stage;
 pub mod txn;
+pub mod values;
