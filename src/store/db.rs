@@ -146,12 +146,13 @@ impl Db {
         }
     }
 
-    /// One small write that changes nothing.
+    /// One small write that changes nothing (the row of the latest
+    /// migration, which every migrated database has).
     async fn write_probe(&self) -> Result<()> {
         let mut tx = self.begin().await?;
         crate::on_conn!(&mut tx.conn(), c => sqlx::query(
-            "UPDATE ig_schema SET version = version \
-             WHERE version = (SELECT MAX(version) FROM ig_schema)"
+            "UPDATE _sqlx_migrations SET version = version \
+             WHERE version = (SELECT MAX(version) FROM _sqlx_migrations)"
         ).execute(c).await.map(|r| r.rows_affected()))?;
         tx.commit().await
     }
