@@ -1,7 +1,57 @@
 //! Storage: one interface over two databases, the embedded SQLite default
-//! and PostgreSQL.
+//! and PostgreSQL. The store knows nothing about HTTP; the HTTP layer
+//! knows nothing about SQL.
 //!
-//! The store knows nothing about HTTP; the HTTP layer knows nothing about SQL.
+//! # One enum, one folder per backend
+//!
+//! The rest of the crate holds a [`Db`] (a pool), a [`Tx`] or a [`Conn`],
+//! enums with a variant per backend (`db.rs`). SQL that is the same for
+//! both is written once, with `$1`-style parameters both drivers accept,
+//! and run through [`on_conn!`](crate::on_conn), which expands it for each
+//! driver's own connection type: jobs, keys, the ledger, webhooks,
+//! retention, the stage's reads, the commit's set-based writes.
+//!
+//! What differs is in the backend's own folder, the two side by side:
+//!
+//! | | `sqlite/` | `postgres/` |
+//! |---|---|---|
+//! | `connect.rs` | the file in WAL mode, a busy timeout, memory statistics off, connections distrusted after a read-only failure | sessions in UTC |
+//! | `errors.rs` | which result codes pass by themselves | which SQLSTATEs pass by themselves |
+//! | `sql.rs` | the words of shared statements: `?`, types as text, `IS`, `json_each`, … | `$n`, native types, `IS NOT DISTINCT FROM`, `json_array_elements_text`, fill factor, … |
+//! | `txn.rs` | `BEGIN IMMEDIATE`, so nothing else to lock | advisory and table locks, `SET LOCAL`, `ANALYZE` |
+//! | `schema.rs` | its migrations (`migrations/sqlite/`), its catalog | its migrations (`migrations/postgres/`), its catalog, chunk storage |
+//! | `values.rs` | values by storage class, through sqlx and `rusqlite` | values by wire format |
+//! | `stage.rs` | a batch of staged rows as multi-row `INSERT`s | as `COPY` (`copy_text.rs`) |
+//! | `load.rs` | the validation's writer: a thread through `rusqlite` (`bound.rs`) | two `COPY`s in flight |
+//! | `lookup.rs` | key lookups: a `VALUES` list joined, on a read connection of the validation's own | one `unnest` a batch, joined or probed |
+//!
+//! A shared file reaches a backend at a dispatch point only: a `match` on
+//! the connection (or pool) with one arm per backend, each calling the
+//! function of that name in its folder (`txn::lock`, `rows::insert_batch`,
+//! `tables::by_keys`, `references::present`, `lookup::Lookup::by_keys`,
+//! `load::Loader`, `schema`'s `ledger_tables`), or, for a word in a
+//! statement written once, a method of [`Dialect`] (`dialect.rs`), each
+//! answered by the backends' `sql.rs`.
+//!
+//! # Files import one way
+//!
+//! No two files of the store import each other, directly or through
+//! others (`imports.rs` checks it, and that nothing outside `sqlite/`
+//! names `rusqlite`). The backends' files use the shared types and
+//! helpers (`db`, `error`, `sql`, `dialect`, `values`, `stage`, `found`,
+//! `jobs`); the files that dispatch (`txn`, `rows`, `tables`, `lookup`,
+//! `load`, `references`, `schema`) call the backends. So what both sides
+//! need sits below both: a staged row in `stage`, what a lookup asks and
+//! finds in `found`, a lease in `jobs`, the batch size in `sql`. This file
+//! declares the modules and re-exports the paths the crate uses
+//! (`store::Db`, `store::lock`, `store::now`, …), nothing more.
+//!
+//! # Adding a backend
+//!
+//! MariaDB or MySQL is a variant of each enum in `db.rs` (and an arm of
+//! `on_conn!`), a variant of [`Dialect`], a folder `mysql/` with the files
+//! of the table above, its migrations in `migrations/mysql/`, and one arm
+//! at each dispatch point: the compiler names every `match` that lacks it.
 
 pub mod blobs;
 mod db;
@@ -9,6 +59,8 @@ mod dialect;
 mod error;
 mod found;
 pub mod idempotency;
+#[cfg(test)]
+mod imports;
 pub mod jobs;
 pub mod key_requests;
 pub mod keys;

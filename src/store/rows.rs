@@ -1,7 +1,9 @@
 //! The rows of a job as validation left them (the preview), and their
 //! errors. The rows live in their module's stage table (see
 //! [`super::stage`]), each with its warnings (`warns`); errors in
-//! `ig_job_errors`, by job id (a revised job keeps its own list).
+//! `ig_job_errors`, by job id (a revised job keeps its own list). A row as
+//! the validation stages it is `stage`'s [`StagedRow`] (the backends write
+//! it, and `rows` calls them), re-exported here with its [`Before`].
 
 use sqlx::Row;
 

@@ -14,12 +14,12 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesOrdered;
 use tokio::sync::{mpsc, oneshot};
 
+use super::stage::insert_batch;
+use super::txn::relax_durability;
 use crate::ledger::Counts;
-use crate::store::db::Db;
+use crate::store::db::{Db, Tx};
 use crate::store::jobs::{self, Lease};
-use crate::store::rows::insert_batch;
 use crate::store::stage::{Stage, StagedRow, breaks, insert_breaks};
-use crate::store::txn;
 
 /// Batches written at once, each on its own connection.
 const IN_FLIGHT: usize = 2;
@@ -101,8 +101,11 @@ impl<'a> Writes<'a> {
         let jumps = breaks(&rows, &mut self.last_row);
         self.flying.push_back(Box::pin(async move {
             let mut tx = db.begin().await?;
-            txn::relax_durability(&mut tx.conn()).await?;
-            insert_batch(&mut tx.conn(), stage, &job_id, &rows).await?;
+            let Tx::Postgres(t) = &mut tx else {
+                anyhow::bail!("a PostgreSQL pool began another transaction");
+            };
+            relax_durability(t).await?;
+            insert_batch(t, stage, &job_id, &rows).await?;
             insert_breaks(&mut tx.conn(), stage.job, &jumps).await?;
             drop(rows);
             if let Some(after) = after {

@@ -13,6 +13,9 @@
 //! update changes ([`SAME`] marks the others): the commit checks it is
 //! still what the table holds, and a rollback writes it back. Only the
 //! row as the preview shows it when a cell failed (its raw text) is JSON.
+//!
+//! A row as the validation stages it is a [`StagedRow`]; where the file's
+//! numbering jumps among a job's rows is kept beside them ([`breaks`]).
 
 pub mod writes;
 
