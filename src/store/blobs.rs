@@ -7,7 +7,10 @@ use std::io::Read;
 
 use tokio::runtime::Handle;
 
-use super::{Conn, Db, Result};
+use super::db::{Conn, Db};
+use super::error::Result;
+use super::sql::now;
+use super::txn::{self, Lock};
 use crate::on_conn;
 
 /// Chunk size: large enough that a 256 MiB file is 256 rows, small enough
@@ -109,7 +112,7 @@ pub async fn put_chunk(
 ) -> Result<()> {
     on_conn!(conn, c => sqlx::query(
         "INSERT INTO ig_blob_chunks (upload_id, seq, codec, data, created_at) VALUES ($1, $2, $3, $4, $5)")
-        .bind(upload_id).bind(seq).bind(chunk.codec).bind(&chunk.data).bind(super::now()).execute(c).await.map(|r| r.rows_affected()))?;
+        .bind(upload_id).bind(seq).bind(chunk.codec).bind(&chunk.data).bind(now()).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
 }
 
@@ -119,11 +122,11 @@ pub async fn put_chunk(
 /// until it ends, the retention sweep cannot drop the file (see
 /// [`drop_unused`]).
 pub async fn finish(conn: &mut Conn<'_>, upload_id: &str, sha256: &str, bytes: i64) -> Result<()> {
-    super::lock(conn, super::Lock::Blobs).await?;
+    txn::lock(conn, Lock::Blobs).await?;
     let done = on_conn!(conn, c => sqlx::query(
         "INSERT INTO ig_blobs (sha256, upload_id, bytes, created_at) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (sha256) DO NOTHING")
-        .bind(sha256).bind(upload_id).bind(bytes).bind(super::now()).execute(c).await.map(|r| r.rows_affected()))?;
+        .bind(sha256).bind(upload_id).bind(bytes).bind(now()).execute(c).await.map(|r| r.rows_affected()))?;
     if done == 0 {
         discard(conn, upload_id).await?;
     }
@@ -163,11 +166,11 @@ pub enum Dropped {
 }
 
 /// Drops the stored file `sha256` unless a job other than `job_id` that
-/// is not purged refers to it. Takes [`super::Lock::Blobs`] first, so an
+/// is not purged refers to it. Takes [`Lock::Blobs`] first, so an
 /// upload of the same bytes either is recorded before (and keeps the
 /// file) or files its own chunks after.
 pub async fn drop_unused(conn: &mut Conn<'_>, sha256: &str, job_id: &str) -> Result<Dropped> {
-    super::lock(conn, super::Lock::Blobs).await?;
+    txn::lock(conn, Lock::Blobs).await?;
     let users: i64 = on_conn!(conn, c => sqlx::query_scalar(
         "SELECT COUNT(*) FROM ig_jobs WHERE file_sha256 = $1 AND id <> $2 AND purged_at IS NULL")
         .bind(sha256).bind(job_id).fetch_one(c).await)?;

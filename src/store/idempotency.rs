@@ -2,7 +2,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Conn, Result};
+use super::db::Conn;
+use super::error::Result;
 use crate::on_conn;
 
 /// What a key's idempotency key means for this upload.

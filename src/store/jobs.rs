@@ -5,8 +5,9 @@ use chrono::{DateTime, Utc};
 use serde_json::Value as Json;
 use sqlx::Row;
 
+use super::db::Conn;
+use super::error::{Result, StoreError, json_col};
 use super::ledger;
-use super::{Conn, Dialect, Result, StoreError, json_col};
 use crate::ingest::Format;
 use crate::ledger::chain::{ChainKey, Event};
 use crate::ledger::{
@@ -504,10 +505,7 @@ pub async fn claim(
     now_ms: i64,
     lease_ms: i64,
 ) -> Result<Option<(String, JobState)>> {
-    let lock = match conn.dialect() {
-        Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
-        Dialect::Sqlite => "",
-    };
+    let lock = conn.dialect().claim_lock();
     let sql = format!(
         "UPDATE ig_jobs SET lease_owner = $1, lease_until = $2 WHERE id = (\
            SELECT id FROM ig_jobs \
@@ -521,6 +519,16 @@ pub async fn claim(
     let got: Option<(String, String)> = on_conn!(conn, c => sqlx::query_as(&sql)
         .bind(owner).bind(now_ms + lease_ms).bind(now_ms).fetch_optional(c).await)?;
     Ok(got.and_then(|(id, s)| JobState::parse(&s).map(|s| (id, s))))
+}
+
+/// Who must still hold a job for work on it to be written (a validation's
+/// batches): the lease's owner and how long each write renews it for, in
+/// milliseconds.
+pub type Lease = Option<(String, i64)>;
+
+/// Why a write was refused: another worker holds the job now.
+pub fn lease_lost(job_id: &str) -> anyhow::Error {
+    anyhow::anyhow!("the lease on {job_id} went to another worker mid-run")
 }
 
 /// Extends a held lease; false when the lease was lost to another worker.

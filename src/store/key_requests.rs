@@ -7,7 +7,9 @@
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
-use super::{Conn, Result, StoreError, json_col};
+use super::db::Conn;
+use super::error::{Result, StoreError, json_col};
+use super::sql::now;
 use crate::keys::{KeyRequest, RequestState, Role};
 use crate::on_conn;
 
@@ -146,7 +148,7 @@ pub async fn decide(
     let done = on_conn!(conn, c => sqlx::query(
         "UPDATE ig_key_requests SET state = $2, decided_at = $3, decided_by = $4, comment = $5 \
          WHERE id = $1 AND state = 'pending'")
-        .bind(id).bind(to.as_str()).bind(super::now()).bind(by).bind(comment)
+        .bind(id).bind(to.as_str()).bind(now()).bind(by).bind(comment)
         .execute(c).await.map(|r| r.rows_affected()))?;
     Ok(done > 0)
 }
@@ -157,7 +159,7 @@ pub async fn collect(conn: &mut Conn<'_>, id: &str, key_id: &str) -> Result<bool
     let done = on_conn!(conn, c => sqlx::query(
         "UPDATE ig_key_requests SET state = 'collected', key_id = $2, collected_at = $3 \
          WHERE id = $1 AND state = 'approved'")
-        .bind(id).bind(key_id).bind(super::now())
+        .bind(id).bind(key_id).bind(now())
         .execute(c).await.map(|r| r.rows_affected()))?;
     Ok(done > 0)
 }

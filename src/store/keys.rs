@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
-use super::{Conn, Result, StoreError, json_col};
+use super::db::Conn;
+use super::error::{Result, StoreError, json_col};
+use super::sql::now;
 use crate::keys::{KeyRecord, NewKey, Role};
 use crate::on_conn;
 
@@ -51,7 +53,7 @@ where
 
 pub async fn insert(conn: &mut Conn<'_>, key: &NewKey, h: &Holder<'_>) -> Result<KeyRecord> {
     let modules_json = serde_json::to_string(h.modules).unwrap_or_else(|_| "[]".into());
-    let now = super::now();
+    let now = now();
     let issued_by = h.issued_by.map(|k| k.id.as_str());
     on_conn!(conn, c => sqlx::query(
         "INSERT INTO ig_keys (id, lookup, hash, name, role, modules, created_at, expires_at, \
@@ -108,7 +110,7 @@ pub async fn count(conn: &mut Conn<'_>) -> Result<i64> {
 pub async fn revoke(conn: &mut Conn<'_>, id: &str) -> Result<bool> {
     let done = on_conn!(conn, c => sqlx::query(
         "UPDATE ig_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1")
-        .bind(id).bind(super::now()).execute(c).await.map(|r| r.rows_affected()))?;
+        .bind(id).bind(now()).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(done > 0)
 }
 

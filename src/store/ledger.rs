@@ -8,7 +8,10 @@ use chrono::{DateTime, Utc};
 use serde_json::Value as Json;
 use sqlx::Row;
 
-use super::{Conn, Result, StoreError};
+use super::db::Conn;
+use super::error::{Result, StoreError};
+use super::txn::{self, Lock};
+use super::webhooks;
 use crate::ledger::chain::{self, ChainKey, Event};
 use crate::on_conn;
 
@@ -55,12 +58,12 @@ where
 pub async fn append(conn: &mut Conn<'_>, key: &ChainKey, e: Entry<'_>) -> Result<()> {
     let event_type = crate::ledger::events::client_type(e.event, e.to);
     let webhooks = match event_type {
-        Some(t) => super::webhooks::wanting(conn, t, e.module).await?,
+        Some(t) => webhooks::wanting(conn, t, e.module).await?,
         None => Vec::new(),
     };
     // One link at a time: the chain is global, so concurrent moves take
     // turns here (until their transaction ends).
-    super::lock(conn, super::Lock::Ledger).await?;
+    txn::lock(conn, Lock::Ledger).await?;
     let (prev_seq, prev_hash) = head(conn).await?;
     let n: i64 = on_conn!(conn, c => sqlx::query_scalar(
         "SELECT COALESCE(MAX(n), 0) + 1 FROM ig_job_events WHERE job_id = $1")
@@ -88,7 +91,7 @@ pub async fn append(conn: &mut Conn<'_>, key: &ChainKey, e: Entry<'_>) -> Result
         .execute(c).await.map(|r| r.rows_affected()))?;
     // The outbox: the link's webhook deliveries, in the same transaction.
     if let Some(t) = event_type {
-        super::webhooks::enqueue(conn, &webhooks, link.seq, e.subject, t, e.at).await?;
+        webhooks::enqueue(conn, &webhooks, link.seq, e.subject, t, e.at).await?;
     }
     Ok(())
 }
@@ -127,7 +130,7 @@ pub async fn links_numbered(conn: &mut Conn<'_>, seqs: &[i64]) -> Result<Vec<Eve
     let sql = format!(
         "SELECT job_id, n, at, event, from_state, to_state, actor, comment, detail, seq \
          FROM ig_job_events WHERE seq IN {} ORDER BY seq",
-        super::tuples(conn.dialect(), 1, seqs.len())
+        conn.dialect().tuples(1, seqs.len())
     );
     // Sized to the list: not kept in the statement cache (`store::pieces`).
     on_conn!(conn, c => {
@@ -221,7 +224,7 @@ pub async fn fingerprint(conn: &mut Conn<'_>) -> Result<Option<String>> {
 /// not hold is not sealed (that would launder an edit): the error names
 /// the first broken link.
 pub async fn seal(conn: &mut Conn<'_>, key: &ChainKey) -> Result<()> {
-    super::lock(conn, super::Lock::Ledger).await?;
+    txn::lock(conn, Lock::Ledger).await?;
     if fingerprint(conn).await?.is_some() {
         return Ok(());
     }

@@ -5,7 +5,8 @@
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
-use super::{Conn, Result, json_col};
+use super::db::Conn;
+use super::error::{Result, json_col};
 use crate::on_conn;
 use crate::validate::Mapping;
 

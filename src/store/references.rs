@@ -6,69 +6,28 @@
 
 use std::collections::HashSet;
 
-use sqlx::Row;
-
+use super::db::Conn;
+use super::error::Result;
+use super::sql::ident;
 use super::stage::{self, Stage};
-use super::values::{BindValue, pg_input};
-use super::{Conn, Dialect, Result, ident, sql_type};
+use super::{postgres, sqlite};
 use crate::catalog::{Module, Reference};
 use crate::on_conn;
 use crate::validate::{RowAction, Value};
 
-/// Values looked up a statement at a time (well under both databases'
-/// parameter limits).
-const CHUNK: usize = 500;
-
 /// The positions in `values` of those the `key` column of `target`'s table
-/// holds. One statement per 500 values: on PostgreSQL one text array,
-/// unnested with its ordinal and each value cast to the column's type (as
-/// the key lookups, it is planned as index probes at any table size); on
-/// SQLite a `VALUES` list of (position, value) probing the table.
+/// holds, a few statements whatever their number (`sqlite::lookup::present`,
+/// `postgres::lookup::present`).
 pub async fn present(
     conn: &mut Conn<'_>,
     target: &Module,
     key: usize,
     values: &[Value],
 ) -> Result<HashSet<usize>> {
-    let mut found = HashSet::new();
-    let column = &target.columns[key];
-    let (t, col) = (ident(&target.table), ident(&column.name));
-    for range in super::lookup_parts(conn.dialect(), values.len(), CHUNK) {
-        let (base, part) = (range.start, &values[range]);
-        if let Conn::Postgres(c) = conn {
-            let ty = sql_type(column.ty, Dialect::Postgres);
-            let sql = format!(
-                "SELECT k.i FROM unnest($1::text[]) WITH ORDINALITY AS k(v, i) \
-                 WHERE EXISTS (SELECT 1 FROM {t} t WHERE t.{col} = k.v::{ty})"
-            );
-            let texts: Vec<String> = part.iter().map(pg_input).collect();
-            let hits: Vec<i64> = sqlx::query_scalar(&sql)
-                .bind(texts)
-                .fetch_all(&mut **c)
-                .await?;
-            found.extend(hits.into_iter().map(|i| base + i as usize - 1));
-            continue;
-        }
-        // Positions are written as literals (they are this loop's own
-        // numbers); the values are bound.
-        let list: Vec<String> = (0..part.len()).map(|i| format!("({i}, ?)")).collect();
-        let sql = format!(
-            "SELECT k.column1 FROM (VALUES {}) AS k \
-             WHERE EXISTS (SELECT 1 FROM {t} t WHERE t.{col} = k.column2)",
-            list.join(", ")
-        );
-        on_conn!(conn, c => {
-            let mut q = sqlx::query(&sql);
-            for v in part {
-                q = q.bind_value(Some(v), column.ty);
-            }
-            for row in q.fetch_all(c).await? {
-                let i: i64 = row.try_get(0)?;
-                found.insert(base + i as usize);
-            }
-        });
+    match conn {
+        Conn::Sqlite(c) => sqlite::lookup::present(c, target, key, values).await,
+        Conn::Postgres(c) => postgres::lookup::present(c, target, key, values).await,
     }
-    Ok(found)
 }
 
 /// A key value a rollback would take out of the referenced table while

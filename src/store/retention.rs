@@ -5,7 +5,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Conn, Result};
+use super::db::Conn;
+use super::error::Result;
 use crate::ledger::{ENDED_WITHOUT_COMMIT, JobState};
 use crate::on_conn;
 

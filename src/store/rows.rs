@@ -1,71 +1,22 @@
 //! The rows of a job as validation left them (the preview), and their
 //! errors. The rows live in their module's stage table (see
 //! [`super::stage`]), each with its warnings (`warns`); errors in
-//! `ig_job_errors`, by job id (a revised job keeps its own list).
+//! `ig_job_errors`, by job id (a revised job keeps its own list). A row as
+//! the validation stages it is `stage`'s [`StagedRow`] (the backends write
+//! it, and `rows` calls them), re-exported here with its [`Before`].
 
 use sqlx::Row;
 
-use super::copy_text::CopyText;
+use super::db::Conn;
+use super::error::{Result, StoreError, json_col};
 use super::stage::{Stage, action_is};
-use super::values::{BindValue, DecodeValue};
-use super::{Conn, Dialect, Result, StoreError, json_col};
+use super::values::DecodeValue;
+use super::{postgres, sqlite, txn};
 use crate::on_conn;
 use crate::validate::{RowAction, RowError, RowErrorCode, Value};
 
-/// Rows per multi-row statement: well under both databases' parameter limits.
-pub const BATCH: usize = 500;
-
-/// One validated row, staged for the preview and the commit.
-#[derive(Debug, Clone)]
-pub struct StagedRow {
-    /// Position in the file's data rows, from 0.
-    pub seq: i64,
-    pub row_no: i64,
-    pub action: RowAction,
-    /// The natural key as canonical JSON, when every key cell is valid.
-    pub nkey: Option<String>,
-    /// The values of the provided columns, in the stage's order; none for
-    /// a row with errors, which is staged as `vals` instead.
-    pub values: Vec<Option<Value>>,
-    /// Rows with errors: the row as the preview shows it, JSON object text
-    /// (failed cells carry their raw text).
-    pub vals: Option<String>,
-    /// For updates: the target's current values of the provided columns
-    /// the update changes.
-    pub before: Option<Before>,
-    pub errors: Vec<RowError>,
-    /// Remarks that leave the row valid (a reference with
-    /// `on_missing = "warn"`), as the stage holds them ([`warns_text`]):
-    /// made where the row is decided, not by the stage's writer.
-    pub warns: Option<String>,
-}
-
-/// An update's before-image as it is staged: only where the update
-/// changes a column (see [`stage::SAME`](super::stage::SAME)).
-#[derive(Debug, Clone)]
-pub struct Before {
-    /// The target's current values of the provided columns, in the
-    /// stage's order; none where `same` has the column's bit.
-    pub values: Vec<Option<Value>>,
-    /// The catalog columns (bits, [`same_bit`](super::stage::same_bit))
-    /// whose before-image is the row's own value.
-    pub same: i64,
-}
-
-impl StagedRow {
-    /// The value, then the before-image as staged, of the provided column
-    /// `k`.
-    pub(crate) fn typed(&self, k: usize) -> (Option<&Value>, Option<&Value>) {
-        let value = self.values.get(k).and_then(Option::as_ref);
-        let before = self.before.as_ref().and_then(|b| b.values.get(k)?.as_ref());
-        (value, before)
-    }
-
-    /// The row's [`SAME`](super::stage::SAME) mask: an update's, or null.
-    pub(crate) fn same(&self) -> Option<i64> {
-        self.before.as_ref().map(|b| b.same)
-    }
-}
+pub use super::sql::BATCH;
+pub use super::stage::{Before, StagedRow};
 
 /// A staged row read back.
 #[derive(Debug, Clone)]
@@ -95,7 +46,9 @@ pub struct StoredRow {
 /// job id, beside the million staged rows: 1.2 s of SQLite's and 2.6 s of
 /// PostgreSQL's time in a 1M-row validation. As the warnings' JSON in the
 /// row they still cost SQLite 0.7 s of a 2.7 s stage (a row twice as
-/// wide); as a column's name, nothing measurable (BENCHMARKS.md, issue 18).
+/// wide); as a column's name, nothing measurable (`bash bench/once.sh`
+/// with the harness's 1M orders, every row warning, and SQLite's own
+/// `INSERT … SELECT` of the stage timed in `sqlite3`).
 /// In the row they go wherever the row goes (to a revision, out with a
 /// purge) without being copied.
 pub fn warns_text(columns: &[&str]) -> Option<String> {
@@ -146,135 +99,19 @@ pub fn warnings_of(
         .collect()
 }
 
-/// Stores a batch of rows and their errors. On PostgreSQL with `COPY`,
-/// the database's bulk loader.
+/// Stores a batch of rows and their errors, as each backend loads them
+/// fastest (`sqlite::stage::insert_batch`: multi-row `INSERT`s;
+/// `postgres::stage::insert_batch`: `COPY`).
 pub async fn insert_batch(
     conn: &mut Conn<'_>,
     stage: &Stage<'_>,
     job_id: &str,
     rows: &[StagedRow],
 ) -> Result<()> {
-    if let Conn::Postgres(c) = conn {
-        return copy_batch(c, stage, job_id, rows).await;
+    match conn {
+        Conn::Sqlite(c) => sqlite::stage::insert_batch(c, stage, job_id, rows).await,
+        Conn::Postgres(c) => postgres::stage::insert_batch(c, stage, job_id, rows).await,
     }
-    let width = 8 + 2 * stage.provided.len();
-    let per_statement = (30_000 / width).clamp(1, BATCH);
-    for range in super::pieces(rows.len(), per_statement) {
-        let part = &rows[range];
-        let sql = format!(
-            "INSERT INTO {} (job, seq, row_no, action, nkey, vals, warns{}) VALUES {}",
-            stage.table(),
-            stage.written_list(),
-            super::tuples(Dialect::Sqlite, part.len(), width)
-        );
-        on_conn!(conn, c => {
-            let mut q = sqlx::query(&sql);
-            for r in part {
-                q = q.bind(stage.job).bind(r.seq).bind(r.row_no).bind(r.action.as_str()).bind(&r.nkey)
-                    .bind(&r.vals).bind(&r.warns).bind(r.same());
-                for (k, &i) in stage.provided.iter().enumerate() {
-                    q = q.bind_value(r.typed(k).0, stage.module.columns[i].ty);
-                }
-                for (k, &i) in stage.provided.iter().enumerate() {
-                    q = q.bind_value(r.typed(k).1, stage.module.columns[i].ty);
-                }
-            }
-            q.execute(c).await?.rows_affected()
-        });
-    }
-    let list: Vec<(i64, i64, &RowError)> = rows
-        .iter()
-        .flat_map(|r| (r.errors.iter().enumerate()).map(move |(n, e)| (r.seq, n as i64, e)))
-        .collect();
-    insert_errors(conn, job_id, &list).await
-}
-
-/// `COPY … FROM STDIN` in text format: the rows, then their errors. Typed
-/// values go as PostgreSQL's own text of them ([`CopyText::value`]), which
-/// it reads back exactly, whatever the year of a before-image.
-async fn copy_batch(
-    c: &mut sqlx::PgConnection,
-    stage: &Stage<'_>,
-    job_id: &str,
-    rows: &[StagedRow],
-) -> Result<()> {
-    let mut data = CopyText::with_capacity(rows.len() * 256);
-    for r in rows {
-        data.int(stage.job);
-        data.int(r.seq);
-        data.int(r.row_no);
-        data.text(r.action.as_str());
-        data.opt_text(r.nkey.as_deref());
-        data.opt_text(r.vals.as_deref());
-        data.opt_text(r.warns.as_deref());
-        data.opt_int(r.same());
-        for k in 0..stage.provided.len() {
-            data.value(r.typed(k).0);
-        }
-        for k in 0..stage.provided.len() {
-            data.value(r.typed(k).1);
-        }
-        data.end_row();
-    }
-    let sql = format!(
-        "COPY {} (job, seq, row_no, action, nkey, vals, warns{}) FROM STDIN",
-        stage.table(),
-        stage.written_list()
-    );
-    let mut copy = c.copy_in_raw(&sql).await?;
-    copy.send(data.into_bytes()).await?;
-    copy.finish().await?;
-    copy_errors(c, job_id, rows).await
-}
-
-/// `COPY` of the rows' errors.
-async fn copy_errors(c: &mut sqlx::PgConnection, job_id: &str, rows: &[StagedRow]) -> Result<()> {
-    let mut data = CopyText::with_capacity(0);
-    for r in rows {
-        for (n, e) in r.errors.iter().enumerate() {
-            data.text(job_id);
-            data.int(r.seq);
-            data.int(n as i64);
-            data.int(e.row as i64);
-            data.opt_text(e.column.as_deref());
-            data.opt_text(e.value.as_deref());
-            data.text(e.code.as_str());
-            data.text(&e.message);
-            data.end_row();
-        }
-    }
-    if !data.is_empty() {
-        let sql =
-            "COPY ig_job_errors (job_id, seq, n, row_no, col, value, code, message) FROM STDIN";
-        let mut copy = c.copy_in_raw(sql).await?;
-        copy.send(data.into_bytes()).await?;
-        copy.finish().await?;
-    }
-    Ok(())
-}
-
-/// Stores row errors: (row seq, index within the row, error).
-async fn insert_errors(
-    conn: &mut Conn<'_>,
-    job_id: &str,
-    list: &[(i64, i64, &RowError)],
-) -> Result<()> {
-    for range in super::pieces(list.len(), BATCH) {
-        let part = &list[range];
-        let sql = format!(
-            "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message) VALUES {}",
-            super::tuples(conn.dialect(), part.len(), 8)
-        );
-        on_conn!(conn, c => {
-            let mut q = sqlx::query(&sql);
-            for (seq, n, e) in part {
-                q = q.bind(job_id).bind(*seq).bind(*n).bind(e.row as i64).bind(&e.column)
-                    .bind(&e.value).bind(e.code.as_str()).bind(&e.message);
-            }
-            q.execute(c).await?.rows_affected()
-        });
-    }
-    Ok(())
 }
 
 /// A later row whose natural key an earlier row of the file already has.
@@ -290,8 +127,8 @@ pub struct Duplicate {
 /// Rows that repeat an earlier row's natural key (the first one stays).
 /// Done in the database so memory does not grow with the file: a hash or
 /// sort of the job's keys (no index holds them, see `stage::retired_indexes`),
-/// with [`tables::JOIN_MEMORY`](super::tables::JOIN_MEMORY) to do it in on
-/// PostgreSQL (in the caller's transaction).
+/// with the memory to do it in that the database lets the caller's
+/// transaction ask for ([`txn::join_memory`]).
 ///
 /// Two statements whose plans do not depend on the table's statistics,
 /// which never know the newest job (its number is past the histogram, so
@@ -304,20 +141,13 @@ pub struct Duplicate {
 /// A validation whose keys a Bloom filter found all distinct as they were
 /// staged does not ask (`pipeline::distinct`).
 pub async fn duplicates(conn: &mut Conn<'_>, stage: &Stage<'_>) -> Result<Vec<Duplicate>> {
-    if let Conn::Postgres(c) = conn {
-        let sql = format!("SET LOCAL work_mem = '{}'", super::tables::JOIN_MEMORY);
-        sqlx::query(&sql).execute(&mut **c).await?;
-    }
+    txn::join_memory(conn).await?;
     let t = stage.table();
     // Keys minus distinct keys: a sort of the keys, no per-key groups
     // (PostgreSQL's hash of 1M groups spilled to disk: 0.9–1.0 s against
-    // 0.3–0.4 s; SQLite 0.69 s against 0.40 s). PostgreSQL sorts 64-bit
-    // hashes of the keys instead of their text: a collision only sends
-    // the job to the exact statement below, which then finds nothing.
-    let distinct = match conn.dialect() {
-        Dialect::Postgres => "hashtextextended(nkey, 0)",
-        Dialect::Sqlite => "nkey",
-    };
+    // 0.3–0.4 s; SQLite 0.69 s against 0.40 s), of what the dialect sorts
+    // for them (`Dialect::sortable_key`).
+    let distinct = conn.dialect().sortable_key("nkey");
     let repeated = format!(
         "SELECT COUNT(*) - COUNT(DISTINCT {distinct}) FROM {t} WHERE job = $1 AND nkey IS NOT NULL"
     );
@@ -362,7 +192,13 @@ pub async fn mark_error(
     );
     on_conn!(conn, c => sqlx::query(&sql)
         .bind(stage.job).bind(seq).execute(c).await.map(|r| r.rows_affected()))?;
-    insert_errors(conn, job_id, &[(seq, n, error)]).await
+    let e = error;
+    on_conn!(conn, c => sqlx::query(
+        "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
+        .bind(job_id).bind(seq).bind(n).bind(e.row as i64).bind(&e.column).bind(&e.value)
+        .bind(e.code.as_str()).bind(&e.message).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
 }
 
 /// `SELECT` of staged rows as [`stored`] reads them: the row's own
@@ -423,8 +259,7 @@ where
 
 /// A staged row's action, from its spelling in the stage.
 fn action_of(action: &str) -> Result<RowAction> {
-    RowAction::parse(action)
-        .ok_or_else(|| super::StoreError::Corrupt(format!("row action {action:?}")))
+    RowAction::parse(action).ok_or_else(|| StoreError::Corrupt(format!("row action {action:?}")))
 }
 
 /// A page of the preview of the rows with warnings (optionally only one
@@ -626,45 +461,6 @@ pub async fn rows_numbered(
     Ok(found)
 }
 
-/// Where the file's numbering jumps in a run of staged rows (in file
-/// order): `(row_no, seq)` of the first row and of every row whose number
-/// is not its predecessor's + 1 (blank lines were skipped before it).
-/// `last` is the number of the row before the run, and is moved on.
-///
-/// Why: a row is found by its number through these few breaks and the
-/// stage's key `(job, seq)`, not through an index of `(job, row_no)` that
-/// every staged row would add to (SQLite: 0.25 s of a 2.1 s stage of 1M
-/// rows; PostgreSQL: 0.8 s of its backend's time).
-pub fn breaks(rows: &[StagedRow], last: &mut Option<i64>) -> Vec<(i64, i64)> {
-    let mut found = Vec::new();
-    for r in rows {
-        if *last != Some(r.row_no - 1) {
-            found.push((r.row_no, r.seq));
-        }
-        *last = Some(r.row_no);
-    }
-    found
-}
-
-/// Records a stage's breaks ([`breaks`]).
-pub async fn insert_breaks(conn: &mut Conn<'_>, job: i64, breaks: &[(i64, i64)]) -> Result<()> {
-    for range in super::pieces(breaks.len(), BATCH) {
-        let part = &breaks[range];
-        let sql = format!(
-            "INSERT INTO ig_stage_breaks (job, row_no, seq) VALUES {}",
-            super::tuples(conn.dialect(), part.len(), 3)
-        );
-        on_conn!(conn, c => {
-            let mut q = sqlx::query(&sql);
-            for (row_no, seq) in part {
-                q = q.bind(job).bind(*row_no).bind(*seq);
-            }
-            q.execute(c).await?.rows_affected()
-        });
-    }
-    Ok(())
-}
-
 /// The sequence numbers the stage's rows with these numbers would have,
 /// ascending: each is its nearest break's at or before it plus the
 /// distance from it. A number the file skipped (a blank line) maps to a
@@ -712,10 +508,7 @@ pub async fn rows_keyed(
     // stage's keys (`stage::retired_indexes`), so each statement is a scan of the
     // job's rows in the database, and the keys go as one JSON list (a hash
     // semi-join on PostgreSQL; SQLite makes a temporary index of the list).
-    let list = match conn {
-        Conn::Sqlite(_) => "SELECT value FROM json_each($2)",
-        Conn::Postgres(_) => "SELECT json_array_elements_text($2::json)",
-    };
+    let list = conn.dialect().json_text_list("$2");
     let sql = format!(
         "{} WHERE job = $1 AND nkey IN ({list}) ORDER BY seq",
         select(stage)

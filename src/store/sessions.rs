@@ -4,7 +4,9 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Conn, Result};
+use super::db::Conn;
+use super::error::Result;
+use super::sql::now;
 use crate::on_conn;
 
 /// A session as stored.
@@ -25,7 +27,7 @@ pub async fn insert(
 ) -> Result<()> {
     on_conn!(conn, c => sqlx::query(
         "INSERT INTO ig_sessions (id_hash, key_id, csrf, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)")
-        .bind(id_hash).bind(key_id).bind(csrf).bind(super::now()).bind(expires_at)
+        .bind(id_hash).bind(key_id).bind(csrf).bind(now()).bind(expires_at)
         .execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
 }

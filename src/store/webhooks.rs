@@ -12,7 +12,8 @@
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
-use super::{Conn, Result, json_col};
+use super::db::Conn;
+use super::error::{Result, json_col};
 use crate::on_conn;
 use crate::webhooks::{Attempt, Delivery, Webhook};
 
@@ -258,12 +259,12 @@ pub async fn record_all(
     let dialect = conn.dialect();
     let rows: Vec<String> = (0..batch.len())
         .map(|i| {
-            let p = |k| super::param(dialect, i * 4 + k);
+            let p = |k| dialect.param(i * 4 + k);
             format!("({}, {}, CAST({} AS BIGINT), {})", p(1), p(2), p(3), p(4))
         })
         .collect();
     // A VALUES list's columns are column1… in both SQLite and PostgreSQL;
-    // the parameters are used once each, in order (`param`).
+    // the parameters are used once each, in order (`Dialect::param`).
     let sql = format!(
         "UPDATE ig_webhook_deliveries SET state = v.column2, attempts = attempts + 1, \
              next_at = v.column3, lease_owner = NULL, lease_until = NULL, \
@@ -271,7 +272,7 @@ pub async fn record_all(
          FROM (VALUES {}) AS v \
          WHERE id = v.column1 AND lease_owner = {} AND state = 'pending' RETURNING id",
         rows.join(", "),
-        super::param(dialect, batch.len() * 4 + 1)
+        dialect.param(batch.len() * 4 + 1)
     );
     // Sized to the batch: run once, not kept in the statement cache (a
     // shape per batch size would crowd it, see `store::pieces`).
@@ -294,7 +295,7 @@ pub async fn record_all(
     let sql = format!(
         "INSERT INTO ig_webhook_attempts (delivery_id, n, at, status, latency_ms, error, answer) \
          VALUES {}",
-        super::tuples(dialect, kept.len(), 7)
+        dialect.tuples(kept.len(), 7)
     );
     on_conn!(conn, c => {
         let mut q = sqlx::query(&sql).persistent(false);

@@ -359,7 +359,8 @@ TRK-5,ORD-5,JNE,1.00,2026-01-02T00:00:00Z\n";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgresql_values_read_back_as_postgresql_writes_them() {
     use importgate::catalog::ColumnType;
-    use importgate::store::values::{DecodeValue, pg_input};
+    use importgate::store::postgres::values::pg_input;
+    use importgate::store::values::DecodeValue;
     let app = spawn_app().await;
     if !postgres(&app) {
         return;

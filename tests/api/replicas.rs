@@ -691,6 +691,85 @@ Dewi,0812000004,Bogor,5,true\n";
     db.close().await;
 }
 
+/// A database the service's earlier migration runner set up (each step run
+/// in order, the number of the last in `ig_schema`) is adopted at its
+/// first start under sqlx's migrator: the steps it ran are recorded in
+/// `_sqlx_migrations` with the checksums of the migration files, the steps
+/// it lacked are applied, its rows stay, the service is ready, and
+/// `ig_schema` stays as it was for replicas still running the runner. A
+/// second start checks the recorded checksums against the files and finds
+/// nothing to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_of_the_earlier_migration_runner_is_adopted() {
+    use sha2::{Digest, Sha384};
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database(dir.path()).await;
+    let backend = if url.starts_with("sqlite") {
+        "sqlite"
+    } else {
+        "postgres"
+    };
+    let files = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("migrations")
+        .join(backend);
+    let mut steps: Vec<_> = std::fs::read_dir(&files)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    steps.sort();
+    assert_eq!(steps.len(), 15, "{steps:?}");
+
+    // What the runner left after its twelfth step.
+    let db = Db::connect(&url).await.unwrap();
+    exec(&db, "CREATE TABLE ig_schema (version BIGINT NOT NULL)", &[]).await;
+    for (n, step) in steps.iter().take(12).enumerate() {
+        let sql = std::fs::read_to_string(step).unwrap();
+        let mut pooled = db.acquire().await.unwrap();
+        on_conn!(&mut pooled.conn(), c => sqlx::raw_sql(&sql).execute(c).await.unwrap().rows_affected());
+        let done = format!("INSERT INTO ig_schema (version) VALUES ({})", n + 1);
+        exec(&db, &done, &[]).await;
+    }
+    let counted = "SELECT COUNT(*) FROM ig_counters WHERE name = 'stage'";
+    assert_eq!(count(&db, counted, None).await, 1, "step 4's row");
+
+    let client = Client::new();
+    for round in ["first", "second"] {
+        let log = dir.path().join(format!("{round}.log"));
+        let (replica, _) = start(&url, &log).await;
+        let ready = client
+            .get(format!("{}/readyz", replica.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(ready.status(), StatusCode::OK, "{round} start");
+        drop(replica);
+        let applied = "SELECT COUNT(*) FROM _sqlx_migrations WHERE success";
+        assert_eq!(count(&db, applied, None).await, 15, "{round} start");
+        let adopted = "SELECT COUNT(*) FROM _sqlx_migrations WHERE execution_time = -1";
+        assert_eq!(count(&db, adopted, None).await, 12, "{round} start");
+        assert_eq!(count(&db, "SELECT COUNT(*) FROM ig_schema", None).await, 12);
+        assert_eq!(count(&db, counted, None).await, 1, "the rows stay");
+        // Steps 14 and 15: the stage's breaks, the chunks' codec.
+        let breaks = "SELECT COUNT(*) FROM ig_stage_breaks";
+        assert_eq!(count(&db, breaks, None).await, 0);
+        let codec = "SELECT COUNT(*) FROM ig_blob_chunks WHERE codec = 0";
+        assert_eq!(count(&db, codec, None).await, 0);
+    }
+    let mut pooled = db.acquire().await.unwrap();
+    let recorded: Vec<(i64, Vec<u8>)> = on_conn!(&mut pooled.conn(), c => sqlx::query_as(
+        "SELECT version, checksum FROM _sqlx_migrations ORDER BY version")
+        .fetch_all(c).await.unwrap());
+    let expected: Vec<(i64, Vec<u8>)> = (steps.iter().enumerate())
+        .map(|(n, step)| {
+            let sql = std::fs::read(step).unwrap();
+            (n as i64 + 1, Sha384::digest(&sql).to_vec())
+        })
+        .collect();
+    assert_eq!(recorded, expected, "each step with its file's checksum");
+    drop(pooled);
+    db.close().await;
+}
+
 /// A replica killed mid-validation and started again as the same instance
 /// takes its job back at once — not after the lease lapses — and the ledger
 /// notes the interrupted attempt.

@@ -345,7 +345,7 @@ natural_key = [\"day\", \"meter\", \"band\", \"at\"]\n\n\
 
 /// On PostgreSQL a module table leaves room on its pages, so that an
 /// upsert's new row versions can stay on their pages without new index
-/// entries (a HOT update; `store::schema::FILL_FACTOR`). SQLite has no
+/// entries (a HOT update; `store::postgres::sql::FILL_FACTOR`). SQLite has no
 /// such setting.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn module_tables_leave_room_for_updated_rows_on_postgres() {
@@ -358,7 +358,10 @@ async fn module_tables_leave_room_for_updated_rows_on_postgres() {
             "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE relname = '{TABLE}'"
         ))
         .await;
-    let expected = format!("fillfactor={}", importgate::store::schema::FILL_FACTOR);
+    let expected = format!(
+        "fillfactor={}",
+        importgate::store::postgres::sql::FILL_FACTOR
+    );
     assert_eq!(options, vec![vec![Some(expected)]]);
 }
 
@@ -592,14 +595,15 @@ fn orders_csv(rows: usize, bump: impl Fn(usize) -> usize) -> String {
     csv
 }
 
-/// Past [`importgate::store::tables::PROBE_FROM`] rows, PostgreSQL's
-/// lookups probe the natural-key index once a key instead of joining:
-/// every key of a two-column key is still found, each with its own row.
+/// Past [`importgate::store::postgres::lookup::PROBE_FROM`] rows,
+/// PostgreSQL's lookups probe the natural-key index once a key instead of
+/// joining: every key of a two-column key is still found, each with its
+/// own row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upsert_over_a_table_past_the_probe_size_finds_every_key() {
     let app = spawn_app().await;
     let (sub, apr) = (app.submitter().await, app.approver().await);
-    let rows = importgate::store::tables::PROBE_FROM as usize + 4_000;
+    let rows = importgate::store::postgres::lookup::PROBE_FROM as usize + 4_000;
     let job = app
         .upload(&sub, "orders", "", &orders_csv(rows, |_| 0))
         .await;

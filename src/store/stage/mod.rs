@@ -13,13 +13,19 @@
 //! update changes ([`SAME`] marks the others): the commit checks it is
 //! still what the table holds, and a rollback writes it back. Only the
 //! row as the preview shows it when a cell failed (its raw text) is JSON.
+//!
+//! A row as the validation stages it is a [`StagedRow`]; where the file's
+//! numbering jumps among a job's rows is kept beside them ([`breaks`]).
 
 pub mod writes;
 
-use super::{Conn, Dialect, Result, StoreError, ident, json_col, sql_type};
+use super::db::Conn;
+use super::dialect::Dialect;
+use super::error::{Result, StoreError, json_col};
+use super::sql::{BATCH, ident, pieces};
 use crate::catalog::Module;
 use crate::on_conn;
-use crate::validate::RowAction;
+use crate::validate::{RowAction, RowError, Value};
 
 /// Where one job's rows are staged.
 #[derive(Debug, Clone)]
@@ -140,13 +146,105 @@ impl<'a> Stage<'a> {
     }
 }
 
+/// One validated row, staged for the preview and the commit.
+#[derive(Debug, Clone)]
+pub struct StagedRow {
+    /// Position in the file's data rows, from 0.
+    pub seq: i64,
+    pub row_no: i64,
+    pub action: RowAction,
+    /// The natural key as canonical JSON, when every key cell is valid.
+    pub nkey: Option<String>,
+    /// The values of the provided columns, in the stage's order; none for
+    /// a row with errors, which is staged as `vals` instead.
+    pub values: Vec<Option<Value>>,
+    /// Rows with errors: the row as the preview shows it, JSON object text
+    /// (failed cells carry their raw text).
+    pub vals: Option<String>,
+    /// For updates: the target's current values of the provided columns
+    /// the update changes.
+    pub before: Option<Before>,
+    pub errors: Vec<RowError>,
+    /// Remarks that leave the row valid (a reference with
+    /// `on_missing = "warn"`), as the stage holds them ([`warns_text`](super::rows::warns_text)):
+    /// made where the row is decided, not by the stage's writer.
+    pub warns: Option<String>,
+}
+
+/// An update's before-image as it is staged: only where the update
+/// changes a column (see [`SAME`]).
+#[derive(Debug, Clone)]
+pub struct Before {
+    /// The target's current values of the provided columns, in the
+    /// stage's order; none where `same` has the column's bit.
+    pub values: Vec<Option<Value>>,
+    /// The catalog columns (bits, [`same_bit`])
+    /// whose before-image is the row's own value.
+    pub same: i64,
+}
+
+impl StagedRow {
+    /// The value, then the before-image as staged, of the provided column
+    /// `k`.
+    pub(crate) fn typed(&self, k: usize) -> (Option<&Value>, Option<&Value>) {
+        let value = self.values.get(k).and_then(Option::as_ref);
+        let before = self.before.as_ref().and_then(|b| b.values.get(k)?.as_ref());
+        (value, before)
+    }
+
+    /// The row's [`SAME`] mask: an update's, or null.
+    pub(crate) fn same(&self) -> Option<i64> {
+        self.before.as_ref().map(|b| b.same)
+    }
+}
+
+/// Where the file's numbering jumps in a run of staged rows (in file
+/// order): `(row_no, seq)` of the first row and of every row whose number
+/// is not its predecessor's + 1 (blank lines were skipped before it).
+/// `last` is the number of the row before the run, and is moved on.
+///
+/// Why: a row is found by its number through these few breaks and the
+/// stage's key `(job, seq)`, not through an index of `(job, row_no)` that
+/// every staged row would add to (SQLite: 0.25 s of a 2.1 s stage of 1M
+/// rows; PostgreSQL: 0.8 s of its backend's time).
+pub fn breaks(rows: &[StagedRow], last: &mut Option<i64>) -> Vec<(i64, i64)> {
+    let mut found = Vec::new();
+    for r in rows {
+        if *last != Some(r.row_no - 1) {
+            found.push((r.row_no, r.seq));
+        }
+        *last = Some(r.row_no);
+    }
+    found
+}
+
+/// Records a stage's breaks ([`breaks`]).
+pub async fn insert_breaks(conn: &mut Conn<'_>, job: i64, breaks: &[(i64, i64)]) -> Result<()> {
+    for range in pieces(breaks.len(), BATCH) {
+        let part = &breaks[range];
+        let sql = format!(
+            "INSERT INTO ig_stage_breaks (job, row_no, seq) VALUES {}",
+            conn.dialect().tuples(part.len(), 3)
+        );
+        on_conn!(conn, c => {
+            let mut q = sqlx::query(&sql);
+            for (row_no, seq) in part {
+                q = q.bind(job).bind(*row_no).bind(*seq);
+            }
+            q.execute(c).await?.rows_affected()
+        });
+    }
+    Ok(())
+}
+
 /// The stage's column of an update's mask of the columns it leaves as
 /// they are (bit `i` for catalog column `i`): their before-image is the
 /// row's own value, so it is not written twice, and `b_` holds null.
 /// An update re-uploading a table with a price changed wrote every
 /// column's value twice: the stage row of an update was twice an
-/// insert's, and writing it was most of an upsert's validation
-/// (BENCHMARKS.md, issue 18). Null for rows that are no update, and for
+/// insert's, and writing it was most of an upsert's validation (the
+/// stage table of a 1M-row upsert: 195 MB, with the mask 143 MB, by
+/// SQLite's `dbstat`). Null for rows that are no update, and for
 /// rows staged before the mask, whose before-image is whole.
 pub const SAME: &str = "same";
 
@@ -254,17 +352,11 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
     ];
     for name in [column, before_column] {
         for (i, c) in module.columns.iter().enumerate() {
-            let ty = sql_type(c.ty, dialect);
+            let ty = dialect.column_type(c.ty);
             cols.push(format!("{} {ty}", name(module, i)));
         }
     }
     cols.push("PRIMARY KEY (job, seq)".into());
-    // SQLite: the rows themselves ordered by (job, seq), with no rowid and
-    // no second copy of the key in a separate index.
-    let without_rowid = match dialect {
-        Dialect::Sqlite => " WITHOUT ROWID",
-        Dialect::Postgres => "",
-    };
     let index = format!("ig_stage_{}_changes", module.key);
     // No index of the natural key: see `retired_indexes`. A revision finds the
     // rows it touches by number (through `ig_stage_breaks` and the key,
@@ -274,9 +366,10 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
         (
             table_name(module),
             format!(
-                "CREATE TABLE IF NOT EXISTS {} (\n    {}\n){without_rowid}",
+                "CREATE TABLE IF NOT EXISTS {} (\n    {}\n){}",
                 table(module),
-                cols.join(",\n    ")
+                cols.join(",\n    "),
+                dialect.stage_table_options()
             ),
         ),
         // Preview pages of one action, and the commit's checks by action,
@@ -325,7 +418,8 @@ pub fn action_is(alias: &str, action: RowAction) -> String {
 /// number, products by sku) were inserted all over the index, and with the
 /// index far larger than the database's cache each insert read and wrote
 /// pages: 1M orders shuffled took 16–20 s to validate on SQLite against
-/// 4–4.5 s in key order (BENCHMARKS.md, "The key index dropped"). The
+/// 4–4.5 s in key order (`bash bench/once.sh` with the harness's file
+/// through `shuf`). The
 /// index served only the duplicate check (a sort of the job's keys does
 /// it) and revisions' rows sharing a key (one scan of the job's rows).
 pub fn retired_indexes(module: &Module) -> [String; 2] {

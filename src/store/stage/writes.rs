@@ -13,14 +13,11 @@
 use super::{self as stage, Stage, action_is};
 use crate::catalog::{Catalog, Module};
 use crate::on_conn;
-use crate::store::{Conn, Dialect, Result, ident, sql_type};
+use crate::store::db::Conn;
+use crate::store::dialect::Dialect;
+use crate::store::error::Result;
+use crate::store::sql::ident;
 use crate::validate::RowAction;
-
-/// A string literal for SQL. Only catalog identifiers ever reach it (they
-/// are `[a-z0-9_]`), but it escapes quotes anyway.
-fn literal(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
 
 /// Where a statement reads a row's values of the module's columns.
 #[derive(Clone, Copy)]
@@ -29,10 +26,9 @@ enum Place<'a> {
     /// ([`stage::value_of`]) or its before-image ([`stage::before_of`]).
     Staged(&'a str, fn(&Module, usize, &str) -> String),
     /// A JSON object text, as rows were staged before stage tables (see
-    /// [`adopt_job_rows`]). PostgreSQL parses each object once
-    /// (`json_to_record` in a lateral join); SQLite's `json_extract` caches
-    /// the parsed text itself. The JSON was written by `Value::to_json`.
-    /// The JSON text, and the alias of its record on PostgreSQL.
+    /// [`adopt_job_rows`]), read as the dialect reads one
+    /// ([`Dialect::json_record`]). The JSON was written by
+    /// `Value::to_json`. The JSON text, and the alias of its record.
     Json(&'a str, &'a str),
 }
 
@@ -70,33 +66,25 @@ impl<'a> Source<'a> {
         }
     }
 
-    /// What to join after the table holding the JSON (PostgreSQL only).
+    /// What to join after the table holding the JSON, if anything.
     fn lateral(&self) -> String {
-        match (self.from, self.dialect) {
-            (Place::Json(json, alias), Dialect::Postgres) => {
-                let cols: Vec<String> = self
-                    .module
-                    .columns
-                    .iter()
-                    .map(|c| format!("{} {}", ident(&c.name), sql_type(c.ty, Dialect::Postgres)))
-                    .collect();
-                format!(
-                    " CROSS JOIN LATERAL json_to_record(({json})::json) AS {alias}({})",
-                    cols.join(", ")
-                )
+        match self.from {
+            Place::Json(json, alias) => {
+                let columns = self.module.columns.iter();
+                let columns: Vec<(&str, _)> = columns.map(|c| (c.name.as_str(), c.ty)).collect();
+                self.dialect.json_record(json, alias, &columns)
             }
-            _ => String::new(),
+            Place::Staged(..) => String::new(),
         }
     }
 
     /// The value of catalog column `i`, typed.
     fn field(&self, i: usize) -> String {
-        let name = &self.module.columns[i].name;
-        match (self.from, self.dialect) {
-            (Place::Staged(alias, image), _) => image(self.module, i, alias),
-            (Place::Json(_, alias), Dialect::Postgres) => format!("{alias}.{}", ident(name)),
-            (Place::Json(json, _), Dialect::Sqlite) => {
-                format!("json_extract({json}, {})", literal(&format!("$.{name}")))
+        match self.from {
+            Place::Staged(alias, image) => image(self.module, i, alias),
+            Place::Json(json, alias) => {
+                let name = &self.module.columns[i].name;
+                self.dialect.json_member(json, alias, name)
             }
         }
     }
@@ -128,21 +116,10 @@ async fn in_range(conn: &mut Conn<'_>, sql: &str, job: i64, seqs: Seqs) -> Resul
     )
 }
 
-/// Null-safe equality in each dialect.
-fn same(dialect: Dialect, a: &str, b: &str) -> String {
-    match dialect {
-        Dialect::Postgres => format!("{a} IS NOT DISTINCT FROM {b}"),
-        Dialect::Sqlite => format!("{a} IS {b}"),
-    }
-}
-
-/// A range of staged rows, `from..to` by sequence number. SQLite gathers
-/// the rows an UPDATE or DELETE touches in memory before changing them, so
-/// there the writes of a large job go a range at a time to keep memory
-/// flat. PostgreSQL writes a job in one statement: it joins a range with
-/// the target by hashing the range and scanning the whole table, so every
-/// range cost a scan of the table (a 1M-row rollback: twenty full scans,
-/// 5.1 s).
+/// A range of staged rows, `from..to` by sequence number: a commit's or a
+/// rollback's writes of a job go a range at a time, as large as the
+/// dialect writes at once ([`Dialect::rows_per_write`]: SQLite keeps
+/// memory flat in ranges of 50,000, PostgreSQL writes a job in one).
 #[derive(Debug, Clone, Copy)]
 pub struct Seqs {
     pub from: i64,
@@ -150,15 +127,9 @@ pub struct Seqs {
 }
 
 impl Seqs {
-    /// Rows per range.
-    pub const STEP: i64 = 50_000;
-
     /// The ranges covering `rows` staged rows.
     pub fn all(dialect: Dialect, rows: i64) -> impl Iterator<Item = Seqs> {
-        let step = match dialect {
-            Dialect::Sqlite => Self::STEP,
-            Dialect::Postgres => rows.max(1),
-        };
+        let step = dialect.rows_per_write(rows);
         (0..rows.max(1))
             .step_by(step as usize)
             .map(move |from| Seqs {
@@ -297,7 +268,7 @@ fn holds(src: &Source, t: &str, columns: impl IntoIterator<Item = usize>) -> Str
         .into_iter()
         .map(|i| {
             let col = format!("{t}.{}", ident(&src.module.columns[i].name));
-            same(src.dialect, &col, &src.field(i))
+            src.dialect.null_safe_eq(&col, &src.field(i))
         })
         .collect();
     if held.is_empty() {
@@ -343,25 +314,11 @@ pub async fn delete_inserted(conn: &mut Conn<'_>, stage: &Stage<'_>, seqs: Seqs)
     let src = Source::staged(conn.dialect(), stage.module, "r");
     let t = ident(&stage.module.table);
     let staged = "r.job = $1 AND r.seq >= $2 AND r.seq < $3 AND r.action = 'insert'";
-    let sql = match src.dialect {
-        // A join: `id IN (subquery)` made PostgreSQL hash every id and
-        // look each row up again (50k rows: 700 ms against 530 ms).
-        Dialect::Postgres => format!(
-            "DELETE FROM {t} USING {} r WHERE {} AND {staged} AND {}",
-            stage.table(),
-            src.key_match(&t),
-            holds_inserted(&src, &t, &stage.provided),
-        ),
-        // SQLite has no `DELETE … USING`.
-        Dialect::Sqlite => format!(
-            "DELETE FROM {t} WHERE {id} IN (SELECT {t}.{id} FROM {} r JOIN {t} ON {} \
-             WHERE {staged} AND {})",
-            stage.table(),
-            src.key_match(&t),
-            holds_inserted(&src, &t, &stage.provided),
-            id = ident("id"),
-        ),
-    };
+    let filter = format!("{staged} AND {}", holds_inserted(&src, &t, &stage.provided));
+    let (from, on) = (stage.table(), src.key_match(&t));
+    let sql = src
+        .dialect
+        .delete_joined(&t, &ident("id"), &from, &on, &filter);
     in_range(conn, &sql, stage.job, seqs).await
 }
 
@@ -373,8 +330,9 @@ pub async fn delete_inserted(conn: &mut Conn<'_>, stage: &Stage<'_>, seqs: Seqs)
 /// the job's rows and nothing else (as many distinct ids as its length),
 /// so a rollback can delete it by id ([`delete_ids`]) after one read.
 /// Checking and deleting row by row through the natural key
-/// ([`delete_inserted`]) cost SQLite half as long again (BENCHMARKS.md,
-/// issue 18, fifteenth session).
+/// ([`delete_inserted`]) cost SQLite half as long again: a 1M-row
+/// rollback took 1.8–1.9 s that way, 1.2–1.3 s by id (`bash bench/run.sh
+/// --rows 1000000 --modules orders --backends sqlite`).
 ///
 /// With `only_inserts` (the job staged nothing else, so its inserts are
 /// numbered without gaps), each staged row is first looked for at the id
@@ -434,9 +392,8 @@ fn one_range(
 }
 
 /// Deletes the rows of a module's table with ids `first..=last` (`last`
-/// may be the greatest id there is), and says how many. SQLite gathers
-/// the rows a `DELETE` takes before deleting them, so there it goes
-/// [`Seqs::STEP`] ids at a time (see [`Seqs`]).
+/// may be the greatest id there is), and says how many, as many ids at a
+/// time as the dialect writes rows at once ([`Seqs`]).
 pub async fn delete_ids(
     conn: &mut Conn<'_>,
     module: &Module,
@@ -503,23 +460,13 @@ pub async fn suspects(
         .bind(after_seq).bind(limit).fetch_all(c).await)?)
 }
 
-/// Moves the rows staged before stage tables existed (`ig_job_rows`, JSON)
-/// into their modules' stage tables, typed, and drops the old table: a
-/// service upgraded with jobs at the gate keeps their previews and
-/// rollbacks. Rows of modules the catalog no longer has are dropped with it.
+/// Moves the rows staged before stage tables existed (`ig_job_rows`, JSON,
+/// which the caller found) into their modules' stage tables, typed, and
+/// drops the old table: a service upgraded with jobs at the gate keeps
+/// their previews and rollbacks. Rows of modules the catalog no longer has
+/// are dropped with it.
 pub async fn adopt_job_rows(conn: &mut Conn<'_>, catalog: &Catalog) -> Result<()> {
     let dialect = conn.dialect();
-    let exists = match dialect {
-        Dialect::Sqlite => "SELECT COUNT(*) FROM sqlite_master WHERE name = 'ig_job_rows'",
-        Dialect::Postgres => {
-            "SELECT COUNT(*) FROM pg_tables \
-                              WHERE tablename = 'ig_job_rows' AND schemaname = current_schema()"
-        }
-    };
-    let found: i64 = on_conn!(conn, c => sqlx::query_scalar(exists).fetch_one(c).await)?;
-    if found == 0 {
-        return Ok(());
-    }
     // Each job's columns are the members of its first staged row.
     let firsts: Vec<(String, String)> = on_conn!(conn, c => sqlx::query_as(
         "SELECT r.job_id, r.vals FROM ig_job_rows r \
@@ -586,14 +533,8 @@ mod tests {
     /// Every staged row, numbered from 0, falls in exactly one range.
     #[test]
     fn ranges_cover_every_row_once() {
-        for rows in [
-            0,
-            1,
-            Seqs::STEP - 1,
-            Seqs::STEP,
-            Seqs::STEP + 1,
-            3 * Seqs::STEP + 7,
-        ] {
+        let step = Dialect::Sqlite.rows_per_write(i64::MAX);
+        for rows in [0, 1, step - 1, step, step + 1, 3 * step + 7] {
             assert_eq!(Seqs::all(Dialect::Postgres, rows).count(), 1);
             let ranges: Vec<Seqs> = Seqs::all(Dialect::Sqlite, rows).collect();
             for seq in [0, rows / 2, rows - 1]

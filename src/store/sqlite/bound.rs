@@ -4,11 +4,14 @@
 //!
 //! Written by hand because `rusqlite` binds every text with
 //! `SQLITE_TRANSIENT`, so SQLite copies each into memory of its own and
-//! frees it at the next bind (rusqlite issue #164, open since 2016, and
-//! its pull request #1836, still open, which reports the same gain). On a
-//! 20,000-row orders validation that binding was 112 M of the stage
-//! writer's 273 M instructions, and the writer is a SQLite validation's
-//! critical path (BENCHMARKS.md, issue 18, nineteenth session).
+//! frees it at the next bind (rusqlite issue #164; its pull request #1836
+//! adds borrowed texts and reports the same gain). In a 20,000-row orders
+//! validation that binding was 112 M of the stage writer's 273 M
+//! instructions, and the writer is a SQLite validation's critical path;
+//! bound in place, the writer takes 220 M (callgrind of the server over
+//! `bash bench/once.sh`). At 1M orders the insert validation took 4.3 %
+//! less time and the upsert 5.6 % (`bash bench/once.sh`, two builds
+//! alternated, medians of 3).
 //!
 //! Sound by construction: [`Raw::query`] binds a whole parameter list,
 //! steps the statement to its end, and clears every binding before it
@@ -33,8 +36,8 @@ pub enum Param<'a> {
     Text(Cow<'a, str>),
     /// A date's text as stored, `YYYY-MM-DD` ([`date_digits`]), held in
     /// place: made into a `String` for each row, it was an allocation and
-    /// 450 instructions a row of the stage writer's (issue 18,
-    /// twenty-first session).
+    /// 450 instructions a row of the stage writer's (callgrind of the
+    /// server over `bash bench/once.sh`).
     ///
     /// [`date_digits`]: crate::validate::value::date_digits
     Date([u8; 10]),
@@ -194,8 +197,8 @@ impl Raw {
                     // prepared so, and `query` clears its bindings after
                     // each run. Binding the nulls again (an update's
                     // unchanged before-images, an insert's all) was 6 % of
-                    // the stage writer's instructions (issue 18,
-                    // twenty-first session).
+                    // the stage writer's instructions (callgrind of the
+                    // server over `bash bench/once.sh`).
                     Param::Null => continue,
                     Param::Int(n) => ffi::sqlite3_bind_int64(stmt, at, *n),
                     Param::Text(t) => {

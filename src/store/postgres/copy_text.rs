@@ -4,11 +4,11 @@
 //! Written by hand because it is a dozen lines and no crate writes it
 //! without a `String` per field: the stage's writer used to make the text
 //! of every number and typed value, gather a row's fields into a `Vec`,
-//! and escape byte by byte (callgrind of a PostgreSQL validation of the
-//! harness's `orders`: a quarter of the service's instructions, 8,200 a
-//! row; written this way 2,650; BENCHMARKS.md, issue 18, eleventh
-//! session). Nearly every field needs no escape, so a field is scanned
-//! first and copied whole.
+//! and escape byte by byte: a quarter of the service's instructions in a
+//! PostgreSQL validation, 8,200 a row; written this way 2,650 (callgrind
+//! of the server over `bash bench/once.sh BIN postgres` with 20,000 of the
+//! harness's orders). Nearly every field needs no escape, so a field is
+//! scanned first and copied whole.
 
 use chrono::Datelike;
 

@@ -1,0 +1,164 @@
+//! Which SQL a connection speaks, and the words that differ: each method
+//! is one small difference in the text of a statement written once in the
+//! shared files, answered by each backend's `sql.rs`
+//! (`sqlite::sql`, `postgres::sql`) side by side.
+
+use super::{postgres, sqlite};
+use crate::catalog::ColumnType;
+
+/// Which SQL dialect a connection speaks (for the few statements that differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// Bind parameter number `n` (from 1). Statements built with it must
+    /// use their parameters once each, in order (see `sqlite::sql::param`).
+    pub fn param(self, n: usize) -> String {
+        match self {
+            Dialect::Sqlite => sqlite::sql::param(n),
+            Dialect::Postgres => postgres::sql::param(n),
+        }
+    }
+
+    /// `(…), (…)`: value tuples of `cols` parameters for `rows` rows,
+    /// numbered from 1 (see [`Dialect::param`]).
+    pub fn tuples(self, rows: usize, cols: usize) -> String {
+        (0..rows)
+            .map(|r| {
+                let marks: Vec<String> = (1..=cols).map(|c| self.param(r * cols + c)).collect();
+                format!("({})", marks.join(", "))
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The SQL type of a module column.
+    pub fn column_type(self, ty: ColumnType) -> &'static str {
+        match self {
+            Dialect::Sqlite => sqlite::sql::column_type(ty),
+            Dialect::Postgres => postgres::sql::column_type(ty),
+        }
+    }
+
+    /// The `id` column of a module table: its key, numbered by the database.
+    pub fn id_column(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => sqlite::sql::ID_COLUMN,
+            Dialect::Postgres => postgres::sql::ID_COLUMN,
+        }
+    }
+
+    /// What follows a module table's `CREATE TABLE (…)`.
+    pub fn module_table_options(self) -> String {
+        match self {
+            Dialect::Sqlite => sqlite::sql::MODULE_TABLE_OPTIONS.to_string(),
+            Dialect::Postgres => postgres::sql::module_table_options(),
+        }
+    }
+
+    /// What follows a stage table's `CREATE TABLE (…)`.
+    pub fn stage_table_options(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => sqlite::sql::STAGE_TABLE_OPTIONS,
+            Dialect::Postgres => postgres::sql::STAGE_TABLE_OPTIONS,
+        }
+    }
+
+    /// `a` equals `b`, nulls equal to each other.
+    pub fn null_safe_eq(self, a: &str, b: &str) -> String {
+        match self {
+            Dialect::Sqlite => sqlite::sql::null_safe_eq(a, b),
+            Dialect::Postgres => postgres::sql::null_safe_eq(a, b),
+        }
+    }
+
+    /// A subquery of the texts of the JSON array of strings in parameter
+    /// `param`.
+    pub fn json_text_list(self, param: &str) -> String {
+        match self {
+            Dialect::Sqlite => sqlite::sql::json_text_list(param),
+            Dialect::Postgres => postgres::sql::json_text_list(param),
+        }
+    }
+
+    /// What ends the `SELECT` of the job a worker claims.
+    pub fn claim_lock(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => sqlite::sql::CLAIM_LOCK,
+            Dialect::Postgres => postgres::sql::CLAIM_LOCK,
+        }
+    }
+
+    /// Staged rows one `UPDATE` or `DELETE` of a commit or rollback takes,
+    /// of a job of `rows` (see `stage::writes::Seqs`).
+    pub fn rows_per_write(self, rows: i64) -> i64 {
+        match self {
+            Dialect::Sqlite => sqlite::sql::rows_per_write(rows),
+            Dialect::Postgres => postgres::sql::rows_per_write(rows),
+        }
+    }
+
+    /// `DELETE` of the rows of `target` (its key `id`) that the rows `r`
+    /// of `from` meet `on`, where `filter` holds.
+    pub fn delete_joined(
+        self,
+        target: &str,
+        id: &str,
+        from: &str,
+        on: &str,
+        filter: &str,
+    ) -> String {
+        match self {
+            Dialect::Sqlite => sqlite::sql::delete_joined(target, id, from, on, filter),
+            Dialect::Postgres => postgres::sql::delete_joined(target, id, from, on, filter),
+        }
+    }
+
+    /// What a statement joins after the table holding the JSON object
+    /// text `json`, to read its members `columns` through
+    /// [`Dialect::json_member`] under `alias`.
+    pub fn json_record(self, json: &str, alias: &str, columns: &[(&str, ColumnType)]) -> String {
+        match self {
+            Dialect::Sqlite => sqlite::sql::json_record(json, alias, columns),
+            Dialect::Postgres => postgres::sql::json_record(json, alias, columns),
+        }
+    }
+
+    /// Member `name` of the JSON object text `json` (joined as `alias`
+    /// by [`Dialect::json_record`]), typed.
+    pub fn json_member(self, json: &str, alias: &str, name: &str) -> String {
+        match self {
+            Dialect::Sqlite => sqlite::sql::json_member(json, alias, name),
+            Dialect::Postgres => postgres::sql::json_member(json, alias, name),
+        }
+    }
+
+    /// A subquery of the texts of `column` of the rows `rows` (a
+    /// `SELECT`), joined by commas in the order of their `order` column.
+    pub fn joined_in_order(self, rows: &str, column: &str, order: &str) -> String {
+        match self {
+            Dialect::Sqlite => sqlite::sql::joined_in_order(rows, column, order),
+            Dialect::Postgres => postgres::sql::joined_in_order(rows, column, order),
+        }
+    }
+
+    /// What a count of distinct natural keys (`key`, their text) sorts.
+    pub fn sortable_key(self, key: &str) -> String {
+        match self {
+            Dialect::Sqlite => sqlite::sql::sortable_key(key),
+            Dialect::Postgres => postgres::sql::sortable_key(key),
+        }
+    }
+
+    /// Whether a key lookup's match on a key column of type `ty` means the
+    /// cell holds the looked-up value exactly.
+    pub fn key_match_is_exact(self, ty: ColumnType) -> bool {
+        match self {
+            Dialect::Sqlite => sqlite::sql::key_match_is_exact(ty),
+            Dialect::Postgres => postgres::sql::key_match_is_exact(ty),
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! The store's one error type, and which database failures pass by
+//! themselves (each backend names its own: `sqlite::errors`,
+//! `postgres::errors`).
+
+use super::{postgres, sqlite};
+
+/// A database error from the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database: {0}")]
+    Sql(sqlx::Error),
+    #[error("database URL {0:?} is neither sqlite:// nor postgres://")]
+    Url(String),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> StoreError {
+        if sqlite::errors::read_only_or_broken(&e) {
+            // Connections opened while the file could not be written stay
+            // read-only: none of those open now is trusted again.
+            sqlite::connect::distrust_open_connections();
+        }
+        StoreError::Sql(e)
+    }
+}
+
+impl StoreError {
+    /// Whether the database could not take the request now — out of reach,
+    /// busy past its timeout, read-only, out of disk — rather than being
+    /// asked something wrong. It passes by itself (API: `503`).
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Sql(e) => unavailable(e),
+            _ => false,
+        }
+    }
+
+    /// Whether a connection that gave this error is not to be used again
+    /// (see [`sqlite::errors::read_only_or_broken`]).
+    pub(super) fn is_read_only_or_broken(&self) -> bool {
+        matches!(self, StoreError::Sql(e) if sqlite::errors::read_only_or_broken(e))
+    }
+}
+
+/// See [`StoreError::is_unavailable`]: the driver's own failures to reach
+/// the database, and the database errors each backend counts as passing.
+pub fn unavailable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => {
+            sqlite::errors::unavailable(db.as_ref()) || postgres::errors::unavailable(db.as_ref())
+        }
+        _ => false,
+    }
+}
+
+/// Parses stored JSON text, naming the column when it is not JSON.
+pub(crate) fn json_col<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
