@@ -36,7 +36,7 @@
 //! # Files import one way
 //!
 //! No two files of the store import each other, directly or through
-//! others (`imports.rs` checks it, and that nothing outside `sqlite/`
+//! others (`tests/layers.rs` checks it for the whole crate, and that nothing outside `sqlite/`
 //! names `rusqlite`). The backends' files use the shared types and
 //! helpers (`db`, `error`, `sql`, `dialect`, `values`, `stage`, `found`,
 //! `jobs`); the files that dispatch (`txn`, `rows`, `tables`, `lookup`,
@@ -59,8 +59,6 @@ mod dialect;
 mod error;
 mod found;
 pub mod idempotency;
-#[cfg(test)]
-mod imports;
 pub mod jobs;
 pub mod key_requests;
 pub mod keys;
