@@ -249,12 +249,11 @@ pub fn expired(job: &Job, now: DateTime<Utc>) -> Option<Job> {
 pub(crate) mod tests {
     use super::*;
     use crate::ingest::Format;
-    use crate::ledger::{FileInfo, JobOptions, JobState, Mode};
+    use crate::ledger::{FileInfo, JobOptions, JobState, Mode, NewJob};
 
     pub(crate) fn job(state: JobState, on_error: OnError) -> Job {
         let at = DateTime::from_timestamp_millis(1_700_000_000_000).unwrap();
-        Job {
-            id: "job_1".into(),
+        let new = NewJob {
             module: "customers".into(),
             table: "uc_scrm_customers".into(),
             mode: Mode::Insert,
@@ -268,21 +267,12 @@ pub(crate) mod tests {
                 sha256: String::new(),
             },
             submitter: "key_sub".into(),
-            state,
-            version: 1,
-            counts: Counts::default(),
-            warnings: vec![],
-            problem: None,
-            gate: None,
-            decisions: vec![],
-            created_at: at,
-            updated_at: at,
-            committed_at: None,
-            purged_at: None,
-            revision_of: None,
-            revision: None,
-            revised_as: None,
             mapping_applied: None,
+        };
+        Job {
+            id: "job_1".into(),
+            state,
+            ..Job::start(new, at)
         }
     }
 
