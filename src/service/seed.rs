@@ -7,17 +7,12 @@
 //! (updates find rows to change; a commit refuses rows changed since
 //! their preview). Every real write goes through a job and the gate, so
 //! both refuse outside simulation.
-//!
-//! No store function writes one cell outside a job (the store's writes of
-//! module rows come from a job's stage), so [`change`] runs its one
-//! statement here, its identifiers from the catalog and its values bound.
 
 use serde_json::{Map, Value as Json};
 
 use super::{App, Error, Result};
 use crate::catalog::Module;
-use crate::store::values::BindValue;
-use crate::store::{StoreError, ident, tables};
+use crate::store::tables;
 use crate::validate::Value;
 
 /// Puts rows into `module`'s table as they are, each a JSON object of its
@@ -58,17 +53,8 @@ pub async fn change(
     let value = Value::from_json(ty, value)
         .ok_or_else(|| Error::invalid("value", format!("{value} is no value of {column}")))?;
     let key = key_values(module, key)?;
-    let sql = update_sql(module, set);
     let mut c = app.db.acquire().await?;
-    let changed = crate::on_conn!(&mut c.conn(), c => {
-        let mut q = sqlx::query(&sql).bind_value(value.as_ref(), ty);
-        for (v, &i) in key.iter().zip(&module.key_columns) {
-            q = q.bind_value(Some(v), module.columns[i].ty);
-        }
-        q.execute(c).await.map(|r| r.rows_affected())
-    })
-    .map_err(StoreError::from)?;
-    Ok(changed)
+    Ok(tables::set_cell(&mut c.conn(), module, &key, set, value.as_ref()).await?)
 }
 
 /// Writes to module tables outside the gate are the demo's only.
@@ -100,37 +86,10 @@ fn key_values(module: &Module, key: &[Json]) -> Result<Vec<Value>> {
         .collect()
 }
 
-/// `UPDATE` of column `set` of `module`'s table, its value `$1`, the row
-/// found by its natural key, `$2` on.
-fn update_sql(module: &Module, set: usize) -> String {
-    let found: Vec<String> = (module.key_columns.iter().enumerate())
-        .map(|(n, &i)| format!("{} = ${}", ident(&module.columns[i].name), n + 2))
-        .collect();
-    format!(
-        "UPDATE {} SET {} = $1 WHERE {}",
-        ident(&module.table),
-        ident(&module.columns[set].name),
-        found.join(" AND ")
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::catalog::Catalog;
-
-    #[test]
-    fn a_change_finds_its_row_by_the_natural_key() {
-        let catalog = Catalog::builtin();
-        let products = catalog.get("products").unwrap();
-        let set = products.column_index("stock_qty").unwrap();
-        let sql = update_sql(products, set);
-        assert!(sql.starts_with("UPDATE "), "{sql}");
-        assert!(
-            sql.contains(r#"SET "stock_qty" = $1 WHERE "sku" = $2"#),
-            "{sql}"
-        );
-    }
 
     #[test]
     fn a_key_is_as_long_as_the_natural_key_and_never_null() {

@@ -154,6 +154,41 @@ pub async fn insert(
     Ok(())
 }
 
+/// Sets column `set` of the row whose natural key is `key` (the key
+/// columns' values, in the catalog's order) to `value`, outside any job:
+/// another system's change (the demo). How many rows changed.
+pub async fn set_cell(
+    conn: &mut Conn<'_>,
+    module: &Module,
+    key: &[Value],
+    set: usize,
+    value: Option<&Value>,
+) -> Result<u64> {
+    let sql = set_cell_sql(module, set);
+    let ty = module.columns[set].ty;
+    Ok(on_conn!(conn, c => {
+        let mut q = sqlx::query(&sql).bind_value(value, ty);
+        for (v, &i) in key.iter().zip(&module.key_columns) {
+            q = q.bind_value(Some(v), module.columns[i].ty);
+        }
+        q.execute(c).await?.rows_affected()
+    }))
+}
+
+/// `UPDATE` of column `set` of `module`'s table, its value `$1`, the row
+/// found by its natural key, `$2` on.
+fn set_cell_sql(module: &Module, set: usize) -> String {
+    let found: Vec<String> = (module.key_columns.iter().enumerate())
+        .map(|(n, &i)| format!("{} = ${}", ident(&module.columns[i].name), n + 2))
+        .collect();
+    format!(
+        "UPDATE {} SET {} = $1 WHERE {}",
+        ident(&module.table),
+        ident(&module.columns[set].name),
+        found.join(" AND ")
+    )
+}
+
 /// A whole row from a JSON object of its columns (the demo's seed rows).
 pub fn row_from_json(module: &Module, obj: &Map<String, Json>) -> Vec<Option<Value>> {
     module
@@ -165,4 +200,22 @@ pub fn row_from_json(module: &Module, obj: &Map<String, Json>) -> Vec<Option<Val
                 .flatten()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::catalog::Catalog;
+
+    #[test]
+    fn a_cell_is_set_in_the_row_found_by_its_natural_key() {
+        let catalog = Catalog::builtin();
+        let products = catalog.get("products").unwrap();
+        let set = products.column_index("stock_qty").unwrap();
+        let sql = super::set_cell_sql(products, set);
+        assert!(sql.starts_with("UPDATE "), "{sql}");
+        assert!(
+            sql.contains(r#"SET "stock_qty" = $1 WHERE "sku" = $2"#),
+            "{sql}"
+        );
+    }
 }
