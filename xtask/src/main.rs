@@ -83,6 +83,9 @@ fn test(args: &[String]) -> Result<(), String> {
     if !sqlite_only {
         step("tests on PostgreSQL (a fresh database per test)");
         let result = run_nextest(&nextest_args, Some(&pg));
+        if result.is_err() {
+            show_server_state();
+        }
         drop_test_databases(&pg);
         result?;
     }
@@ -235,6 +238,28 @@ fn ensure_postgres(url: &str) -> Result<(), String> {
         "PostgreSQL does not answer at {url}: start it (pg_ctlcluster <version> main start), \
          give another server in IMPORTGATE_TEST_POSTGRES_SERVER, or run `cargo xtask test --sqlite-only`"
     ))
+}
+
+/// Prints what tells a failing test from a failing server: the free disk
+/// space and the end of the local PostgreSQL log (a server that ran out of
+/// disk or restarted drops every connection at once).
+fn show_server_state() {
+    step("disk and PostgreSQL log");
+    let _ = Command::new("df").args(["-h", "/", "/tmp"]).status();
+    let logs = std::fs::read_dir("/var/log/postgresql")
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    if let Some(log) = logs
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .max()
+    {
+        let _ = Command::new("tail").arg("-n").arg("40").arg(log).status();
+    }
 }
 
 /// Drops the databases the PostgreSQL half made (`igt_…`).
