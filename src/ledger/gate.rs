@@ -1,11 +1,13 @@
 //! The Human-Gate: who may make which move on a job, and what the move
 //! records.
 //!
-//! Four-eyes, by person (API.md section 1): no key of the person who
-//! uploaded a job or asked for its rollback may approve or reject its gate
-//! request, nor a key such a person issued after the job was uploaded (a
-//! fresh key minted to approve one's own upload). A server option relaxes
-//! this for single-person demos.
+//! Four-eyes, by person (API.md section 1): no key of a person who
+//! uploaded, revised or saved the mapping of any job of a revision chain,
+//! or who asked for the job's rollback, may approve or reject its gate
+//! request; nor a key such a person issued after the chain's first upload,
+//! directly or through keys issued after it (a fresh key, or a chain of
+//! them, minted to approve one's own upload). A server option relaxes this
+//! for single-person demos.
 
 use chrono::{DateTime, Utc};
 
@@ -26,39 +28,78 @@ pub enum Refusal {
 /// Whom the four-eyes rule bars from deciding a job's gate request.
 #[derive(Debug, Clone, Default)]
 pub struct FourEyes {
-    /// The persons of the keys [`parties`] names.
+    /// The keys [`parties`] names for the job's revision chain.
+    pub parties: Vec<String>,
+    /// The persons behind those keys.
     pub barred: Vec<String>,
+    /// When the first job of the chain was uploaded: a barred person's
+    /// keys issued after it are barred too, and so are the keys those
+    /// issued after it.
+    pub uploaded_at: DateTime<Utc>,
+    /// The keys that issued the deciding key, nearest first: its issuer,
+    /// that key's issuer, and so on up to a key nobody issued.
+    pub issuers: Vec<KeyRecord>,
     /// The server option for single-person demos.
     pub relaxed: bool,
 }
 
-/// The keys whose persons may not decide a job's gate request: its
-/// submitter, everyone who revised it (API.md section 11), and the
-/// requester of its gate action.
-pub fn parties(job: &Job) -> Vec<&str> {
-    let mut keys = vec![job.submitter.as_str()];
-    let revisers = job.revision.iter().flat_map(|r| &r.revisers);
-    let requester = job.gate.iter().map(|g| &g.requested_by);
-    for k in revisers.chain(requester) {
-        if !keys.contains(&k.as_str()) {
-            keys.push(k.as_str());
+/// The keys whose persons may not decide the gate request of `chain[0]`:
+/// everyone who uploaded, revised (API.md section 11) or saved the mapping
+/// of a job of its revision chain (`chain`: the job, then the job it
+/// revises, and so on to the upload), and the requester of its gate action.
+pub fn parties(chain: &[Job]) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    let requester = chain
+        .first()
+        .and_then(|j| j.gate.as_ref())
+        .map(|g| &g.requested_by);
+    let each = chain.iter().flat_map(|job| {
+        let revisers = job.revision.iter().flat_map(|r| &r.revisers);
+        let saver = job
+            .mapping_applied
+            .iter()
+            .filter_map(|m| m.saved_by.as_ref());
+        std::iter::once(&job.submitter).chain(revisers).chain(saver)
+    });
+    for k in each.chain(requester) {
+        if !keys.contains(k) {
+            keys.push(k.clone());
         }
     }
     keys
 }
 
-/// Whether the four-eyes rule keeps `caller` from deciding `job`.
-fn barred(job: &Job, caller: &KeyRecord, rule: &FourEyes) -> bool {
+/// Whether the four-eyes rule keeps `caller` from deciding.
+fn barred(caller: &KeyRecord, rule: &FourEyes) -> bool {
     if rule.relaxed {
         return false;
     }
-    let own = parties(job).contains(&caller.id.as_str()) || rule.barred.contains(&caller.person_id);
-    let minted_after = caller.created_at > job.created_at
-        && caller
+    rule.parties.contains(&caller.id)
+        || rule.barred.contains(&caller.person_id)
+        || minted_after_upload(caller, rule)
+}
+
+/// Whether a barred person issued `caller` after the upload, directly or
+/// through keys that were themselves issued after it. A key issued before
+/// the upload belongs to someone who held it already: what it issued later
+/// is that person's doing, and the walk ends there.
+fn minted_after_upload(caller: &KeyRecord, rule: &FourEyes) -> bool {
+    let mut key = caller;
+    let mut issuers = rule.issuers.iter();
+    while key.created_at > rule.uploaded_at {
+        if key
             .issuer_person
             .as_ref()
-            .is_some_and(|p| rule.barred.contains(p));
-    own || minted_after
+            .is_some_and(|p| rule.barred.contains(p))
+        {
+            return true;
+        }
+        match issuers.next() {
+            Some(issuer) => key = issuer,
+            None => return false,
+        }
+    }
+    false
 }
 
 /// The moves a person makes on a job.
@@ -88,7 +129,7 @@ pub fn authorize(
     let to = next(job.state, event).ok_or(Refusal::InvalidState(job.state))?;
     match event {
         Move::Approve | Move::Reject => {
-            if barred(job, caller, rule) {
+            if barred(caller, rule) {
                 return Err(Refusal::SelfApproval);
             }
         }
@@ -199,8 +240,12 @@ mod tests {
 
     /// The rule as the service makes it: each test key its own person.
     fn rule(job: &Job, relaxed: bool) -> FourEyes {
+        let parties = parties(std::slice::from_ref(job));
         FourEyes {
-            barred: parties(job).iter().map(|k| format!("per_{k}")).collect(),
+            barred: parties.iter().map(|k| format!("per_{k}")).collect(),
+            parties,
+            uploaded_at: job.created_at,
+            issuers: vec![],
             relaxed,
         }
     }
@@ -258,6 +303,56 @@ mod tests {
             authorize(&job, Move::Approve, &minted, &four_eyes),
             Ok(JobState::Committing),
             "a key issued before the upload is another person's"
+        );
+    }
+
+    #[test]
+    fn a_chain_of_keys_minted_after_the_upload_may_not_decide() {
+        let job = waiting();
+        let after = |s| job.created_at + chrono::Duration::seconds(s);
+        // The submitter mints k1 after the upload; k1 mints k2.
+        let mut k1 = key("key_k1", Role::Admin);
+        k1.issued_by = Some("key_sub".into());
+        k1.issuer_person = Some("per_key_sub".into());
+        k1.created_at = after(1);
+        let mut k2 = key("key_k2", Role::Approver);
+        k2.issued_by = Some("key_k1".into());
+        k2.issuer_person = Some("per_key_k1".into());
+        k2.created_at = after(2);
+        let mut four_eyes = rule(&job, false);
+        four_eyes.issuers = vec![k1.clone()];
+        assert_eq!(
+            authorize(&job, Move::Approve, &k2, &four_eyes),
+            Err(Refusal::SelfApproval)
+        );
+        // k1 was someone else's before the upload: what it mints is theirs.
+        k1.created_at = job.created_at - chrono::Duration::seconds(1);
+        four_eyes.issuers = vec![k1];
+        assert_eq!(
+            authorize(&job, Move::Approve, &k2, &four_eyes),
+            Ok(JobState::Committing)
+        );
+    }
+
+    #[test]
+    fn every_uploader_reviser_and_mapping_saver_of_a_chain_is_a_party() {
+        let mut upload = waiting();
+        upload.submitter = "key_up".into();
+        upload.mapping_applied = Some(crate::ledger::AppliedMapping {
+            id: "map_1".into(),
+            mapping: Default::default(),
+            saved_by: Some("key_saver".into()),
+        });
+        let mut revision = waiting();
+        revision.submitter = "key_up".into();
+        revision.revision = Some(crate::ledger::Revision {
+            revisers: vec!["key_fixer".into()],
+            ..Default::default()
+        });
+        revision.gate.as_mut().unwrap().requested_by = "key_up".into();
+        assert_eq!(
+            parties(&[revision, upload]),
+            ["key_up", "key_fixer", "key_saver"]
         );
     }
 

@@ -487,6 +487,11 @@ pub struct AppliedMapping {
     /// The saved mapping's id (`map_…`).
     pub id: String,
     pub mapping: Mapping,
+    /// The key that saved it: four-eyes counts its person as a reviser of
+    /// the job (API.md section 1). Absent on jobs recorded before the
+    /// saver was kept; the service then looks the mapping up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved_by: Option<String>,
 }
 
 /// One cell set by a revision: by row number (as errors name rows) and

@@ -50,7 +50,7 @@ pub async fn make_move(app: &App, actor: &KeyRecord, req: MoveRequest<'_>) -> Re
         return Err(Error::job_state(&now, req.event));
     }
     check_etag(&job, req.if_match)?;
-    let rule = four_eyes(app, &job).await?;
+    let rule = four_eyes(app, &job, actor).await?;
     let after = gate::apply(
         &job,
         req.event,
@@ -109,15 +109,58 @@ pub async fn make_move(app: &App, actor: &KeyRecord, req: MoveRequest<'_>) -> Re
     Ok(after)
 }
 
-/// The four-eyes rule for `job` (API.md section 1): the persons behind
-/// its submitter and its gate request's requester.
-pub async fn four_eyes(app: &App, job: &Job) -> Result<gate::FourEyes> {
+/// The four-eyes rule for `caller` deciding `job` (API.md section 1):
+/// the persons behind everyone who uploaded, revised or saved the mapping
+/// of a job of its revision chain and behind its gate request's
+/// requester, the time the chain's first job was uploaded, and the keys
+/// that issued the caller.
+pub async fn four_eyes(app: &App, job: &Job, caller: &KeyRecord) -> Result<gate::FourEyes> {
     let mut c = app.db.acquire().await?;
-    let barred = store::keys::persons_of(&mut c.conn(), &gate::parties(job)).await?;
+    let chain = chain_of(&mut c.conn(), job).await?;
+    let parties = gate::parties(&chain);
+    let ids: Vec<&str> = parties.iter().map(String::as_str).collect();
+    let barred = store::keys::persons_of(&mut c.conn(), &ids).await?;
+    let uploaded_at = chain
+        .last()
+        .map_or(job.created_at, |first| first.created_at);
     Ok(gate::FourEyes {
+        parties,
         barred,
+        uploaded_at,
+        issuers: store::keys::issuers(&mut c.conn(), caller).await?,
         relaxed: app.settings.allow_self_approval,
     })
+}
+
+/// `job`, then the job it revises, and so on to the upload that began the
+/// chain; each with the key that saved the mapping it applied.
+async fn chain_of(conn: &mut store::Conn<'_>, job: &Job) -> Result<Vec<Job>> {
+    let mut chain = vec![job.clone()];
+    while let Some(parent) = chain.last().and_then(|j| j.revision_of.clone()) {
+        match store::jobs::get(conn, &parent).await? {
+            Some(j) => chain.push(j),
+            None => break,
+        }
+    }
+    for j in &mut chain {
+        mapping_saver(conn, j).await?;
+    }
+    Ok(chain)
+}
+
+/// Fills in who saved the mapping a job applied, for jobs recorded
+/// without it (the mapping is looked up by its id while it still exists).
+async fn mapping_saver(conn: &mut store::Conn<'_>, job: &mut Job) -> Result<()> {
+    let Some(applied) = job
+        .mapping_applied
+        .as_mut()
+        .filter(|m| m.saved_by.is_none())
+    else {
+        return Ok(());
+    };
+    let saved = store::mappings::get(conn, &job.module, &applied.id).await?;
+    applied.saved_by = saved.map(|s| s.created_by);
+    Ok(())
 }
 
 /// What rolling back `job` would orphan in the modules that refer to its

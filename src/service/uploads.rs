@@ -336,6 +336,7 @@ async fn named_mapping(
         Some(saved) => Ok(Some(AppliedMapping {
             id: saved.id,
             mapping: saved.mapping,
+            saved_by: Some(saved.created_by),
         })),
         None => Err(Error::invalid(
             "mapping",

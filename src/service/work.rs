@@ -135,6 +135,7 @@ async fn with_saved_mapping(app: &App, module: &Module, job: &Job) -> anyhow::Re
     let chosen = AppliedMapping {
         id: saved.id,
         mapping: saved.mapping,
+        saved_by: Some(saved.created_by),
     };
     job.mapping_applied = store::jobs::set_mapping_applied(&mut c.conn(), &job.id, &chosen).await?;
     Ok(job)

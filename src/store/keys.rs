@@ -132,6 +132,27 @@ pub async fn persons_of(conn: &mut Conn<'_>, ids: &[&str]) -> Result<Vec<String>
     Ok(persons)
 }
 
+/// The keys that issued `key`, nearest first: its issuer, that key's
+/// issuer, and so on up to a key nobody issued (a first key or one made on
+/// the command line). A key is issued by one that existed before it, so
+/// the walk ends; `MAX_ISSUERS` bounds it all the same.
+pub async fn issuers(conn: &mut Conn<'_>, key: &KeyRecord) -> Result<Vec<KeyRecord>> {
+    const MAX_ISSUERS: usize = 256;
+    let mut found: Vec<KeyRecord> = Vec::new();
+    let mut next = key.issued_by.clone();
+    while let Some(id) = next.take() {
+        let Some(issuer) = get(conn, &id).await? else {
+            break;
+        };
+        next = issuer.issued_by.clone();
+        found.push(issuer);
+        if found.len() >= MAX_ISSUERS {
+            break;
+        }
+    }
+    Ok(found)
+}
+
 /// The names behind key ids, to mask them for display. The key table is
 /// small (people and systems, not rows), so it is read whole.
 pub async fn names(conn: &mut Conn<'_>) -> Result<HashMap<String, String>> {

@@ -4,6 +4,7 @@
 mod common;
 
 mod browser;
+mod chains;
 mod cli;
 mod console;
 mod demo;

@@ -97,7 +97,7 @@ async fn render_detail(
     let names = app.names().await?;
     let people = People(&names);
     let events = jobs::events(app, &job).await?;
-    let rule = service::gate::four_eyes(app, &job).await?;
+    let rule = service::gate::four_eyes(app, &job, &signed.key).await?;
     let ctx = signed.ctx(app, Nav::Jobs);
     let title = t!("job-title", module = &job.module, id = short_id(&job.id));
     let content = html! {
