@@ -217,9 +217,9 @@ pub async fn decide(
     let r = store::key_requests::get(&mut c, id)
         .await?
         .ok_or_else(|| Error::not_found("key request", id))?;
-    if approve {
-        super::keys::within_scope(actor, &r.modules)?;
-    }
+    // Beyond its modules a scoped admin neither approves nor denies, and
+    // learns nothing of the requester (API.md section 1).
+    super::keys::within_scope(actor, &r.modules)?;
     let to = if approve {
         RequestState::Approved
     } else {

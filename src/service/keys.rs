@@ -80,6 +80,17 @@ impl NewKey {
                 "expires_at must be a time in the years 1 to 9999",
             ));
         }
+        if let Some(at) = expires_at
+            && at <= store::now()
+        {
+            return Err(Error::invalid(
+                "expires_at",
+                format!(
+                    "expires_at {} is in the past: give a time to come, or leave it out for a key that does not expire",
+                    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                ),
+            ));
+        }
         Ok(NewKey {
             name: name.to_string(),
             role,

@@ -52,19 +52,27 @@ async fn requests_without_a_live_key_are_unauthorized() {
         "unauthorized",
     )
     .await;
-    // Expired.
-    let resp = app
-        .client
-        .post(app.url("/api/keys"))
-        .header("X-API-Key", &app.admin)
-        .json(&json!({"name": "Temp Worker", "role": "submitter", "expires_at": "2020-01-01T00:00:00Z"}))
-        .send()
-        .await
-        .unwrap();
+    // A key cannot be made expired (section 7: `422`); one that expires
+    // stops working.
+    let create = |expires_at: String| {
+        app.client
+            .post(app.url("/api/keys"))
+            .header("X-API-Key", &app.admin)
+            .json(&json!({"name": "Temp Worker", "role": "submitter", "expires_at": expires_at}))
+            .send()
+    };
+    let past = create("2020-01-01T00:00:00Z".into()).await.unwrap();
+    let refused = problem(past, StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter").await;
+    assert_eq!(refused["parameter"], "expires_at", "{refused}");
+    let soon = chrono::Utc::now() + chrono::Duration::milliseconds(1500);
+    let resp = create(soon.to_rfc3339()).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED);
     let expired = resp.json::<serde_json::Value>().await.unwrap()["key"]
         .as_str()
         .unwrap()
         .to_string();
+    assert_eq!(app.get(&expired, "/api/jobs").await.status(), StatusCode::OK);
+    tokio::time::sleep((soon - chrono::Utc::now()).to_std().unwrap_or_default()).await;
     problem(
         app.get(&expired, "/api/jobs").await,
         StatusCode::UNAUTHORIZED,

@@ -221,6 +221,41 @@ async fn a_module_scoped_admin_cannot_mint_a_wider_key() {
     );
 }
 
+/// An admin with a module scope neither approves nor denies a key request
+/// beyond it, and its refusal names nobody; the request stays pending for
+/// an admin whose scope covers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_scoped_admin_cannot_decide_a_request_beyond_its_scope() {
+    let app = spawn_app().await;
+    let (scoped, _) = app.key("Dewi Anggraini", "admin", &["orders"]).await;
+    let resp = app
+        .client
+        .post(app.url("/api/key-requests"))
+        .json(&json!({"name": "Rina Kusuma", "email": "rina.kusuma@contoh.co.id",
+                      "role": "submitter", "modules": ["customers"], "reason": "pelanggan"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    let made: serde_json::Value = resp.json().await.unwrap();
+    let id = made["id"].as_str().unwrap();
+    for decision in ["deny", "approve"] {
+        let resp = app
+            .client
+            .post(app.url(&format!("/api/key-requests/{id}/{decision}")))
+            .header("X-API-Key", &scoped)
+            .json(&json!({"comment": "no"}))
+            .send()
+            .await
+            .unwrap();
+        let body = problem(resp, StatusCode::FORBIDDEN, "forbidden").await;
+        let text = body.to_string();
+        assert!(!text.contains("Rina") && !text.contains("rina.kusuma"), "{text}");
+    }
+    let list = app.get_json(&app.admin, "/api/key-requests").await;
+    assert_eq!(list["requests"][0]["state"], "pending", "{list}");
+}
+
 /// The console draws on the same per-key limits as the API.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_uploads_count_against_the_api_limit() {
