@@ -39,6 +39,8 @@ impl App {
         for w in workers {
             let _ = w.await;
         }
+        // The moves the workers made since the last checkpoint.
+        crate::service::seal::checkpoint_now(&self).await;
         self.db.close().await;
         Ok(())
     }

@@ -99,9 +99,7 @@ pub async fn make_move(app: &App, actor: &KeyRecord, req: MoveRequest<'_>) -> Re
     tx.commit().await?;
     app.moves.job(&job.id);
     tracing::info!(job = %job.id, event = req.event.as_str(), to = after.state.as_str(), "gate move");
-    if let Err(e) = app.seal.checkpoint(&app.db).await {
-        tracing::warn!(error = %e, "could not append the ledger's head to the checkpoint");
-    }
+    super::seal::checkpoint_now(app).await;
     if after.state.is_work() {
         app.work.notify_one();
     }

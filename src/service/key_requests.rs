@@ -120,6 +120,7 @@ pub async fn submit(app: &App, client: &str, ask: Ask) -> Result<(KeyRequest, St
     .await?;
     tx.commit().await?;
     app.moves.other();
+    super::seal::checkpoint_now(app).await;
     tracing::info!(request = %r.id, role = r.role.as_str(), "key requested");
     Ok((r, token))
 }
@@ -169,6 +170,7 @@ pub async fn withdraw(app: &App, actor: &KeyRecord, id: &str) -> Result<KeyReque
         .ok_or_else(|| Error::not_found("key request", id))?;
     tx.commit().await?;
     app.moves.other();
+    super::seal::checkpoint_now(app).await;
     tracing::info!(request = %id, by = %actor.id, "key request withdrawn");
     Ok(r)
 }
@@ -249,6 +251,7 @@ pub async fn decide(
         .ok_or_else(|| Error::not_found("key request", id))?;
     tx.commit().await?;
     app.moves.other();
+    super::seal::checkpoint_now(app).await;
     tracing::info!(request = %id, by = %actor.id, decision = to.as_str(), "key request decided");
     Ok(r)
 }
@@ -324,6 +327,7 @@ pub async fn claim(app: &App, id: &str, token: &str) -> Result<(KeyRequest, Opti
                 .ok_or_else(unknown)?;
             tx.commit().await?;
             app.moves.other();
+            super::seal::checkpoint_now(app).await;
             tracing::info!(request = %id, key_id = %record.id, "key collected");
             Ok((r, Some(secret)))
         }

@@ -156,6 +156,7 @@ pub async fn issue(
     let (record, secret) = issue_in(app, &mut tx.conn(), new, issuer, None).await?;
     tx.commit().await?;
     app.moves.other();
+    super::seal::checkpoint_now(app).await;
     Ok((record, secret))
 }
 
@@ -310,6 +311,7 @@ pub async fn revoke(app: &App, actor: &KeyRecord, id: &str) -> Result<KeyRecord>
         .ok_or_else(|| Error::not_found("key", id))?;
     tx.commit().await?;
     app.moves.other();
+    super::seal::checkpoint_now(app).await;
     tracing::info!(key_id = %id, by = %actor.id, "key revoked");
     Ok(record)
 }
@@ -334,5 +336,6 @@ pub async fn first_admin_key(app: &App) -> Result<Option<String>> {
     let (_, secret) = issue_in(app, &mut tx.conn(), &new, None, None).await?;
     tx.commit().await?;
     app.moves.other();
+    super::seal::checkpoint_now(app).await;
     Ok(Some(secret))
 }

@@ -4,8 +4,9 @@
 //!   created on first start; the database keeps only its fingerprint, so
 //!   a service started with another key refuses to extend the chain;
 //! - the checkpoint file, where the service appends the chain's head
-//!   (number of links and last hash) at least once a minute and after
-//!   every gate decision, so that deleting the newest events is found.
+//!   (number of links and last hash) after every gate decision and key
+//!   event, at a graceful stop, and at least once a minute, so that
+//!   deleting the newest events is found.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,15 @@ use chrono::Utc;
 use crate::config::Settings;
 use crate::ledger::chain::ChainKey;
 use crate::store::{self, Db};
+
+/// Appends the chain's head to the checkpoint file now: after a gate
+/// decision or a key event is committed, and at a graceful stop. A failure
+/// to write it is logged; what was committed stands.
+pub async fn checkpoint_now(app: &super::App) {
+    if let Err(e) = app.seal.checkpoint(&app.db).await {
+        tracing::warn!(error = %e, "could not append the ledger's head to the checkpoint");
+    }
+}
 
 /// The key and the checkpoint of one process.
 pub struct Seal {

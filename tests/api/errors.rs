@@ -71,7 +71,10 @@ async fn requests_without_a_live_key_are_unauthorized() {
         .as_str()
         .unwrap()
         .to_string();
-    assert_eq!(app.get(&expired, "/api/jobs").await.status(), StatusCode::OK);
+    assert_eq!(
+        app.get(&expired, "/api/jobs").await.status(),
+        StatusCode::OK
+    );
     tokio::time::sleep((soon - chrono::Utc::now()).to_std().unwrap_or_default()).await;
     problem(
         app.get(&expired, "/api/jobs").await,

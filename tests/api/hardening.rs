@@ -231,8 +231,10 @@ async fn a_module_scoped_admin_cannot_decide_a_request_beyond_its_scope() {
     let resp = app
         .client
         .post(app.url("/api/key-requests"))
-        .json(&json!({"name": "Rina Kusuma", "email": "rina.kusuma@contoh.co.id",
-                      "role": "submitter", "modules": ["customers"], "reason": "pelanggan"}))
+        .json(
+            &json!({"name": "Rina Kusuma", "email": "rina.kusuma@contoh.co.id",
+                      "role": "submitter", "modules": ["customers"], "reason": "pelanggan"}),
+        )
         .send()
         .await
         .unwrap();
@@ -250,7 +252,10 @@ async fn a_module_scoped_admin_cannot_decide_a_request_beyond_its_scope() {
             .unwrap();
         let body = problem(resp, StatusCode::FORBIDDEN, "forbidden").await;
         let text = body.to_string();
-        assert!(!text.contains("Rina") && !text.contains("rina.kusuma"), "{text}");
+        assert!(
+            !text.contains("Rina") && !text.contains("rina.kusuma"),
+            "{text}"
+        );
     }
     let list = app.get_json(&app.admin, "/api/key-requests").await;
     assert_eq!(list["requests"][0]["state"], "pending", "{list}");

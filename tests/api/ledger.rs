@@ -183,6 +183,33 @@ async fn deleting_the_newest_events_is_found_by_the_checkpoint() {
     assert!(out.contains("the newest events were deleted"), "{out}");
 }
 
+/// A key event is checkpointed at once, like a gate decision: deleting
+/// the newest key made or revoked is found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_the_newest_key_event_is_found_by_the_checkpoint() {
+    let app = spawn_app().await;
+    let (_, id) = app.key("Budi Santoso", "submitter", &["*"]).await;
+    let resp = app
+        .client
+        .delete(app.url(&format!("/api/keys/{id}")))
+        .header("X-API-Key", &app.admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), reqwest::StatusCode::OK);
+    let (ok, out) = verify_with(&app, true);
+    assert!(ok, "{out}");
+    app.sql("DELETE FROM ig_job_events WHERE seq = (SELECT MAX(seq) FROM ig_job_events)")
+        .await;
+    app.sql(&format!(
+        "UPDATE ig_keys SET revoked_at = NULL WHERE id = '{id}'"
+    ))
+    .await;
+    let (ok, out) = verify_with(&app, true);
+    assert!(!ok, "{out}");
+    assert!(out.contains("the newest events were deleted"), "{out}");
+}
+
 /// Editing a job's submitter or its decisions in the jobs table (the
 /// events untouched) is found: the row must be what its events made it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -536,6 +536,34 @@ async fn sigterm_hands_running_work_back() {
     db.close().await;
 }
 
+/// A graceful stop appends the chain's head to the checkpoint: the moves
+/// the workers made since the last gate decision or key event (an upload
+/// validated) are covered before the process ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_stop_checkpoints_the_ledgers_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database(dir.path()).await;
+    let (mut replica, printed) = start(&url, &dir.path().join("a.log")).await;
+    let admin = first_admin_key(&printed);
+    let client = Client::new();
+    let sub = create_key(&client, &replica.base, &admin, "Budi Santoso", "submitter").await;
+    let (_, id) = upload(&client, &replica.base, "orders", &sub, orders_csv(5), None).await;
+    wait_state(&client, &replica.base, &sub, &id, "awaiting_approval").await;
+    let term = Command::new("kill")
+        .args(["-TERM", &replica.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    assert!(replica.child.wait().unwrap().success());
+    let db = Db::connect(&url).await.unwrap();
+    let head = count(&db, "SELECT MAX(seq) FROM ig_job_events", None).await;
+    db.close().await;
+    let text = std::fs::read_to_string(dir.path().join("ledger-checkpoint")).unwrap();
+    let last = text.lines().last().unwrap_or_default();
+    let links: i64 = last.split(' ').next().unwrap().parse().unwrap();
+    assert_eq!(links, head, "the checkpoint's last head: {text}");
+}
+
 /// Runs statements with text parameters, straight on the database.
 async fn exec(db: &Db, sql: &str, params: &[&str]) {
     let mut pooled = db.acquire().await.unwrap();
