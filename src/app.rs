@@ -19,6 +19,14 @@ impl App {
     /// Serves HTTP on `listener` and runs the workers until shutdown is
     /// signalled (SIGTERM / Ctrl-C, or [`App::shutdown`]).
     pub async fn serve(self: Arc<Self>, listener: TcpListener) -> anyhow::Result<()> {
+        let metrics_listener = match self.settings.metrics_listen {
+            Some(addr) => Some(
+                TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("cannot listen for metrics on {addr}: {e}"))?,
+            ),
+            None => None,
+        };
         let owner = crate::worker::owner_prefix(self.settings.instance.as_deref());
         if let Some(instance) = &self.settings.instance {
             // Work an earlier process of this replica was doing when it
@@ -35,6 +43,16 @@ impl App {
             wait_for_signal().await;
             let _ = app.shutdown.send(true);
         });
+        if let Some(own) = metrics_listener {
+            let router = crate::http::metrics::own_listener(self.clone());
+            let limits = self.settings.connections;
+            tokio::spawn(crate::http::listener::serve(
+                own,
+                router,
+                limits,
+                stop.clone(),
+            ));
+        }
         crate::http::listener::serve(listener, router, self.settings.connections, stop).await;
         for w in workers {
             let _ = w.await;

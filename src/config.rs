@@ -129,6 +129,12 @@ pub struct Settings {
     /// How often an event stream reads the ledger again for events other
     /// replicas appended (this process's own wake it at once).
     pub events_poll_ms: u64,
+    /// A listener of its own for `/metrics` (API.md section 6); when set,
+    /// the main listener does not serve it.
+    pub metrics_listen: Option<SocketAddr>,
+    /// A file holding the bearer token a scraper that is not on loopback
+    /// shows to `/metrics` on the main listener.
+    pub metrics_token_file: Option<PathBuf>,
 }
 
 /// How webhooks are delivered (API.md section 13).
@@ -207,6 +213,8 @@ impl Default for Settings {
             webhooks: Webhooks::default(),
             events_heartbeat_ms: 15_000,
             events_poll_ms: 1_000,
+            metrics_listen: None,
+            metrics_token_file: None,
         }
     }
 }
@@ -252,6 +260,8 @@ pub struct FileSettings {
     pub webhook_retry_base_seconds: Option<f64>,
     pub webhook_retry_hours: Option<f64>,
     pub webhook_timeout_seconds: Option<f64>,
+    pub metrics_listen: Option<SocketAddr>,
+    pub metrics_token_file: Option<PathBuf>,
 }
 
 impl FileSettings {
@@ -265,6 +275,12 @@ impl FileSettings {
     pub fn apply(self, s: &mut Settings) -> anyhow::Result<()> {
         if let Some(v) = self.listen {
             s.listen = v;
+        }
+        if let Some(v) = self.metrics_listen {
+            s.metrics_listen = Some(v);
+        }
+        if let Some(v) = self.metrics_token_file {
+            s.metrics_token_file = Some(v);
         }
         if let Some(v) = self.database {
             s.database = v;

@@ -233,6 +233,14 @@ struct ServeArgs {
     /// it is disabled [default: 24]
     #[arg(long, env = "IMPORTGATE_WEBHOOK_RETRY_HOURS")]
     webhook_retry_hours: Option<f64>,
+    /// Serve /metrics on this address only (a listener of its own) instead
+    /// of on the main listener
+    #[arg(long, env = "IMPORTGATE_METRICS_LISTEN")]
+    metrics_listen: Option<std::net::SocketAddr>,
+    /// A file holding the bearer token that scrapers not on loopback show
+    /// to /metrics on the main listener (loopback needs none)
+    #[arg(long, env = "IMPORTGATE_METRICS_TOKEN_FILE")]
+    metrics_token_file: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -448,6 +456,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut s = settings(&args.common)?;
     if let Some(l) = args.listen {
         s.listen = l;
+    }
+    if let Some(l) = args.metrics_listen {
+        s.metrics_listen = Some(l);
+    }
+    if let Some(f) = args.metrics_token_file {
+        s.metrics_token_file = Some(f);
     }
     s.simulate |= args.simulate;
     s.allow_self_approval |= args.allow_self_approval;

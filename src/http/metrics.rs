@@ -1,19 +1,25 @@
 //! `GET /metrics` in Prometheus text: jobs by state (read from the database
 //! at scrape time, so every replica reports the same), rows validated and
 //! committed, stage durations and HTTP latencies (this process's).
+//!
+//! Who may scrape (API.md section 6): with `metrics_listen` set, anyone
+//! who reaches that listener, and nobody on the main one; otherwise, on
+//! the main listener, a loopback client or one showing the bearer token
+//! of `metrics_token_file`.
 
+use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use axum::Router;
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::header;
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
-use super::problem::Problem;
+use super::problem::{Code, Problem};
 use crate::ledger::ALL_STATES;
 use crate::service::App;
 
@@ -38,8 +44,64 @@ pub fn handle() -> &'static PrometheusHandle {
     })
 }
 
+/// `/metrics` on the main listener, for loopback or the bearer token.
 pub fn routes() -> Router<Arc<App>> {
-    Router::new().route("/metrics", get(scrape))
+    Router::new().route("/metrics", get(guarded))
+}
+
+/// `/metrics` alone, for the listener of `metrics_listen`: reaching that
+/// address is the permission.
+pub fn own_listener(app: Arc<App>) -> Router {
+    Router::new().route("/metrics", get(scrape)).with_state(app)
+}
+
+async fn guarded(
+    State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    if app.settings.metrics_listen.is_some() {
+        return Err(Problem::new(
+            StatusCode::NOT_FOUND,
+            Code::NotFound,
+            "Not found",
+            "metrics are served on their own listener (metrics_listen)",
+        ));
+    }
+    if !peer.ip().to_canonical().is_loopback() && !shows_token(&app, &headers).await {
+        return Err(Problem::unauthorized(
+            "metrics need the bearer token of metrics_token_file, or a loopback client",
+        )
+        .header(header::WWW_AUTHENTICATE, "Bearer realm=\"metrics\"".into()));
+    }
+    scrape(State(app)).await
+}
+
+/// Whether the request's `Authorization: Bearer` is the token in
+/// `metrics_token_file` (read at each scrape, so it can be rotated; no
+/// file or an empty one admits nobody). Compared as hashes, in constant
+/// time.
+async fn shows_token(app: &App, headers: &HeaderMap) -> bool {
+    let Some(path) = &app.settings.metrics_token_file else {
+        return false;
+    };
+    let Some(shown) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    let token = match tokio::fs::read_to_string(path).await {
+        Ok(t) => t.trim().to_string(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read metrics_token_file");
+            return false;
+        }
+    };
+    use subtle::ConstantTimeEq;
+    let (a, b) = (crate::keys::hash(shown.trim()), crate::keys::hash(&token));
+    !token.is_empty() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
 }
 
 async fn scrape(State(app): State<Arc<App>>) -> Result<Response, Problem> {

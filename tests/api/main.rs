@@ -25,6 +25,7 @@ mod idempotency;
 mod key_requests;
 mod ledger;
 mod load;
+mod metrics;
 mod modules;
 mod openapi;
 mod parity;

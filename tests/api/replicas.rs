@@ -17,9 +17,9 @@ use crate::common::fresh_database;
 
 const BIN: &str = env!("CARGO_BIN_EXE_importgate");
 
-struct Replica {
-    child: Child,
-    base: String,
+pub struct Replica {
+    pub child: Child,
+    pub base: String,
 }
 
 impl Drop for Replica {
@@ -35,7 +35,7 @@ impl Replica {
     }
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -61,22 +61,32 @@ async fn start_as(
     instance: Option<&str>,
     lease: u32,
 ) -> (Replica, String) {
-    let port = free_port();
-    let lease = lease.to_string();
-    let mut args = vec![
-        "serve".to_string(),
-        "--listen".to_string(),
-        format!("127.0.0.1:{port}"),
-        "--database".to_string(),
-        db.to_string(),
-        "--lease-seconds".to_string(),
-        lease,
-        "--shutdown-grace-seconds".to_string(),
-        "0".to_string(),
-    ];
+    let mut args = vec!["--lease-seconds".to_string(), lease.to_string()];
     if let Some(i) = instance {
         args.extend(["--instance".to_string(), i.to_string()]);
     }
+    start_with(db, log, "127.0.0.1", &args).await
+}
+
+/// [`start`], listening on `host` (the base URL says 127.0.0.1 all the
+/// same), with more `serve` arguments.
+pub async fn start_with(
+    db: &str,
+    log: &std::path::Path,
+    host: &str,
+    extra: &[String],
+) -> (Replica, String) {
+    let port = free_port();
+    let mut args = vec![
+        "serve".to_string(),
+        "--listen".to_string(),
+        format!("{host}:{port}"),
+        "--database".to_string(),
+        db.to_string(),
+        "--shutdown-grace-seconds".to_string(),
+        "0".to_string(),
+    ];
+    args.extend(extra.iter().cloned());
     let out = log.with_extension("out");
     // Every replica of a test shares one ledger key, as they must.
     let dir = log.parent().unwrap();
