@@ -140,7 +140,7 @@ pub struct Settings {
 /// How webhooks are delivered (API.md section 13).
 #[derive(Debug, Clone, Copy)]
 pub struct Webhooks {
-    /// Let endpoints resolve to loopback, private or link-local addresses
+    /// Let endpoints resolve to addresses that are not public
     /// (internal receivers, tests).
     pub allow_private: bool,
     /// The wait after the first failed attempt; it doubles each time, at

@@ -221,8 +221,8 @@ struct ServeArgs {
     /// predecessor was doing when it stopped [default: hostname:port]
     #[arg(long, env = "IMPORTGATE_INSTANCE")]
     instance: Option<String>,
-    /// Let webhook endpoints resolve to loopback, private or link-local
-    /// addresses (internal receivers)
+    /// Let webhook endpoints resolve to addresses that are not public
+    /// (internal receivers)
     #[arg(long, env = "IMPORTGATE_WEBHOOK_ALLOW_PRIVATE")]
     webhook_allow_private: bool,
     /// Seconds before a failed webhook delivery's first retry; it doubles

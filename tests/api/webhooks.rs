@@ -380,6 +380,26 @@ async fn bad_webhooks_are_refused_naming_the_member() {
             json!({"url": "ftp://example.com/x", "events": ["*"]}),
             "url",
         ),
+        // IANA special-purpose addresses, IPv4 inside IPv6 among them.
+        (
+            json!({"url": "http://[::7f00:1]/x", "events": ["*"]}),
+            "url",
+        ),
+        (
+            json!({"url": "http://[64:ff9b::7f00:1]/x", "events": ["*"]}),
+            "url",
+        ),
+        (
+            json!({"url": "http://[2002:7f00:1::]/x", "events": ["*"]}),
+            "url",
+        ),
+        (json!({"url": "http://[fec0::1]/x", "events": ["*"]}), "url"),
+        (
+            json!({"url": "http://198.18.0.1/x", "events": ["*"]}),
+            "url",
+        ),
+        (json!({"url": "http://240.0.0.1/x", "events": ["*"]}), "url"),
+        (json!({"url": "http://192.0.0.8/x", "events": ["*"]}), "url"),
         (json!({"url": "not a url", "events": ["*"]}), "url"),
         (
             json!({"url": "http://93.184.216.34/x", "events": ["job.nope"]}),

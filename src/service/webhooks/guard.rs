@@ -1,8 +1,9 @@
 //! The SSRF guard: a webhook must not become a way to make the service
 //! send requests into its own network (a database, a cloud's metadata
 //! address). Unless the setting `webhook_allow_private` allows internal
-//! receivers, an endpoint whose host resolves to a loopback, private or
-//! link-local address is refused when it is registered ([`check`]), and
+//! receivers, an endpoint whose host resolves to an address that is not
+//! on the public internet (see [`public`]) is refused when it is
+//! registered ([`check`]), and
 //! every delivery checks again as it connects ([`Resolver`],
 //! [`check_literal`]): DNS can change after registration, and the
 //! addresses checked must be the ones connected to.
@@ -29,7 +30,8 @@ pub async fn check(url: &reqwest::Url, allow_private: bool) -> Result<(), String
     }
     if !allow_private && let Some(private) = first_private(&found) {
         return Err(format!(
-            "{host} resolves to {}, a loopback, private or link-local address; \
+            "{host} resolves to {}, an address of the IANA special-purpose registries \
+             (loopback, private, link-local, reserved, or IPv4 inside IPv6), not a public one; \
              the setting webhook_allow_private allows internal receivers",
             private.ip()
         ));
@@ -43,9 +45,9 @@ pub async fn check(url: &reqwest::Url, allow_private: bool) -> Result<(), String
 pub fn check_literal(url: &reqwest::Url, allow_private: bool) -> Result<(), String> {
     let literal = url.host_str().and_then(|h| bare(h).parse::<IpAddr>().ok());
     match literal {
-        Some(ip) if !allow_private && !public(ip) => {
-            Err(format!("{ip} is a loopback, private or link-local address"))
-        }
+        Some(ip) if !allow_private && !public(ip) => Err(format!(
+            "{ip} is an address of the IANA special-purpose registries, not a public one"
+        )),
         _ => Ok(()),
     }
 }
@@ -66,7 +68,7 @@ impl reqwest::dns::Resolve for Resolver {
             let found: Vec<SocketAddr> =
                 tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             if !allow_private && let Some(a) = first_private(&found) {
-                return Err(format!("{host} resolves to {}, a private address", a.ip()).into());
+                return Err(format!("{host} resolves to {}, not a public address", a.ip()).into());
             }
             Ok(Box::new(found.into_iter()) as reqwest::dns::Addrs)
         })
@@ -83,36 +85,73 @@ fn first_private(found: &[SocketAddr]) -> Option<&SocketAddr> {
     found.iter().find(|a| !public(a.ip()))
 }
 
-/// Whether an address is on the public internet.
+/// Blocks of the IANA IPv4 Special-Purpose Address Registry (all of
+/// them, globally reachable or not: none is a place a webhook receiver
+/// lives), with multicast (224.0.0.0/4) beside them.
+const V4_SPECIAL: &[&str] = &[
+    "0.0.0.0/8",
+    "10.0.0.0/8",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "172.16.0.0/12",
+    "192.0.0.0/24",
+    "192.0.2.0/24",
+    "192.31.196.0/24",
+    "192.52.193.0/24",
+    "192.88.99.0/24",
+    "192.168.0.0/16",
+    "192.175.48.0/24",
+    "198.18.0.0/15",
+    "198.51.100.0/24",
+    "203.0.113.0/24",
+    "224.0.0.0/4",
+    "240.0.0.0/4",
+    "255.255.255.255/32",
+];
+
+/// Blocks of the IANA IPv6 Special-Purpose Address Registry inside the
+/// global unicast space 2000::/3 (everything outside 2000::/3 is refused
+/// whole: loopback, IPv4-compatible, NAT64 `64:ff9b::/96` and
+/// `64:ff9b:1::/48`, discard-only, unique local, link-local, the retired
+/// site-local `fec0::/10`, multicast). Teredo and 6to4 (`2001::/32`,
+/// `2002::/16`) carry an IPv4 address inside and are refused with the rest.
+const V6_SPECIAL: &[&str] = &[
+    "2001::/23",
+    "2001:db8::/32",
+    "2002::/16",
+    "2620:4f:8000::/48",
+    "3fff::/20",
+    "5f00::/16",
+];
+
+/// Whether an address is on the public internet: outside every block of
+/// the IANA special-purpose registries, for IPv4 and IPv6 alike. An IPv4
+/// address mapped into IPv6 (`::ffff:a.b.c.d`) is judged as the IPv4
+/// address it is.
+///
+/// The standard library's `is_global` is unstable, and the crates that
+/// copy it (`ip_rfc`) predate the registry's newer blocks; the blocks are
+/// listed here from the registries and matched with `ipnet`.
 pub fn public(ip: IpAddr) -> bool {
     match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            !(v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || v4.is_documentation()
-                || o[0] == 0
-                // 100.64.0.0/10, carrier-grade NAT.
-                || (o[0] == 100 && (o[1] & 0xc0) == 64))
-        }
+        IpAddr::V4(v4) => !within(V4_SPECIAL, |n: ipnet::Ipv4Net| n.contains(&v4)),
         IpAddr::V6(v6) => {
             if let Some(v4) = v6.to_ipv4_mapped() {
                 return public(IpAddr::V4(v4));
             }
-            let first = v6.segments()[0];
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                // fc00::/7, unique local.
-                || (first & 0xfe00) == 0xfc00
-                // fe80::/10, link-local.
-                || (first & 0xffc0) == 0xfe80)
+            let global_unicast = (v6.segments()[0] & 0xe000) == 0x2000;
+            global_unicast && !within(V6_SPECIAL, |n: ipnet::Ipv6Net| n.contains(&v6))
         }
     }
+}
+
+/// Whether any block of `table` holds the address `inside` asks about.
+fn within<N: std::str::FromStr>(table: &[&str], inside: impl Fn(N) -> bool) -> bool {
+    table
+        .iter()
+        .filter_map(|block| block.parse::<N>().ok())
+        .any(inside)
 }
 
 #[cfg(test)]
@@ -133,10 +172,34 @@ mod tests {
             "fd00::1",
             "fe80::1",
             "::ffff:127.0.0.1",
+            // Special-purpose blocks, IPv4 inside IPv6 among them.
+            "::7f00:1",
+            "64:ff9b::7f00:1",
+            "64:ff9b:1::a00:1",
+            "2002:7f00:1::",
+            "2001:0:7f00:1::",
+            "fec0::1",
+            "198.18.0.1",
+            "198.19.255.254",
+            "240.0.0.1",
+            "192.0.0.9",
+            "192.0.2.10",
+            "224.0.0.251",
+            "100::1",
+            "2001:db8::1",
+            "3fff::1",
+            "ff02::1",
         ] {
             assert!(!public(ip.parse().unwrap()), "{ip}");
         }
-        for ip in ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111"] {
+        for ip in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "2606:4700:4700::1111",
+            "::ffff:8.8.8.8",
+            "93.184.216.34",
+            "2a00:1450:4001::1",
+        ] {
             assert!(public(ip.parse().unwrap()), "{ip}");
         }
     }
