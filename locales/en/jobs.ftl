@@ -55,6 +55,9 @@ count-warnings = Warnings
 col-row = Row
 col-key = Key
 col-why = Why
+problem-referring = Rows of other modules that name a key this rollback would delete
+col-module = Module
+col-names = Names
 col-action = Action
 col-notes = Notes
 

@@ -55,6 +55,9 @@ count-warnings = Peringatan
 col-row = Baris
 col-key = Kunci
 col-why = Alasan
+problem-referring = Baris modul lain yang merujuk kunci yang akan dihapus oleh rollback ini
+col-module = Modul
+col-names = Merujuk
 col-action = Tindakan
 col-notes = Catatan
 

@@ -301,6 +301,25 @@ pub struct JobProblem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub suggestions: Option<std::collections::BTreeMap<String, HeaderSuggestion>>,
+    /// `rollback_conflict` over references with `on_missing = "error"`
+    /// (API.md section 12): the first 100 rows of other modules that name
+    /// a key the rollback would delete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub referring: Option<Vec<ReferringRow>>,
+}
+
+/// A row of another module that names a key a rollback would delete.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ReferringRow {
+    /// The referring module (`orders`).
+    pub module: String,
+    /// The referring row's natural key, as [`ConflictRow`] shows keys: the
+    /// value of a one-column key, else its parts in the module's key order.
+    pub key: Json,
+    /// The referring column (`sku`) and the value it holds (`P-002`).
+    pub column: String,
+    pub value: String,
 }
 
 /// A header of the file that could fill a missing column.
@@ -319,6 +338,7 @@ impl JobProblem {
             detail: detail.into(),
             rows: None,
             suggestions: None,
+            referring: None,
         }
     }
 }

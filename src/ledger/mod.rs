@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 pub use job::{AppliedMapping, Fix};
 pub use job::{
     ConflictRow, Counts, Decision, DecisionKind, FileInfo, Gate, GateAction, Job, JobOptions,
-    JobProblem, Mode, NewJob, OnError, ProblemCode, Revision, Warning, WarningCode,
+    JobProblem, Mode, NewJob, OnError, ProblemCode, ReferringRow, Revision, Warning, WarningCode,
 };
 
 /// Where a job is in the pipeline.

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use super::{
     ConflictRow, Counts, Decision, DecisionKind, Gate, GateAction, Job, JobProblem, Move, OnError,
-    ProblemCode, Warning, next,
+    ProblemCode, ReferringRow, Warning, next,
 };
 
 /// What a validation run found.
@@ -27,6 +27,9 @@ pub enum Validation {
 pub struct Conflicts {
     pub rows: Vec<ConflictRow>,
     pub total: usize,
+    /// A rollback's: the first rows of other modules that name a key it
+    /// would delete, over references with `on_missing = "error"`.
+    pub referring: Vec<ReferringRow>,
 }
 
 /// How a commit transaction ended.
@@ -138,24 +141,42 @@ pub fn committed(job: &Job, result: Commit, now: DateTime<Utc>) -> Option<(Move,
 pub fn rolled_back(job: &Job, result: Rollback, now: DateTime<Utc>) -> Option<(Move, Job)> {
     let (event, problem) = match result {
         Rollback::Undone => (Move::Undone, None),
-        Rollback::Conflict(c) => (
-            Move::RollbackConflict,
-            Some(JobProblem {
-                rows: Some(c.rows),
-                ..JobProblem::new(
-                    ProblemCode::RollbackConflict,
-                    "Rows changed since the commit",
-                    format!(
-                        "{} rows of {} changed since the commit; nothing was undone.",
-                        c.total, job.table
-                    ),
-                )
-            }),
-        ),
+        Rollback::Conflict(c) => (Move::RollbackConflict, Some(rollback_conflict(job, c))),
     };
     let mut after = moved(job, event, now)?;
     after.problem = problem;
     Some((event, after))
+}
+
+/// Why a rollback was refused: rows changed since the commit, or keys it
+/// would delete that rows of other modules name (those rows listed).
+fn rollback_conflict(job: &Job, c: Conflicts) -> JobProblem {
+    let detail = if c.referring.is_empty() {
+        format!(
+            "{} rows of {} changed since the commit; nothing was undone.",
+            c.total, job.table
+        )
+    } else {
+        let mut modules: Vec<&str> = c.referring.iter().map(|r| r.module.as_str()).collect();
+        modules.dedup();
+        format!(
+            "{} rows of {} changed since the commit or hold keys that rows of {} name \
+             (on_missing = error; the first {} such rows are in referring); nothing was undone.",
+            c.total,
+            job.table,
+            modules.join(", "),
+            c.referring.len()
+        )
+    };
+    JobProblem {
+        rows: Some(c.rows),
+        referring: (!c.referring.is_empty()).then_some(c.referring),
+        ..JobProblem::new(
+            ProblemCode::RollbackConflict,
+            "Rows changed since the commit",
+            detail,
+        )
+    }
 }
 
 /// The move that ends work which failed the same way `attempts` times:
@@ -355,6 +376,7 @@ pub(crate) mod tests {
                 reason: "changed".into(),
             }],
             total: 7,
+            referring: vec![],
         };
         let (event, after) = committed(
             &job(JobState::Committing, OnError::Fail),

@@ -13,7 +13,7 @@ use serde_json::{Map, Value as Json};
 use super::references::{self, Referrer};
 use crate::catalog::Module;
 use crate::ledger::outcome;
-use crate::ledger::{ConflictRow, Job};
+use crate::ledger::{ConflictRow, Job, ReferringRow};
 use crate::store::rows::{self, BATCH};
 use crate::store::stage::Stage;
 use crate::store::stage::writes::{self as staged, Image, Seqs};
@@ -23,6 +23,8 @@ use crate::validate::{RowAction, Value};
 
 /// Rows listed in a refusal; the rest are counted.
 const LISTED: usize = 50;
+/// Rows of other modules a refused rollback names (API.md section 12).
+const REFERRING: usize = 100;
 
 /// Why a commit or rollback wrote nothing: the rows that conflict.
 pub type Refused = outcome::Conflicts;
@@ -32,6 +34,7 @@ pub type Refused = outcome::Conflicts;
 struct Conflicts {
     listed: Vec<ConflictRow>,
     total: usize,
+    referring: Vec<ReferringRow>,
 }
 
 impl Conflicts {
@@ -65,6 +68,7 @@ impl Conflicts {
         self.listed.extend(other.listed);
         self.listed.truncate(LISTED);
         self.total += other.total;
+        self.referring.extend(other.referring);
     }
 
     fn into_result(self) -> Result<(), Refused> {
@@ -74,6 +78,7 @@ impl Conflicts {
             Err(Refused {
                 rows: self.listed,
                 total: self.total,
+                referring: self.referring,
             })
         }
     }
@@ -249,7 +254,10 @@ pub async fn rollback(
     // Keys that rows of other modules name, with on_missing = "error",
     // may not go: checked while the inserted rows are still there.
     let mut orphaned = Conflicts::default();
-    for o in references::orphans(&mut tx.conn(), &stage, referrers, true, LISTED as i64).await? {
+    let found = references::orphans(&mut tx.conn(), &stage, referrers, true, LISTED as i64).await?;
+    orphaned.referring =
+        references::referring_rows(&mut tx.conn(), &stage, &found, REFERRING).await?;
+    for o in found {
         let r = &o.referrer.reference;
         for gone in &o.listed {
             orphaned.add_row(

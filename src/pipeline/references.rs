@@ -11,7 +11,7 @@ use std::sync::Arc;
 use foldhash::fast::RandomState;
 
 use crate::catalog::{Module, OnMissing, Reference};
-use crate::ledger::{Warning, WarningCode};
+use crate::ledger::{ReferringRow, Warning, WarningCode};
 use crate::store::{Db, references};
 use crate::validate::{CheckedRow, HeaderMap, RowError, Value};
 
@@ -255,6 +255,36 @@ pub async fn orphans(
         }
     }
     Ok(found)
+}
+
+/// The first `limit` rows of the referring modules that name what a
+/// rollback would delete (API.md section 12: a refused rollback names
+/// them), module by module in the order `found` has them.
+pub async fn referring_rows(
+    conn: &mut crate::store::Conn<'_>,
+    stage: &crate::store::stage::Stage<'_>,
+    found: &[Orphans],
+    limit: usize,
+) -> anyhow::Result<Vec<ReferringRow>> {
+    let mut rows = Vec::new();
+    for o in found {
+        let left = limit.saturating_sub(rows.len());
+        if left == 0 {
+            break;
+        }
+        let (module, r) = (&o.referrer.module, &o.referrer.reference);
+        let named = references::referring(conn, stage, module, r, left as i64).await?;
+        rows.extend(named.into_iter().map(|(key, value)| ReferringRow {
+            module: module.key.clone(),
+            key: match key.as_slice() {
+                [one] => serde_json::json!(one),
+                _ => serde_json::json!(key),
+            },
+            column: r.column.clone(),
+            value,
+        }));
+    }
+    Ok(rows)
 }
 
 impl Orphans {

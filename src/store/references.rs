@@ -54,35 +54,8 @@ pub async fn orphans(
     r: &Reference,
     listed: i64,
 ) -> Result<(Vec<Orphaned>, i64)> {
-    let target = stage.module;
-    let (s, t) = (stage.table(), ident(&target.table));
-    let key = stage::column(target, r.key_index);
-    let x_col = ident(&r.column);
-    let x = ident(&referrer.table);
-    let insert = RowAction::Insert.as_str();
-    // The same row of the table as a staged insert of this job: its
-    // natural key.
-    let same_row: Vec<String> = target
-        .key_columns
-        .iter()
-        .map(|&i| {
-            format!(
-                "s2.{} = t.{}",
-                stage::column(target, i),
-                ident(&target.columns[i].name)
-            )
-        })
-        .collect();
-    let values = format!(
-        "SELECT s.{key} AS v, MIN(s.row_no) AS row_no FROM {s} s \
-         WHERE s.job = $1 AND s.action = '{insert}' AND s.{key} IS NOT NULL \
-           AND NOT EXISTS (SELECT 1 FROM {t} t WHERE t.{col} = s.{key} \
-             AND NOT EXISTS (SELECT 1 FROM {s} s2 WHERE s2.job = $2 \
-               AND s2.action = '{insert}' AND {same}))
-         GROUP BY s.{key}",
-        col = ident(&target.columns[r.key_index].name),
-        same = same_row.join(" AND ")
-    );
+    let values = gone_values(stage, r);
+    let (x, x_col) = (ident(&referrer.table), ident(&r.column));
     let sql = format!(
         "SELECT gone.row_no, CAST(gone.v AS TEXT), COUNT(*) FROM ({values}) gone \
          JOIN {x} x ON x.{x_col} = gone.v GROUP BY gone.row_no, gone.v ORDER BY gone.row_no"
@@ -100,4 +73,80 @@ pub async fn orphans(
         })
         .collect();
     Ok((listed, total))
+}
+
+/// The values of `r`'s key a rollback of the job staged in `stage` would
+/// take out of the table (inserted by the job, not there again under
+/// another row), each with the first file row that inserted it: a
+/// subquery of `v` and `row_no`, bound to the job as `$1` and `$2`.
+fn gone_values(stage: &Stage<'_>, r: &Reference) -> String {
+    let target = stage.module;
+    let (s, t) = (stage.table(), ident(&target.table));
+    let key = stage::column(target, r.key_index);
+    let insert = RowAction::Insert.as_str();
+    // The same row of the table as a staged insert of this job: its
+    // natural key.
+    let same_row: Vec<String> = target
+        .key_columns
+        .iter()
+        .map(|&i| {
+            format!(
+                "s2.{} = t.{}",
+                stage::column(target, i),
+                ident(&target.columns[i].name)
+            )
+        })
+        .collect();
+    format!(
+        "SELECT s.{key} AS v, MIN(s.row_no) AS row_no FROM {s} s \
+         WHERE s.job = $1 AND s.action = '{insert}' AND s.{key} IS NOT NULL \
+           AND NOT EXISTS (SELECT 1 FROM {t} t WHERE t.{col} = s.{key} \
+             AND NOT EXISTS (SELECT 1 FROM {s} s2 WHERE s2.job = $2 \
+               AND s2.action = '{insert}' AND {same}))
+         GROUP BY s.{key}",
+        col = ident(&target.columns[r.key_index].name),
+        same = same_row.join(" AND ")
+    )
+}
+
+/// The first `limit` rows of `referrer` that name a value a rollback of
+/// the job staged in `stage` would delete, in the referrer's key order:
+/// each row's natural key (its parts as text) and the value it names.
+pub async fn referring(
+    conn: &mut Conn<'_>,
+    stage: &Stage<'_>,
+    referrer: &Module,
+    r: &Reference,
+    limit: i64,
+) -> Result<Vec<(Vec<Option<String>>, String)>> {
+    let values = gone_values(stage, r);
+    let (x, x_col) = (ident(&referrer.table), ident(&r.column));
+    let keys: Vec<String> = (referrer.key_columns.iter())
+        .map(|&i| ident(&referrer.columns[i].name))
+        .collect();
+    let parts: Vec<String> = keys
+        .iter()
+        .map(|k| format!("CAST(x.{k} AS TEXT)"))
+        .collect();
+    let sql = format!(
+        "SELECT {parts}, CAST(x.{x_col} AS TEXT) FROM ({values}) gone \
+         JOIN {x} x ON x.{x_col} = gone.v ORDER BY {order} LIMIT $3",
+        parts = parts.join(", "),
+        order = keys
+            .iter()
+            .map(|k| format!("x.{k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let n = keys.len();
+    on_conn!(conn, c => {
+        use sqlx::Row;
+        let rows = sqlx::query(&sql).bind(stage.job).bind(stage.job).bind(limit)
+            .fetch_all(c).await?;
+        rows.iter().map(|row| {
+            let key = (0..n).map(|i| row.try_get::<Option<String>, _>(i)).collect::<std::result::Result<_, _>>()?;
+            let value: Option<String> = row.try_get(n)?;
+            Ok((key, value.unwrap_or_default()))
+        }).collect()
+    })
 }

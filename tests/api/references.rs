@@ -361,7 +361,26 @@ SO-1,C-1,P-002,2,90000,2024-05-01\n";
             .contains("1 rows of orders name this sku"),
         "{p}"
     );
+    // The referring rows are named: module, natural key (orders' is
+    // order_no and sku), column, value.
+    assert_eq!(
+        p["referring"],
+        serde_json::json!([{"module": "orders", "key": ["SO-1", "P-002"], "column": "sku", "value": "P-002"}]),
+        "{p}"
+    );
+    assert!(p["detail"].as_str().unwrap().contains("orders"), "{p}");
     assert_eq!(app.count("uc_products").await, 2, "nothing undone");
+    // The job page lists them too.
+    let mut console = crate::console::Console::new(&app);
+    console.sign_in(&apr).await;
+    let page = console.page(&format!("/jobs/{id}")).await;
+    let table = &page[page
+        .find("id=\"problem-referring\"")
+        .expect("the referring rows")..];
+    assert!(
+        table.contains("SO-1") && table.contains("sku = P-002"),
+        "{table}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

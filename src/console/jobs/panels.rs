@@ -9,7 +9,7 @@ use crate::console::layout::{self, Ctx, badge, count, person};
 use crate::console::notes;
 use crate::ledger::chain::Event;
 use crate::ledger::job::People;
-use crate::ledger::{GateAction, Job, JobState, Move};
+use crate::ledger::{GateAction, Job, JobState, Move, ReferringRow};
 use crate::service::jobs::PreviewFilter;
 use crate::t;
 use crate::validate::RowAction;
@@ -72,6 +72,31 @@ pub(super) fn problem_panel(job: &Job) -> Markup {
                                     td { (r.reason) }
                                 }
                             }
+                        }
+                    }
+                }
+            }
+            (referring_table(p.referring.as_deref().unwrap_or_default()))
+        }
+    }
+}
+
+/// The rows of other modules a refused rollback names.
+fn referring_table(rows: &[ReferringRow]) -> Markup {
+    if rows.is_empty() {
+        return html! {};
+    }
+    html! {
+        h3 { (t!("problem-referring")) }
+        div.table-wrap {
+            table.small #problem-referring {
+                (layout::table_head(&[&t!("col-module"), &t!("col-key"), &t!("col-names")]))
+                tbody {
+                    @for r in rows {
+                        tr {
+                            td { (r.module) }
+                            td { code { (plain(&r.key)) } }
+                            td { code { (r.column) " = " (r.value) } }
                         }
                     }
                 }
