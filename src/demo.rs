@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json, json};
 
+use crate::ids::JobId;
 use crate::ingest::Format;
 use crate::keys::{KeyRecord, Role};
 use crate::ledger::revision::Changes;
@@ -272,7 +273,7 @@ async fn story(
 }
 
 /// Waits until the service has finished working on a job.
-async fn settle(app: &App, id: &str) -> anyhow::Result<Job> {
+async fn settle(app: &App, id: &JobId) -> anyhow::Result<Job> {
     jobs::wait(app, id, Duration::from_secs(120)).await?;
     Ok(jobs::find(app, id).await?)
 }

@@ -27,6 +27,7 @@ pub mod config;
 pub mod console;
 pub mod demo;
 pub mod http;
+pub mod ids;
 pub mod ingest;
 pub mod keys;
 pub mod ledger;

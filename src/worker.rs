@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use tracing::{error, warn};
 
+use crate::ids::JobId;
 use crate::ledger::JobState;
 use crate::service::{App, retention, work};
 
@@ -128,8 +129,8 @@ async fn work_loop(app: Arc<App>, owner: String) {
 /// Does a claimed job's work with a heartbeat alongside. When the
 /// heartbeat finds the lease taken by another worker (this one stalled past
 /// its lease), the work is dropped at once: the other worker owns the job.
-async fn run(app: &Arc<App>, owner: &str, id: &str, state: JobState) -> anyhow::Result<()> {
-    let heartbeat = heartbeat(app.clone(), id.to_string(), owner.to_string());
+async fn run(app: &Arc<App>, owner: &str, id: &JobId, state: JobState) -> anyhow::Result<()> {
+    let heartbeat = heartbeat(app.clone(), id.clone(), owner.to_string());
     let result = tokio::select! {
         r = work::run(app, owner, id, state) => r,
         () = heartbeat => {
@@ -160,7 +161,7 @@ async fn shutdown_deadline(app: &App) {
 
 /// Extends the lease every third of its length; returns only when the
 /// lease is gone.
-async fn heartbeat(app: Arc<App>, id: String, owner: String) {
+async fn heartbeat(app: Arc<App>, id: JobId, owner: String) {
     let every = Duration::from_millis((app.settings.lease_ms / 3).max(100) as u64);
     loop {
         tokio::time::sleep(every).await;

@@ -365,7 +365,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "domain",
         &[
-            "ledger", "catalog", "ingest", "validate", "keys", "webhooks", "config",
+            "ledger", "catalog", "ingest", "validate", "keys", "webhooks", "config", "ids",
         ],
     ),
 ];

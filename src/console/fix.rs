@@ -109,7 +109,7 @@ async fn page(
     Query(q): Query<PageQuery>,
 ) -> PageResult {
     let job = fixable(&app, &signed.key, &id).await?;
-    let view = mappings::mapping(&app, &signed.key, &id).await?;
+    let view = mappings::mapping(&app, &signed.key, &job.id).await?;
     let entered = Entered {
         mapping: current_mapping(&job, &view),
         offset: q.offset.unwrap_or(0).max(0),
@@ -120,7 +120,7 @@ async fn page(
 
 /// The job, if the signed-in key may revise it; else why not.
 async fn fixable(app: &App, key: &KeyRecord, id: &str) -> Result<Job, service::Error> {
-    let job = jobs::get(app, key, id).await?;
+    let job = jobs::get(app, key, &jobs::parse_id(id)?).await?;
     uploads::target(app, key, &job.module)?;
     if let Some(why) = revision::refusal(&job) {
         return Err(service::Error::InvalidState {
@@ -500,7 +500,7 @@ async fn rows_download(
     Path(id): Path<String>,
     Query(q): Query<RowsQuery>,
 ) -> PageResult {
-    let job = jobs::get(&app, &signed.key, &id).await?;
+    let job = jobs::get(&app, &signed.key, &jobs::parse_id(&id)?).await?;
     let format = match q.format.as_deref() {
         Some("csv") => FileFormat::Csv,
         _ => FileFormat::Xlsx,
@@ -568,15 +568,16 @@ async fn send_back(
         let file = sent
             .file
             .ok_or_else(|| service::Error::invalid("file", "choose the corrected file to send"))?;
-        let mut changes = rows_file::changes_from_rows_file(&app, &signed.key, &id, file).await?;
+        let mut changes =
+            rows_file::changes_from_rows_file(&app, &signed.key, &job.id, file).await?;
         changes.comment = Some(sent.comment.trim().to_string()).filter(|c| !c.is_empty());
-        service::revisions::revise(&app, &signed.key, &id, changes).await
+        service::revisions::revise(&app, &signed.key, &job.id, changes).await
     }
     .await;
     match result {
         Ok(new) => Ok(Redirect::to(&format!("/jobs/{}", new.id)).into_response()),
         Err(e) => {
-            let view = mappings::mapping(&app, &signed.key, &id).await?;
+            let view = mappings::mapping(&app, &signed.key, &job.id).await?;
             let entered = Entered {
                 mapping: current_mapping(&job, &view),
                 ..Entered::default()
@@ -602,7 +603,7 @@ async fn revalidate(
     let csrf = field(&fields, "_csrf").unwrap_or_default();
     signed.check_form(&headers, csrf)?;
     let job = fixable(&app, &signed.key, &id).await?;
-    let view = mappings::mapping(&app, &signed.key, &id).await?;
+    let view = mappings::mapping(&app, &signed.key, &job.id).await?;
     let entered = read_form(&fields, &view);
     let changes = changes(&job, &view, &entered);
     if changes.mapping.is_empty() && changes.fixes.is_empty() && changes.exclude.is_empty() {
@@ -618,7 +619,7 @@ async fn revalidate(
         };
         return render(&app, &signed, &job, &view, entered, Some(refused)).await;
     }
-    match service::revisions::revise(&app, &signed.key, &id, changes).await {
+    match service::revisions::revise(&app, &signed.key, &job.id, changes).await {
         Ok(new) => Ok(Redirect::to(&format!("/jobs/{}", new.id)).into_response()),
         Err(e) => {
             let member = match &e {

@@ -268,7 +268,7 @@ impl From<service::Error> for Shown {
             E::Revised { to, .. } => (
                 StatusCode::GONE,
                 t!("problem-revised"),
-                t!("problem-revised-detail", to = to),
+                t!("problem-revised-detail", to = to.as_str()),
             ),
             E::Closed { .. } => (
                 StatusCode::GONE,

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::problem::ApiResult;
 use super::views::JobView;
+use crate::ids::JobId;
 use crate::ledger::Job;
 use crate::ledger::job::People;
 use crate::service::{App, jobs};
@@ -33,7 +34,7 @@ pub async fn job_response(app: &App, job: &Job, status: StatusCode) -> ApiResult
 /// with `Prefer: wait=N`.
 pub async fn answer_job(
     app: &App,
-    id: &str,
+    id: &JobId,
     headers: &HeaderMap,
     status: StatusCode,
 ) -> ApiResult<Response> {

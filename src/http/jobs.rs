@@ -124,6 +124,7 @@ async fn one(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
+    let id = jobs::parse_id(&id)?;
     jobs::get(&app, &caller.0, &id).await?;
     answer_job(&app, &id, &headers, StatusCode::OK).await
 }
@@ -166,7 +167,7 @@ async fn preview(
     Path(id): Path<String>,
     Params(q): Params<PreviewParams>,
 ) -> ApiResult<Json<PreviewPage>> {
-    let job = jobs::get(&app, &caller.0, &id).await?;
+    let job = jobs::get(&app, &caller.0, &jobs::parse_id(&id)?).await?;
     let offset = bounded("offset", q.offset, 0, i64::MAX)?;
     let limit = bounded("limit", q.limit, 100, 1000)?.max(1);
     let filter = jobs::PreviewFilter {
@@ -256,7 +257,7 @@ async fn errors(
     Params(q): Params<ErrorsParams>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let job = jobs::get(&app, &caller.0, &id).await?;
+    let job = jobs::get(&app, &caller.0, &jobs::parse_id(&id)?).await?;
     let accept = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -323,7 +324,7 @@ async fn events(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<EventList>> {
-    let job = jobs::get(&app, &caller.0, &id).await?;
+    let job = jobs::get(&app, &caller.0, &jobs::parse_id(&id)?).await?;
     let list = jobs::events(&app, &job).await?;
     let names = app.names().await?;
     let people = People(&names);
@@ -400,6 +401,7 @@ async fn gate_move(
     body: &Bytes,
 ) -> ApiResult<Response> {
     let comment = comment(body)?;
+    let id = &jobs::parse_id(id)?;
     let request = gate::MoveRequest {
         job_id: id,
         event,

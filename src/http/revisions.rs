@@ -24,7 +24,7 @@ use crate::ledger::revision::Changes;
 use crate::service::mapping::{MappingView, SavedView};
 use crate::service::rows_file::{self, RowsFile};
 use crate::service::uploads::Declaration;
-use crate::service::{App, Error as ServiceError, mapping as mappings, revisions};
+use crate::service::{App, Error as ServiceError, jobs, mapping as mappings, revisions};
 
 /// Most bytes of a JSON revision: 10,000 fixes fit many times over.
 const JSON_BYTES: usize = 2 << 20;
@@ -185,7 +185,10 @@ async fn revise(
     body: Bytes,
 ) -> ApiResult<Response> {
     let changes = match rows_file_of(&headers, body.clone()) {
-        Some(file) => rows_file::changes_from_rows_file(&app, &caller.0, &id, file).await?,
+        Some(file) => {
+            let id = jobs::parse_id(&id)?;
+            rows_file::changes_from_rows_file(&app, &caller.0, &id, file).await?
+        }
         None if body.len() > JSON_BYTES => {
             return Err(ServiceError::TooLarge {
                 limit: JSON_BYTES as u64,
@@ -194,7 +197,7 @@ async fn revise(
         }
         None => parse(&body)?,
     };
-    let job = revisions::revise(&app, &caller.0, &id, changes).await?;
+    let job = revisions::revise(&app, &caller.0, &jobs::parse_id(&id)?, changes).await?;
     super::answer::job_response(&app, &job, StatusCode::CREATED).await
 }
 
@@ -215,6 +218,7 @@ async fn mapping(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<MappingView>> {
+    let id = jobs::parse_id(&id)?;
     Ok(axum::Json(mappings::mapping(&app, &caller.0, &id).await?))
 }
 

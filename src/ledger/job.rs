@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::JobState;
+use crate::ids::JobId;
 use crate::ingest::{FileCode, Format};
 use crate::keys::Person;
 use crate::validate::{Mapping, RowAction};
@@ -387,7 +388,7 @@ pub struct Warning {
 /// only when the job is shown.
 #[derive(Debug, Clone)]
 pub struct Job {
-    pub id: String,
+    pub id: JobId,
     pub module: String,
     pub table: String,
     pub mode: Mode,
@@ -410,10 +411,10 @@ pub struct Job {
     /// When the job's staged rows and stored file were purged, if they were.
     pub purged_at: Option<DateTime<Utc>>,
     /// The job this one revises (API.md section 11), and what it changes.
-    pub revision_of: Option<String>,
+    pub revision_of: Option<JobId>,
     pub revision: Option<Revision>,
     /// The revision that took this job's place, once one did.
-    pub revised_as: Option<String>,
+    pub revised_as: Option<JobId>,
     /// The saved mapping an upload was read with (`?mapping=map_…`, or
     /// the one saved for its exact set of headers), as it was then: a
     /// mapping changed or deleted later does not change this job.
@@ -439,7 +440,7 @@ impl Job {
     /// version 1, nothing counted, decided or revised yet.
     pub fn start(new: NewJob, now: DateTime<Utc>) -> Job {
         Job {
-            id: format!("job_{}", ulid::Ulid::generate()),
+            id: JobId::generate(),
             module: new.module,
             table: new.table,
             mode: new.mode,

@@ -291,7 +291,7 @@ pub(crate) mod tests {
             mapping_applied: None,
         };
         Job {
-            id: "job_1".into(),
+            id: crate::ids::JobId::from_stored("job_1"),
             state,
             ..Job::start(new, at)
         }

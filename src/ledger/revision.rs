@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 
 use super::gate::action_of;
 use super::{Decision, DecisionKind, Fix, Job, JobState, Move, ProblemCode, Revision, next};
+use crate::ids::JobId;
 use crate::keys::KeyRecord;
 
 /// What a person asks a revision to change, as received (checked by the
@@ -109,11 +110,11 @@ pub fn combine(job: &Job, changes: Changes, by: &KeyRecord) -> Revision {
 /// The revised job after the revision: a job waiting at the gate is
 /// cancelled (its request ends, "revised as …"); a failed or invalid one
 /// stays as it is. Either way it names the revision.
-pub fn revised(job: &Job, revision_id: &str, by: &KeyRecord, now: DateTime<Utc>) -> Job {
+pub fn revised(job: &Job, revision_id: &JobId, by: &KeyRecord, now: DateTime<Utc>) -> Job {
     let mut after = job.clone();
     after.state = next(job.state, Move::Revised).unwrap_or(job.state);
     after.updated_at = now;
-    after.revised_as = Some(revision_id.to_string());
+    after.revised_as = Some(revision_id.clone());
     if job.state == JobState::AwaitingApproval {
         after.decisions.push(Decision {
             action: action_of(job.state),
@@ -144,7 +145,7 @@ pub fn incremental(job: &Job, parent: &Job) -> bool {
         _ => false,
     };
     *of == parent.id
-        && parent.revised_as.as_deref() == Some(job.id.as_str())
+        && parent.revised_as.as_ref() == Some(&job.id)
         && same_mapping
         && read_whole
         && parent.counts.rows > 0
@@ -226,7 +227,7 @@ mod tests {
         assert!(refusal(&failed).unwrap().contains("database_error"));
         failed.problem.as_mut().unwrap().code = ProblemCode::RowErrors;
         assert_eq!(refusal(&failed), None);
-        failed.revised_as = Some("job_2".into());
+        failed.revised_as = Some(JobId::from_stored("job_2"));
         assert!(
             refusal(&failed)
                 .unwrap()
@@ -331,14 +332,17 @@ mod tests {
     fn a_waiting_job_is_cancelled_by_its_revision_and_a_failed_one_stays() {
         let now = Utc::now();
         let waiting = job(JobState::AwaitingApproval, OnError::Fail);
-        let after = revised(&waiting, "job_new", &key("key_a"), now);
+        let after = revised(&waiting, &JobId::from_stored("job_new"), &key("key_a"), now);
         assert_eq!(after.state, JobState::Cancelled);
-        assert_eq!(after.revised_as.as_deref(), Some("job_new"));
+        assert_eq!(
+            after.revised_as.as_ref().map(JobId::as_str),
+            Some("job_new")
+        );
         let last = after.decisions.last().unwrap();
         assert_eq!(last.decision, DecisionKind::Cancelled);
         assert_eq!(last.comment.as_deref(), Some("revised as job_new"));
         let failed = job(JobState::Failed, OnError::Fail);
-        let after = revised(&failed, "job_new", &key("key_a"), now);
+        let after = revised(&failed, &JobId::from_stored("job_new"), &key("key_a"), now);
         assert_eq!(after.state, JobState::Failed);
         assert_eq!(after.decisions.len(), failed.decisions.len());
     }

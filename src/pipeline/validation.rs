@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use super::distinct::Distinct;
 use super::references::{Checks, Target};
 use crate::catalog::Module;
+use crate::ids::JobId;
 use crate::ingest::{self, FileCode, FileError, Format};
 use crate::ledger::{Counts, Job, Mode, Warning, WarningCode};
 use crate::store::blobs::BlobReader;
@@ -777,7 +778,7 @@ fn tally(counts: &mut Counts, staged: &[StagedRow]) {
 async fn mark_duplicates(
     db: &Db,
     stage: &Stage<'_>,
-    job_id: &str,
+    job_id: &JobId,
 ) -> anyhow::Result<Vec<RowAction>> {
     let module = stage.module;
     let mut tx = db.begin().await?;

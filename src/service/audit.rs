@@ -40,14 +40,14 @@ pub async fn verify(db: &Db, key: &ChainKey, checkpoint: Option<&Path>) -> anyho
     loop {
         let page = store::jobs::page(&mut conn, &after, PAGE).await?;
         let Some(last) = page.last() else { break };
-        after = last.id.clone();
+        after = last.id.to_string();
         for job in &page {
             jobs += 1;
             let events = store::jobs::events(&mut conn, &job.id).await?;
             if let Some(why) = replay::mismatch(job, &events) {
                 return Ok(Verdict::Broken {
                     seq: 0,
-                    job_id: job.id.clone(),
+                    job_id: job.id.to_string(),
                     n: 0,
                     why,
                 });

@@ -5,6 +5,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::ids::JobId;
 use crate::ledger::gate::Refusal;
 use crate::ledger::job::time;
 use crate::ledger::{Job, Move};
@@ -94,7 +95,7 @@ pub enum Error {
          it can no longer be rolled back, and its staged rows and stored file are purged"
     )]
     RollbackExpired {
-        id: String,
+        id: JobId,
         closed: String,
         window: String,
     },
@@ -103,14 +104,14 @@ pub enum Error {
         "the preview of {id} is gone: its staged rows and stored file were purged at {at}, \
          {why}; the job, its events and its error list remain"
     )]
-    Purged { id: String, at: String, why: String },
+    Purged { id: JobId, at: String, why: String },
     /// The preview of a job whose staged rows went to its revision (API.md
     /// section 11) was asked for.
     #[error(
         "the preview of {id} is now its revision's: its rows were handed to {to} when it was \
          revised; the job, its events and its error list remain"
     )]
-    Revised { id: String, to: String },
+    Revised { id: JobId, to: JobId },
     /// Too many requests of a kind, from a client or in all.
     #[error("{message}")]
     TooMany { message: String, retry_after: u64 },

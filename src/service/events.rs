@@ -22,6 +22,7 @@ use futures::Stream;
 
 use super::views::{EventData, FeedEvent, JobView, KeyBrief, KeyRequestBrief};
 use super::{App, Error, Result};
+use crate::ids::JobId;
 use crate::keys::{KeyRecord, Role};
 use crate::ledger::chain::Event;
 use crate::ledger::events::{about_keys, client_type};
@@ -194,14 +195,14 @@ async fn shown(
     links: Vec<(Event, &'static str)>,
 ) -> Result<Vec<(FeedEvent, Option<Vec<String>>)>> {
     let people = People(names);
-    let job_ids: Vec<String> = links
+    let job_ids: Vec<JobId> = links
         .iter()
         .filter(|(_, t)| !about_keys(t))
-        .map(|(e, _)| e.job_id.clone())
+        .map(|(e, _)| JobId::from_stored(e.job_id.as_str()))
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    let jobs: HashMap<String, crate::ledger::Job> = store::jobs::get_many(c, &job_ids)
+    let jobs: HashMap<JobId, crate::ledger::Job> = store::jobs::get_many(c, &job_ids)
         .await?
         .into_iter()
         .map(|j| (j.id.clone(), j))
@@ -209,7 +210,7 @@ async fn shown(
     let mut out = Vec::with_capacity(links.len());
     for (link, ty) in links {
         let (data, modules) = if !about_keys(ty) {
-            let Some(job) = jobs.get(&link.job_id) else {
+            let Some(job) = jobs.get(link.job_id.as_str()) else {
                 continue;
             };
             let data = EventData {

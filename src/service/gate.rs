@@ -5,6 +5,7 @@
 //! workers.
 
 use super::{App, Error, Result, comment, jobs};
+use crate::ids::JobId;
 use crate::keys::KeyRecord;
 use crate::ledger::{Job, Move, Warning, WarningCode, gate};
 use crate::pipeline::references;
@@ -14,7 +15,7 @@ use crate::store::{self, jobs::MoveBy};
 /// A person's move on a job, as a front door received it.
 #[derive(Debug, Clone)]
 pub struct MoveRequest<'a> {
-    pub job_id: &'a str,
+    pub job_id: &'a JobId,
     pub event: Move,
     /// The `ETag` of the version the person decided on, when they said.
     pub if_match: Option<&'a str>,

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::{App, Error, Result, in_scope};
+use crate::ids::JobId;
 use crate::keys::KeyRecord;
 use crate::ledger::chain::Event;
 use crate::ledger::{Job, JobState};
@@ -14,19 +15,25 @@ use crate::store::stage::Stage;
 use crate::store::{self, jobs::Filter};
 use crate::validate::{RowAction, RowError};
 
+/// A job id as a request gives it. Text no job can have is answered as
+/// an id no job has: `not_found`, naming it.
+pub fn parse_id(text: &str) -> Result<JobId> {
+    JobId::parse(text).ok_or_else(|| Error::not_found("job", text))
+}
+
 /// The job with this id, if the key's scope covers its module.
-pub async fn get(app: &App, actor: &KeyRecord, id: &str) -> Result<Job> {
+pub async fn get(app: &App, actor: &KeyRecord, id: &JobId) -> Result<Job> {
     let job = find(app, id).await?;
     in_scope(actor, &job.module)?;
     Ok(job)
 }
 
 /// The job with this id, whoever asks (the service's own reads).
-pub async fn find(app: &App, id: &str) -> Result<Job> {
+pub async fn find(app: &App, id: &JobId) -> Result<Job> {
     let mut c = app.db.acquire().await?;
     store::jobs::get(&mut c.conn(), id)
         .await?
-        .ok_or_else(|| Error::not_found("job", id))
+        .ok_or_else(|| Error::not_found("job", id.as_str()))
 }
 
 /// What a list of jobs asks for.
@@ -66,7 +73,7 @@ pub async fn list(app: &App, actor: &KeyRecord, q: ListQuery) -> Result<JobPage>
     let mut jobs = store::jobs::list(&mut c.conn(), &filter).await?;
     let next = if jobs.len() as i64 > limit {
         jobs.truncate(limit as usize);
-        jobs.last().map(|j| j.id.clone())
+        jobs.last().map(|j| j.id.to_string())
     } else {
         None
     };
@@ -75,7 +82,7 @@ pub async fn list(app: &App, actor: &KeyRecord, q: ListQuery) -> Result<JobPage>
 
 /// The jobs with these ids that the key may see (for a list that
 /// refreshes itself); at most 200.
-pub async fn some(app: &App, actor: &KeyRecord, ids: &[String]) -> Result<Vec<Job>> {
+pub async fn some(app: &App, actor: &KeyRecord, ids: &[JobId]) -> Result<Vec<Job>> {
     let ids = &ids[..ids.len().min(200)];
     let mut c = app.db.acquire().await?;
     let jobs = store::jobs::get_many(&mut c.conn(), ids).await?;
@@ -191,7 +198,7 @@ pub async fn errors(app: &App, job: &Job, offset: i64, limit: i64) -> Result<(i6
 /// pages come one at a time, so a million errors are never in memory.
 pub struct ErrorPages<'a> {
     app: &'a App,
-    job_id: String,
+    job_id: JobId,
     offset: i64,
     done: bool,
 }
@@ -234,7 +241,7 @@ pub async fn events(app: &App, job: &Job) -> Result<Vec<Event>> {
 /// or the time is up. Woken at once by this job's moves made in this
 /// process; moves made by another replica are seen by re-reading the job at
 /// least every quarter second.
-pub async fn wait(app: &App, id: &str, wait: Duration) -> Result<()> {
+pub async fn wait(app: &App, id: &JobId, wait: Duration) -> Result<()> {
     let deadline = tokio::time::Instant::now() + wait;
     let watch = app.moves.watch(id);
     loop {

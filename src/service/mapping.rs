@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 
 use super::{App, Error, Result, jobs};
 use crate::catalog::Module;
+use crate::ids::JobId;
 use crate::keys::KeyRecord;
 use crate::ledger::{Job, JobState};
 use crate::pipeline::validation::{self, Head};
@@ -73,7 +74,7 @@ pub async fn head(app: &App, job: &Job, rows: usize) -> Result<Head> {
 }
 
 /// How the job's headers meet its module's columns, with suggestions.
-pub async fn mapping(app: &App, actor: &KeyRecord, job_id: &str) -> Result<MappingView> {
+pub async fn mapping(app: &App, actor: &KeyRecord, job_id: &JobId) -> Result<MappingView> {
     let job = jobs::get(app, actor, job_id).await?;
     let module = app.module(&job.module)?;
     let head = head(app, &job, SAMPLE_ROWS).await?;

@@ -10,13 +10,15 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
+use crate::ids::JobId;
+
 #[derive(Default)]
 pub struct Moves {
     /// Woken (all waiters) by every committed append to the ledger.
     any: Notify,
     /// One wake-up per job somebody is waiting on, dropped with its last
     /// waiter.
-    jobs: Mutex<HashMap<String, Arc<Notify>>>,
+    jobs: Mutex<HashMap<JobId, Arc<Notify>>>,
 }
 
 impl Moves {
@@ -27,7 +29,7 @@ impl Moves {
 
     /// A job moved (its transaction committed): its waiters and every
     /// listener to [`Moves::any`] are woken.
-    pub fn job(&self, id: &str) {
+    pub fn job(&self, id: &JobId) {
         let one = self.lock().get(id).cloned();
         if let Some(n) = one {
             n.notify_waiters();
@@ -41,20 +43,20 @@ impl Moves {
     }
 
     /// A watch on one job's moves, for as long as it is held.
-    pub fn watch(&self, id: &str) -> Watch<'_> {
+    pub fn watch(&self, id: &JobId) -> Watch<'_> {
         let notify = self
             .lock()
-            .entry(id.to_string())
+            .entry(id.clone())
             .or_insert_with(|| Arc::new(Notify::new()))
             .clone();
         Watch {
             moves: self,
-            id: id.to_string(),
+            id: id.clone(),
             notify,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Notify>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, Arc<Notify>>> {
         // A panic elsewhere while holding the map leaves it usable.
         self.jobs.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -63,7 +65,7 @@ impl Moves {
 /// A waiter's hold on one job's wake-up.
 pub struct Watch<'a> {
     moves: &'a Moves,
-    id: String,
+    id: JobId,
     notify: Arc<Notify>,
 }
 
@@ -92,14 +94,14 @@ mod tests {
     #[tokio::test]
     async fn a_waiter_is_woken_by_its_own_job_only() {
         let moves = Moves::default();
-        let watch = moves.watch("job_a");
+        let watch = moves.watch(&JobId::from_stored("job_a"));
         let woken = watch.notify().notified();
         tokio::pin!(woken);
         woken.as_mut().enable();
-        moves.job("job_b");
+        moves.job(&JobId::from_stored("job_b"));
         let other = tokio::time::timeout(Duration::from_millis(20), woken.as_mut()).await;
         assert!(other.is_err(), "another job's move woke the waiter");
-        moves.job("job_a");
+        moves.job(&JobId::from_stored("job_a"));
         tokio::time::timeout(Duration::from_millis(20), woken)
             .await
             .expect("its own job's move wakes the waiter");
@@ -108,8 +110,8 @@ mod tests {
     #[test]
     fn the_last_waiter_takes_the_wake_up_with_it() {
         let moves = Moves::default();
-        let first = moves.watch("job_a");
-        let second = moves.watch("job_a");
+        let first = moves.watch(&JobId::from_stored("job_a"));
+        let second = moves.watch(&JobId::from_stored("job_a"));
         drop(first);
         assert_eq!(moves.lock().len(), 1);
         drop(second);

@@ -17,6 +17,7 @@ use serde_json::json;
 use tracing::info;
 
 use super::{App, Result};
+use crate::ids::JobId;
 use crate::ledger::outcome::{self, PurgeReason};
 use crate::store::blobs::{self, Dropped};
 use crate::store::stage::{self, Stage};
@@ -111,7 +112,7 @@ async fn begin(app: &App) -> Result<Option<Tx>> {
 /// ledger's note, all in one transaction.
 async fn purge(
     app: &App,
-    id: &str,
+    id: &JobId,
     retention: chrono::Duration,
     window: chrono::Duration,
 ) -> Result<Step> {

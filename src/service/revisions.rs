@@ -10,6 +10,7 @@ use serde_json::json;
 
 use super::{App, Error, Result, comment, jobs, uploads};
 use crate::catalog::Module;
+use crate::ids::JobId;
 use crate::keys::KeyRecord;
 use crate::ledger::revision::{self, Changes};
 use crate::ledger::{Fix, Job, Move};
@@ -32,7 +33,7 @@ pub fn may_revise(app: &App, actor: &KeyRecord, job: &Job) -> bool {
 /// Revises `job_id` with `changes`: checks them against the module and
 /// the file, then in one transaction records the new job (`validating`)
 /// and the revised job's move. The new job.
-pub async fn revise(app: &App, actor: &KeyRecord, job_id: &str, changes: Changes) -> Result<Job> {
+pub async fn revise(app: &App, actor: &KeyRecord, job_id: &JobId, changes: Changes) -> Result<Job> {
     let job = jobs::get(app, actor, job_id).await?;
     let module = uploads::target(app, actor, &job.module)?;
     if let Some(why) = revision::refusal(&job) {

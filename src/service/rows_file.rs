@@ -15,6 +15,7 @@ use super::formula::restore;
 use super::revisions::MAX_FIXES;
 use super::{App, Error, Result, jobs, uploads};
 use crate::catalog::Module;
+use crate::ids::JobId;
 use crate::ingest::{self, Cell, FileError, Format, RawRow, RowSource};
 use crate::keys::KeyRecord;
 use crate::ledger::revision::Changes;
@@ -56,7 +57,7 @@ pub struct ErroredRow {
 /// however many rows failed.
 pub struct ErroredRows<'a> {
     app: &'a App,
-    job_id: String,
+    job_id: JobId,
     stage: Option<Stage<'a>>,
     /// The columns the job's file gave (as mapped), in catalog order: a
     /// fix may only set those, so the others are left out of the file.
@@ -205,7 +206,7 @@ pub struct RowsFile {
 pub async fn changes_from_rows_file(
     app: &App,
     actor: &KeyRecord,
-    job_id: &str,
+    job_id: &JobId,
     file: RowsFile,
 ) -> Result<Changes> {
     let job = jobs::get(app, actor, job_id).await?;

@@ -6,6 +6,7 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::ids::JobId;
 use crate::ingest::Format;
 use crate::keys::{KeyRecord, KeyRequest, Person, RequestState, Role};
 use crate::ledger::job::{People, time};
@@ -17,8 +18,8 @@ use crate::ledger::{
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = Job)]
 pub struct JobView {
-    #[schema(example = "job_01JD8Z3K6W0Q2T5N8XJ4R7M9C1")]
-    pub id: String,
+    #[schema(value_type = String, example = "job_01JD8Z3K6W0Q2T5N8XJ4R7M9C1")]
+    pub id: JobId,
     /// The module's key.
     pub module: String,
     /// The module's table.
@@ -50,16 +51,16 @@ pub struct JobView {
     pub purged_at: Option<String>,
     /// The job this one revises (API.md section 11); absent on uploads.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub revision_of: Option<String>,
+    #[schema(value_type = Option<String>, nullable = false)]
+    pub revision_of: Option<JobId>,
     /// What this revision changes, inherited changes included.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub revision: Option<RevisionView>,
     /// The revision that took this job's place.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub revised_as: Option<String>,
+    #[schema(value_type = Option<String>, nullable = false)]
+    pub revised_as: Option<JobId>,
     /// The saved mapping this upload was read with (`?mapping=map_…`, or
     /// the one saved for its set of headers), as it was applied.
     #[serde(skip_serializing_if = "Option::is_none")]

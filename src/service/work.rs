@@ -14,6 +14,7 @@ use tracing::{info, warn};
 
 use super::{App, Result, jobs};
 use crate::catalog::Module;
+use crate::ids::JobId;
 use crate::ledger::outcome::{self, Commit, Rollback, Validation};
 use crate::ledger::{AppliedMapping, Job, JobState, Move, ProblemCode};
 use crate::pipeline::references::{self, Target};
@@ -27,26 +28,26 @@ fn now_ms() -> i64 {
 
 /// Claims one job that needs the service's work and whose lease is free
 /// or lapsed, for `owner`.
-pub async fn claim(app: &App, owner: &str) -> Result<Option<(String, JobState)>> {
+pub async fn claim(app: &App, owner: &str) -> Result<Option<(JobId, JobState)>> {
     let mut c = app.db.acquire().await?;
     Ok(store::jobs::claim(&mut c.conn(), owner, now_ms(), app.settings.lease_ms).await?)
 }
 
 /// Extends a held lease by `ms`; false when another worker holds it now.
-pub async fn extend_lease(app: &App, id: &str, owner: &str, ms: i64) -> Result<bool> {
+pub async fn extend_lease(app: &App, id: &JobId, owner: &str, ms: i64) -> Result<bool> {
     let mut c = app.db.acquire().await?;
     Ok(store::jobs::heartbeat(&mut c.conn(), id, owner, now_ms() + ms).await?)
 }
 
 /// Gives a lease back so the job is picked up at once.
-pub async fn release(app: &App, id: &str, owner: &str) -> Result<()> {
+pub async fn release(app: &App, id: &JobId, owner: &str) -> Result<()> {
     let mut c = app.db.acquire().await?;
     Ok(store::jobs::release(&mut c.conn(), id, owner).await?)
 }
 
 /// Does the work a claimed job in `state` needs. Nothing when the job has
 /// moved on meanwhile.
-pub async fn run(app: &App, owner: &str, id: &str, state: JobState) -> anyhow::Result<()> {
+pub async fn run(app: &App, owner: &str, id: &JobId, state: JobState) -> anyhow::Result<()> {
     let job = jobs::find(app, id).await?;
     if job.state != state {
         return Ok(());
@@ -275,7 +276,12 @@ const RETRY_CAP: Duration = Duration::from_secs(5 * 60);
 /// service gives up on the job (the ledger's `gave_up` move, the error as
 /// its problem). Before that, each failure waits twice as long as the one
 /// before (from `work_retry_ms`, at most [`RETRY_CAP`]).
-pub async fn attempt_failed(app: &App, owner: &str, id: &str, error: &anyhow::Error) -> Result<()> {
+pub async fn attempt_failed(
+    app: &App,
+    owner: &str,
+    id: &JobId,
+    error: &anyhow::Error,
+) -> Result<()> {
     let retry = app.settings.work_retry_ms;
     if is_transient(error) {
         metrics::counter!("importgate_work_failures_total", "kind" => "transient").increment(1);
@@ -315,7 +321,7 @@ fn is_transient(error: &anyhow::Error) -> bool {
 }
 
 /// Ends a job whose work kept failing with the same error.
-async fn give_up(app: &App, owner: &str, id: &str, error: &str, attempts: i64) -> Result<()> {
+async fn give_up(app: &App, owner: &str, id: &JobId, error: &str, attempts: i64) -> Result<()> {
     let job = jobs::find(app, id).await?;
     let Some(after) = outcome::gave_up(&job, error, attempts, now()) else {
         return Ok(());
@@ -428,7 +434,7 @@ pub async fn expire_due(app: &App) -> Result<()> {
 
 /// Moves one job to `expired`, if the state table allows it from where
 /// the job is. False when it does not (the job moved on).
-pub async fn expire(app: &App, id: &str) -> Result<bool> {
+pub async fn expire(app: &App, id: &JobId) -> Result<bool> {
     let mut tx = app.db.begin().await?;
     let Some(job) = store::jobs::get(&mut tx.conn(), id).await? else {
         tx.rollback().await?;
@@ -475,7 +481,7 @@ pub async fn purge(app: &App) -> Result<()> {
 
 /// Holds a job's work lease for `owner` until `until_ms`, whoever held
 /// it (the demo keeps one job `validating` this way).
-pub async fn hold(app: &App, id: &str, owner: &str, until_ms: i64) -> Result<()> {
+pub async fn hold(app: &App, id: &JobId, owner: &str, until_ms: i64) -> Result<()> {
     let mut c = app.db.acquire().await?;
     Ok(store::jobs::hold(&mut c.conn(), id, owner, until_ms).await?)
 }

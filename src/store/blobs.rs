@@ -11,6 +11,7 @@ use super::db::{Conn, Db};
 use super::error::Result;
 use super::sql::now;
 use super::txn::{self, Lock};
+use crate::ids::JobId;
 use crate::on_conn;
 
 /// Chunk size: large enough that a 256 MiB file is 256 rows, small enough
@@ -169,7 +170,7 @@ pub enum Dropped {
 /// is not purged refers to it. Takes [`Lock::Blobs`] first, so an
 /// upload of the same bytes either is recorded before (and keeps the
 /// file) or files its own chunks after.
-pub async fn drop_unused(conn: &mut Conn<'_>, sha256: &str, job_id: &str) -> Result<Dropped> {
+pub async fn drop_unused(conn: &mut Conn<'_>, sha256: &str, job_id: &JobId) -> Result<Dropped> {
     txn::lock(conn, Lock::Blobs).await?;
     let users: i64 = on_conn!(conn, c => sqlx::query_scalar(
         "SELECT COUNT(*) FROM ig_jobs WHERE file_sha256 = $1 AND id <> $2 AND purged_at IS NULL")

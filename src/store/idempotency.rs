@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 
 use super::db::Conn;
 use super::error::Result;
+use crate::ids::JobId;
 use crate::on_conn;
 
 /// What a key's idempotency key means for this upload.
@@ -12,7 +13,7 @@ pub enum Claim {
     /// First use (or the earlier use has expired): go on with `job_id`.
     New,
     /// The same request again: answer with this job.
-    Replay(String),
+    Replay(JobId),
     /// The key was used for a different request.
     Reused,
 }
@@ -25,7 +26,7 @@ pub async fn claim(
     key_id: &str,
     idem_key: &str,
     fingerprint: &str,
-    job_id: &str,
+    job_id: &JobId,
     now: DateTime<Utc>,
     expired_before: DateTime<Utc>,
 ) -> Result<Claim> {
@@ -37,7 +38,7 @@ pub async fn claim(
     if inserted == 1 {
         return Ok(Claim::New);
     }
-    let (seen, earlier, at): (String, String, DateTime<Utc>) = on_conn!(conn, c => sqlx::query_as(
+    let (seen, earlier, at): (String, JobId, DateTime<Utc>) = on_conn!(conn, c => sqlx::query_as(
         "SELECT fingerprint, job_id, created_at FROM ig_idempotency WHERE key_id = $1 AND idem_key = $2")
         .bind(key_id).bind(idem_key).fetch_one(c).await)?;
     if at < expired_before {

@@ -8,6 +8,7 @@ use sqlx::Row;
 use super::db::Conn;
 use super::error::{Result, StoreError, json_col};
 use super::ledger;
+use crate::ids::JobId;
 use crate::ingest::Format;
 use crate::ledger::chain::{ChainKey, Event};
 use crate::ledger::{
@@ -59,7 +60,7 @@ where
     let state = text("state")?;
     let format = text("file_format")?;
     Ok(Job {
-        id: text("id")?,
+        id: row.try_get("id")?,
         module: text("module")?,
         table: text("target_table")?,
         mode: Mode::parse(&mode).ok_or_else(|| corrupt("mode", &mode))?,
@@ -89,11 +90,11 @@ where
         updated_at: row.try_get("updated_at")?,
         committed_at: row.try_get("committed_at")?,
         purged_at: row.try_get("purged_at")?,
-        revision_of: opt_text("revision_of")?,
+        revision_of: row.try_get("revision_of")?,
         revision: opt_text("revision")?
             .map(|r| json_col(&r, "revision"))
             .transpose()?,
-        revised_as: opt_text("revised_as")?,
+        revised_as: row.try_get("revised_as")?,
         mapping_applied: opt_text("mapping_applied")?
             .map(|m| json_col(&m, "mapping_applied"))
             .transpose()?,
@@ -175,7 +176,7 @@ pub async fn revision_mappings(
 
 /// Names the revision that took a job's place (in the revision's
 /// transaction, after the job's own move).
-pub async fn set_revised_as(conn: &mut Conn<'_>, id: &str, revision: &str) -> Result<()> {
+pub async fn set_revised_as(conn: &mut Conn<'_>, id: &JobId, revision: &JobId) -> Result<()> {
     on_conn!(conn, c => sqlx::query("UPDATE ig_jobs SET revised_as = $1 WHERE id = $2")
         .bind(revision).bind(id).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
@@ -183,7 +184,7 @@ pub async fn set_revised_as(conn: &mut Conn<'_>, id: &str, revision: &str) -> Re
 
 /// Stores a revision as its validation completed it (what each fixed
 /// cell said in the file).
-pub async fn set_revision(conn: &mut Conn<'_>, id: &str, revision: &Revision) -> Result<()> {
+pub async fn set_revision(conn: &mut Conn<'_>, id: &JobId, revision: &Revision) -> Result<()> {
     on_conn!(conn, c => sqlx::query("UPDATE ig_jobs SET revision = $1 WHERE id = $2")
         .bind(to_json(revision)).bind(id).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
@@ -194,7 +195,7 @@ pub async fn set_revision(conn: &mut Conn<'_>, id: &str, revision: &Revision) ->
 /// the mapping in force afterwards.
 pub async fn set_mapping_applied(
     conn: &mut Conn<'_>,
-    id: &str,
+    id: &JobId,
     applied: &AppliedMapping,
 ) -> Result<Option<AppliedMapping>> {
     on_conn!(conn, c => sqlx::query(
@@ -206,7 +207,7 @@ pub async fn set_mapping_applied(
     text.map(|t| json_col(&t, "mapping_applied")).transpose()
 }
 
-pub async fn get(conn: &mut Conn<'_>, id: &str) -> Result<Option<Job>> {
+pub async fn get(conn: &mut Conn<'_>, id: &JobId) -> Result<Option<Job>> {
     let sql = format!("SELECT {READ_COLUMNS} FROM ig_jobs WHERE id = $1");
     on_conn!(conn, c => match sqlx::query(&sql).bind(id).fetch_optional(c).await? {
         Some(row) => Ok(Some(job(&row)?)),
@@ -339,7 +340,7 @@ pub async fn held_by_earlier_process(
     conn: &mut Conn<'_>,
     instance: &str,
     this_process: &str,
-) -> Result<Vec<(String, String)>> {
+) -> Result<Vec<(JobId, String)>> {
     let mine = format!("{instance}/");
     let sql = format!(
         "SELECT id, lease_owner FROM ig_jobs \
@@ -464,7 +465,7 @@ async fn add_event(
     detail: Option<Json>,
 ) -> Result<()> {
     let entry = ledger::Entry {
-        subject: &job.id,
+        subject: job.id.as_str(),
         at,
         event: event.as_str(),
         from: from.map(JobState::as_str),
@@ -485,13 +486,13 @@ pub async fn page(conn: &mut Conn<'_>, after_id: &str, limit: i64) -> Result<Vec
 }
 
 /// Every event of a job, oldest first.
-pub async fn events(conn: &mut Conn<'_>, job_id: &str) -> Result<Vec<Event>> {
-    ledger::events_of(conn, job_id).await
+pub async fn events(conn: &mut Conn<'_>, job_id: &JobId) -> Result<Vec<Event>> {
+    ledger::events_of(conn, job_id.as_str()).await
 }
 
 /// Updates the running counts of a job being validated (progress), without
 /// a new version: counts alone are not something an approver decides on.
-pub async fn set_counts(conn: &mut Conn<'_>, id: &str, counts: &Counts) -> Result<()> {
+pub async fn set_counts(conn: &mut Conn<'_>, id: &JobId, counts: &Counts) -> Result<()> {
     on_conn!(conn, c => sqlx::query("UPDATE ig_jobs SET counts = $2 WHERE id = $1")
         .bind(id).bind(counts_text(counts)).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
@@ -504,7 +505,7 @@ pub async fn claim(
     owner: &str,
     now_ms: i64,
     lease_ms: i64,
-) -> Result<Option<(String, JobState)>> {
+) -> Result<Option<(JobId, JobState)>> {
     let lock = conn.dialect().claim_lock();
     let sql = format!(
         "UPDATE ig_jobs SET lease_owner = $1, lease_until = $2 WHERE id = (\
@@ -516,7 +517,7 @@ pub async fn claim(
          RETURNING id, state",
         state_list(&JobState::work_states())
     );
-    let got: Option<(String, String)> = on_conn!(conn, c => sqlx::query_as(&sql)
+    let got: Option<(JobId, String)> = on_conn!(conn, c => sqlx::query_as(&sql)
         .bind(owner).bind(now_ms + lease_ms).bind(now_ms).fetch_optional(c).await)?;
     Ok(got.and_then(|(id, s)| JobState::parse(&s).map(|s| (id, s))))
 }
@@ -527,12 +528,17 @@ pub async fn claim(
 pub type Lease = Option<(String, i64)>;
 
 /// Why a write was refused: another worker holds the job now.
-pub fn lease_lost(job_id: &str) -> anyhow::Error {
+pub fn lease_lost(job_id: &JobId) -> anyhow::Error {
     anyhow::anyhow!("the lease on {job_id} went to another worker mid-run")
 }
 
 /// Extends a held lease; false when the lease was lost to another worker.
-pub async fn heartbeat(conn: &mut Conn<'_>, id: &str, owner: &str, until_ms: i64) -> Result<bool> {
+pub async fn heartbeat(
+    conn: &mut Conn<'_>,
+    id: &JobId,
+    owner: &str,
+    until_ms: i64,
+) -> Result<bool> {
     let done = on_conn!(conn, c => sqlx::query(
         "UPDATE ig_jobs SET lease_until = $3 WHERE id = $1 AND lease_owner = $2")
         .bind(id).bind(owner).bind(until_ms).execute(c).await.map(|r| r.rows_affected()))?;
@@ -544,7 +550,7 @@ pub async fn heartbeat(conn: &mut Conn<'_>, id: &str, owner: &str, until_ms: i64
 /// different error starts again at 1). Nothing when the lease was lost.
 pub async fn record_failure(
     conn: &mut Conn<'_>,
-    id: &str,
+    id: &JobId,
     owner: &str,
     error: &str,
 ) -> Result<Option<i64>> {
@@ -557,7 +563,7 @@ pub async fn record_failure(
 
 /// Gives a lease back so the job is picked up at once (by this or another
 /// process).
-pub async fn release(conn: &mut Conn<'_>, id: &str, owner: &str) -> Result<()> {
+pub async fn release(conn: &mut Conn<'_>, id: &JobId, owner: &str) -> Result<()> {
     on_conn!(conn, c => sqlx::query(
         "UPDATE ig_jobs SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2")
         .bind(id).bind(owner).execute(c).await.map(|r| r.rows_affected()))?;
@@ -574,7 +580,7 @@ pub async fn count_by_state(conn: &mut Conn<'_>) -> Result<Vec<(String, i64)>> {
 
 /// Jobs that may expire (by the state table) and have not moved since
 /// before `cutoff`.
-pub async fn expirable_since(conn: &mut Conn<'_>, cutoff: DateTime<Utc>) -> Result<Vec<String>> {
+pub async fn expirable_since(conn: &mut Conn<'_>, cutoff: DateTime<Utc>) -> Result<Vec<JobId>> {
     let sql = format!(
         "SELECT id FROM ig_jobs WHERE state IN ({}) AND updated_at < $1 ORDER BY id LIMIT 100",
         state_list(&JobState::sources_of(Move::Expire))
@@ -593,7 +599,7 @@ fn state_list(states: &[JobState]) -> String {
 }
 
 /// The jobs with these ids (those that exist), for refreshing a list.
-pub async fn get_many(conn: &mut Conn<'_>, ids: &[String]) -> Result<Vec<Job>> {
+pub async fn get_many(conn: &mut Conn<'_>, ids: &[JobId]) -> Result<Vec<Job>> {
     if ids.is_empty() {
         return Ok(vec![]);
     }
@@ -615,7 +621,7 @@ pub async fn get_many(conn: &mut Conn<'_>, ids: &[String]) -> Result<Vec<Job>> {
 /// Gives a job's work lease to `owner` until `until_ms`, whoever held it:
 /// no worker touches the job before then. The demo uses it to leave one job
 /// `validating` for a while; a lapsed hold is claimed like any lease.
-pub async fn hold(conn: &mut Conn<'_>, id: &str, owner: &str, until_ms: i64) -> Result<()> {
+pub async fn hold(conn: &mut Conn<'_>, id: &JobId, owner: &str, until_ms: i64) -> Result<()> {
     on_conn!(conn, c => sqlx::query(
         "UPDATE ig_jobs SET lease_owner = $2, lease_until = $3 WHERE id = $1")
         .bind(id).bind(owner).bind(until_ms).execute(c).await.map(|r| r.rows_affected()))?;

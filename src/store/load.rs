@@ -13,6 +13,7 @@ use super::db::Db;
 use super::jobs::Lease;
 use super::stage::{Stage, StagedRow};
 use super::{postgres, sqlite};
+use crate::ids::JobId;
 use crate::ledger::Counts;
 
 /// A validation's writer, between its first and last batch.
@@ -27,7 +28,7 @@ impl<'a> Loader<'a> {
     pub async fn start(
         db: &'a Db,
         stage: &'a Stage<'a>,
-        job_id: &str,
+        job_id: &JobId,
         lease: Lease,
     ) -> anyhow::Result<Loader<'a>> {
         Ok(match db {

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 
 use super::db::Conn;
 use super::error::Result;
+use crate::ids::JobId;
 use crate::ledger::{ENDED_WITHOUT_COMMIT, JobState};
 use crate::on_conn;
 
@@ -19,7 +20,7 @@ pub async fn due(
     ended_before: DateTime<Utc>,
     committed_before: DateTime<Utc>,
     limit: i64,
-) -> Result<Vec<String>> {
+) -> Result<Vec<JobId>> {
     let ended = ENDED_WITHOUT_COMMIT
         .iter()
         .map(|s| format!("'{}'", s.as_str()))
@@ -39,7 +40,7 @@ pub async fn due(
 
 /// Purged jobs whose staged rows are not all removed yet (a big stage, or
 /// a sweep that stopped half-way): `(id, module, stage number)`.
-pub async fn unfinished(conn: &mut Conn<'_>, limit: i64) -> Result<Vec<(String, String, i64)>> {
+pub async fn unfinished(conn: &mut Conn<'_>, limit: i64) -> Result<Vec<(JobId, String, i64)>> {
     Ok(on_conn!(conn, c => sqlx::query_as(
         "SELECT id, module, stage FROM ig_jobs \
          WHERE purged_at IS NOT NULL AND stage IS NOT NULL ORDER BY id LIMIT $1")
@@ -71,7 +72,7 @@ pub async fn remove_staged(
 }
 
 /// Records that a purged job has no staged rows left.
-pub async fn forget_stage(conn: &mut Conn<'_>, job_id: &str) -> Result<()> {
+pub async fn forget_stage(conn: &mut Conn<'_>, job_id: &JobId) -> Result<()> {
     on_conn!(conn, c => sqlx::query(
         "DELETE FROM ig_stage_breaks WHERE job = (SELECT stage FROM ig_jobs WHERE id = $1)")
         .bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;

@@ -12,6 +12,7 @@ use super::error::{Result, StoreError, json_col};
 use super::stage::{Stage, action_is};
 use super::values::DecodeValue;
 use super::{postgres, sqlite, txn};
+use crate::ids::JobId;
 use crate::on_conn;
 use crate::validate::{RowAction, RowError, RowErrorCode, Value};
 
@@ -105,7 +106,7 @@ pub fn warnings_of(
 pub async fn insert_batch(
     conn: &mut Conn<'_>,
     stage: &Stage<'_>,
-    job_id: &str,
+    job_id: &JobId,
     rows: &[StagedRow],
 ) -> Result<()> {
     match conn {
@@ -179,7 +180,7 @@ pub async fn duplicates(conn: &mut Conn<'_>, stage: &Stage<'_>) -> Result<Vec<Du
 pub async fn mark_error(
     conn: &mut Conn<'_>,
     stage: &Stage<'_>,
-    job_id: &str,
+    job_id: &JobId,
     seq: i64,
     error: &RowError,
 ) -> Result<()> {
@@ -384,7 +385,7 @@ pub async fn errored_after(
 /// Errors of the rows with sequence numbers in a range.
 pub async fn errors_of(
     conn: &mut Conn<'_>,
-    job_id: &str,
+    job_id: &JobId,
     from_seq: i64,
     to_seq: i64,
 ) -> Result<Vec<(i64, RowError)>> {
@@ -417,7 +418,7 @@ where
 /// A page of a job's errors, in file order.
 pub async fn errors(
     conn: &mut Conn<'_>,
-    job_id: &str,
+    job_id: &JobId,
     offset: i64,
     limit: i64,
 ) -> Result<(i64, Vec<RowError>)> {
@@ -527,7 +528,7 @@ pub async fn rows_keyed(
 pub async fn remove(
     conn: &mut Conn<'_>,
     stage: &Stage<'_>,
-    job_id: &str,
+    job_id: &JobId,
     seqs: &[i64],
 ) -> Result<()> {
     for part in seqs.chunks(BATCH) {

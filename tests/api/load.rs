@@ -11,6 +11,7 @@ use importgate::store::stage::Stage;
 use importgate::validate::RowAction;
 
 use crate::common::{TestApp, spawn_app};
+use importgate::ids::JobId;
 
 const CUSTOMERS: &str = "customer_name,wa_number\nBudi Santoso,081200000001\n";
 const BATCHES: usize = 7;
@@ -47,6 +48,7 @@ async fn job(app: &TestApp) -> String {
 
 /// Writes every batch as worker `owner`; the first error, if any.
 async fn write_all(app: &TestApp, id: &str, owner: &str) -> anyhow::Result<()> {
+    let id = &JobId::parse(id).expect("a job id");
     let module = app.app.catalog.get("customers").expect("customers").clone();
     let stage = {
         let mut c = app.app.db.acquire().await?;

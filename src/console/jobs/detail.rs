@@ -18,6 +18,7 @@ use super::{given, moment, short_id};
 use crate::console::layout::{self, Nav, badge, count, person};
 use crate::console::session::Signed;
 use crate::console::{PageResult, Shown};
+use crate::ids::JobId;
 use crate::ledger::job::People;
 use crate::ledger::{Job, JobState};
 use crate::service::jobs::{self, PreviewFilter};
@@ -52,13 +53,14 @@ pub(super) async fn detail(
         Some("rollback") => Some(Notice::Done(t!("job-done-rollback"))),
         _ => None,
     };
+    let id = jobs::parse_id(&id)?;
     render_detail(&app, &signed, &id, &q, notice, StatusCode::OK).await
 }
 
 async fn render_detail(
     app: &App,
     signed: &Signed,
-    id: &str,
+    id: &JobId,
     q: &DetailQuery,
     notice: Option<Notice>,
     status: StatusCode,
@@ -205,6 +207,7 @@ pub(super) async fn act(
         .into_iter()
         .find(|m| m.as_str() == action)
         .ok_or_else(|| service::Error::not_found("action", &action))?;
+    let id = jobs::parse_id(&id)?;
     let request = service::gate::MoveRequest {
         job_id: &id,
         event,

@@ -17,6 +17,7 @@ use serde_json::{Value as JsonValue, json};
 use crate::console::ScriptResult;
 use crate::console::layout::{self};
 use crate::console::session::Signed;
+use crate::ids::JobId;
 use crate::ledger::Job;
 use crate::service::App;
 use crate::service::events;
@@ -40,7 +41,7 @@ pub(super) async fn status(
     signed: Signed,
     Path(id): Path<String>,
 ) -> ScriptResult<Json<JsonValue>> {
-    let job = jobs::get(&app, &signed.key, &id).await?;
+    let job = jobs::get(&app, &signed.key, &jobs::parse_id(&id)?).await?;
     Ok(Json(status_view(&job)))
 }
 
@@ -56,13 +57,13 @@ pub(super) async fn states(
     signed: Signed,
     Query(q): Query<StatesQuery>,
 ) -> ScriptResult<Response> {
-    let ids: Vec<String> = q
+    let ids: Vec<JobId> = q
         .ids
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .take(200)
-        .map(str::to_string)
+        .filter_map(JobId::parse)
         .collect();
     let jobs = jobs::some(&app, &signed.key, &ids).await?;
     let list: Vec<JsonValue> = jobs.iter().map(status_view).collect();

@@ -26,6 +26,7 @@ use axum::Router;
 use axum::routing::{get, post};
 
 use crate::console::layout::Ctx;
+use crate::ids::JobId;
 use crate::service::App;
 use detail::{act, detail};
 use list::list;
@@ -47,7 +48,8 @@ pub(super) fn given(v: &Option<String>) -> Option<&str> {
 }
 
 /// The end of a job id, enough to tell jobs apart at a glance.
-pub(super) fn short_id(id: &str) -> &str {
+pub(super) fn short_id(id: &JobId) -> &str {
+    let id = id.as_str();
     let start = id.len().saturating_sub(10);
     id.get(start..).unwrap_or(id)
 }

@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::stage::insert_batch;
 use super::txn::relax_durability;
+use crate::ids::JobId;
 use crate::ledger::Counts;
 use crate::store::db::{Db, Tx};
 use crate::store::jobs::{self, Lease};
@@ -38,7 +39,7 @@ const JOINED_ROWS: usize = 8_000;
 pub struct Writes<'a> {
     db: &'a Db,
     stage: &'a Stage<'a>,
-    job_id: String,
+    job_id: JobId,
     lease: Lease,
     flying: FuturesOrdered<BoxFuture<'a, anyhow::Result<()>>>,
     /// Fires when the newest batch committed (or dropped when it failed).
@@ -50,11 +51,11 @@ pub struct Writes<'a> {
 impl<'a> Writes<'a> {
     /// The writer of `stage` for job `job_id`, each batch in a
     /// transaction of `db`'s.
-    pub fn new(db: &'a Db, stage: &'a Stage<'a>, job_id: &str, lease: Lease) -> Writes<'a> {
+    pub fn new(db: &'a Db, stage: &'a Stage<'a>, job_id: &JobId, lease: Lease) -> Writes<'a> {
         Writes {
             db,
             stage,
-            job_id: job_id.to_string(),
+            job_id: job_id.clone(),
             lease,
             flying: FuturesOrdered::new(),
             last: None,

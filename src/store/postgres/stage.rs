@@ -5,6 +5,7 @@
 use sqlx::PgConnection;
 
 use super::copy_text::CopyText;
+use crate::ids::JobId;
 use crate::store::error::Result;
 use crate::store::stage::{Stage, StagedRow};
 
@@ -15,7 +16,7 @@ use crate::store::stage::{Stage, StagedRow};
 pub async fn insert_batch(
     c: &mut PgConnection,
     stage: &Stage<'_>,
-    job_id: &str,
+    job_id: &JobId,
     rows: &[StagedRow],
 ) -> Result<()> {
     let mut data = CopyText::with_capacity(rows.len() * 256);
@@ -48,11 +49,11 @@ pub async fn insert_batch(
 }
 
 /// `COPY` of the rows' errors.
-async fn copy_errors(c: &mut PgConnection, job_id: &str, rows: &[StagedRow]) -> Result<()> {
+async fn copy_errors(c: &mut PgConnection, job_id: &JobId, rows: &[StagedRow]) -> Result<()> {
     let mut data = CopyText::with_capacity(0);
     for r in rows {
         for (n, e) in r.errors.iter().enumerate() {
-            data.text(job_id);
+            data.text(job_id.as_str());
             data.int(r.seq);
             data.int(n as i64);
             data.int(e.row as i64);

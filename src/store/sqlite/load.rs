@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 
 use super::bound::{self, Param};
 use super::values::to_param;
+use crate::ids::JobId;
 use crate::ledger::Counts;
 use crate::store::error::StoreError;
 use crate::store::jobs::{self, Lease};
@@ -53,7 +54,7 @@ impl Writer {
     pub async fn start(
         pool: &SqlitePool,
         stage: &Stage<'_>,
-        job_id: &str,
+        job_id: &JobId,
         lease: Lease,
     ) -> anyhow::Result<Writer> {
         let conn = pool.acquire().await.map_err(StoreError::from)?;
@@ -106,14 +107,14 @@ struct Plan {
     width: usize,
     /// The row errors' statement.
     errors_sql: String,
-    job_id: String,
+    job_id: JobId,
     stage_job: i64,
     provided: usize,
     lease: Lease,
 }
 
 impl Plan {
-    fn new(stage: &Stage<'_>, job_id: &str, lease: Lease) -> Plan {
+    fn new(stage: &Stage<'_>, job_id: &JobId, lease: Lease) -> Plan {
         let width = 8 + 2 * stage.provided.len();
         let marks = vec!["?"; width].join(", ");
         let insert = format!(
@@ -133,7 +134,7 @@ impl Plan {
                 "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message) \
                          VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                     .into(),
-            job_id: job_id.to_string(),
+            job_id: job_id.clone(),
             stage_job: stage.job,
             provided: stage.provided.len(),
             lease,
@@ -224,7 +225,7 @@ fn write(
         let renewed = conn
             .rusqlite()
             .prepare_cached("UPDATE ig_jobs SET lease_until = ? WHERE id = ? AND lease_owner = ?")?
-            .execute(rusqlite::params![until, plan.job_id, owner])?;
+            .execute(rusqlite::params![until, plan.job_id.as_str(), owner])?;
         if renewed == 0 {
             return Err(jobs::lease_lost(&plan.job_id));
         }
@@ -254,7 +255,7 @@ fn write(
     for r in &load.rows {
         for (n, e) in r.errors.iter().enumerate() {
             insert.execute(rusqlite::params![
-                plan.job_id,
+                plan.job_id.as_str(),
                 r.seq,
                 n as i64,
                 e.row as i64,
@@ -267,7 +268,10 @@ fn write(
     }
     if let Some(counts) = &load.progress {
         c.prepare_cached("UPDATE ig_jobs SET counts = ? WHERE id = ?")?
-            .execute(rusqlite::params![jobs::counts_text(counts), plan.job_id])?;
+            .execute(rusqlite::params![
+                jobs::counts_text(counts),
+                plan.job_id.as_str()
+            ])?;
     }
     c.execute_batch("COMMIT")?;
     Ok(())

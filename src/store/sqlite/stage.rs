@@ -5,6 +5,7 @@
 
 use sqlx::SqliteConnection;
 
+use crate::ids::JobId;
 use crate::store::dialect::Dialect;
 use crate::store::error::Result;
 use crate::store::sql::{BATCH, pieces};
@@ -16,7 +17,7 @@ use crate::validate::RowError;
 pub async fn insert_batch(
     c: &mut SqliteConnection,
     stage: &Stage<'_>,
-    job_id: &str,
+    job_id: &JobId,
     rows: &[StagedRow],
 ) -> Result<()> {
     let width = 8 + 2 * stage.provided.len();
@@ -60,7 +61,7 @@ pub async fn insert_batch(
 /// Stores row errors: (row seq, index within the row, error).
 async fn insert_errors(
     c: &mut SqliteConnection,
-    job_id: &str,
+    job_id: &JobId,
     list: &[(i64, i64, &RowError)],
 ) -> Result<()> {
     for range in pieces(list.len(), BATCH) {

@@ -24,6 +24,7 @@ use super::dialect::Dialect;
 use super::error::{Result, StoreError, json_col};
 use super::sql::{BATCH, ident, pieces};
 use crate::catalog::Module;
+use crate::ids::JobId;
 use crate::on_conn;
 use crate::validate::{RowAction, RowError, Value};
 
@@ -40,7 +41,11 @@ pub struct Stage<'a> {
 
 impl<'a> Stage<'a> {
     /// The stage of a job, or `None` if it was never validated.
-    pub async fn of(conn: &mut Conn<'_>, module: &'a Module, job_id: &str) -> Result<Option<Self>> {
+    pub async fn of(
+        conn: &mut Conn<'_>,
+        module: &'a Module,
+        job_id: &JobId,
+    ) -> Result<Option<Self>> {
         let found: Option<(Option<i64>, Option<String>)> = on_conn!(conn, c => sqlx::query_as(
             "SELECT stage, columns FROM ig_jobs WHERE id = $1")
             .bind(job_id).fetch_optional(c).await)?;
@@ -61,7 +66,7 @@ impl<'a> Stage<'a> {
     /// Makes the job's stage empty for a (new) validation run: gives the
     /// job a stage number if it has none, and forgets what an earlier,
     /// interrupted run staged, with its errors.
-    pub async fn begin(conn: &mut Conn<'_>, module: &'a Module, job_id: &str) -> Result<Self> {
+    pub async fn begin(conn: &mut Conn<'_>, module: &'a Module, job_id: &JobId) -> Result<Self> {
         let job = match Stage::of(conn, module, job_id).await? {
             Some(stage) => stage.job,
             None => {
@@ -91,7 +96,7 @@ impl<'a> Stage<'a> {
     pub async fn set_provided(
         &mut self,
         conn: &mut Conn<'_>,
-        job_id: &str,
+        job_id: &JobId,
         provided: Vec<usize>,
     ) -> Result<()> {
         let names: Vec<&str> = provided
@@ -434,7 +439,7 @@ pub fn retired_indexes(module: &Module) -> [String; 2] {
 /// are in the rows), and a copy of the row errors; the revised job keeps
 /// its own error list but no longer a preview. Done once: false (and
 /// nothing changed) when the revision has a stage already or the job none.
-pub async fn hand_over(conn: &mut Conn<'_>, from_job: &str, to_job: &str) -> Result<bool> {
+pub async fn hand_over(conn: &mut Conn<'_>, from_job: &JobId, to_job: &JobId) -> Result<bool> {
     let moved = on_conn!(conn, c => sqlx::query(
         "UPDATE ig_jobs SET stage = (SELECT f.stage FROM ig_jobs f WHERE f.id = $1), \
                             columns = (SELECT f.columns FROM ig_jobs f WHERE f.id = $2) \
