@@ -1,8 +1,8 @@
-//! The identifiers the service passes around as types: a job's id. Each
-//! is text in the database, in JSON and in the OpenAPI document; as a
-//! type it cannot be handed where other text is wanted. Values read back
-//! from the database or from stored JSON are trusted as written; text
-//! from a request becomes one through `parse`.
+//! The identifiers the service passes around as types: a job's id, an API
+//! key's id. Each is text in the database, in JSON and in the OpenAPI
+//! document; as a type it cannot be handed where other text is wanted.
+//! Values read back from the database or from stored JSON are trusted as
+//! written; text from a request becomes one through `parse`.
 
 use std::fmt;
 
@@ -84,6 +84,36 @@ impl JobId {
     }
 }
 
+id_type!(
+    /// An API key's id: `key_` and eight letters or digits. Jobs, gate
+    /// decisions and revisions name people by it.
+    KeyId
+);
+
+impl KeyId {
+    const PREFIX: &str = "key_";
+    /// Letters and digits after the prefix.
+    const LEN: usize = 8;
+
+    /// A new, random id.
+    pub fn generate() -> KeyId {
+        use rand::RngExt;
+        let tail: String = rand::rng()
+            .sample_iter(rand::distr::Alphanumeric)
+            .take(Self::LEN)
+            .map(char::from)
+            .collect();
+        KeyId(format!("{}{tail}", Self::PREFIX))
+    }
+
+    /// A key id as a request gives it; `None` for text no key can have.
+    pub fn parse(text: &str) -> Option<KeyId> {
+        let tail = text.strip_prefix(Self::PREFIX)?;
+        let shaped = tail.len() == Self::LEN && tail.bytes().all(|b| b.is_ascii_alphanumeric());
+        shaped.then(|| KeyId(text.to_string()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +131,24 @@ mod tests {
             "01JD8Z3K6W0Q2T5N8XJ4R7M9C1",
         ] {
             assert_eq!(JobId::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_generated_key_id_parses_and_nothing_else_does() {
+        let id = KeyId::generate();
+        assert_eq!(KeyId::parse(id.as_str()), Some(id.clone()));
+        assert!(id.as_str().starts_with("key_"));
+        for bad in [
+            "",
+            "key_",
+            "key_short",
+            "key_Ab3dEf7h9",
+            "key_Ab3d-f7h",
+            "job_Ab3dEf7h",
+            "Ab3dEf7h",
+        ] {
+            assert_eq!(KeyId::parse(bad), None, "{bad}");
         }
     }
 

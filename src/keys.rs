@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use crate::ids::KeyId;
+
 /// The recognisable prefix of every key, for secret scanners.
 pub const PREFIX: &str = "igk_";
 const LOOKUP_LEN: usize = 12;
@@ -55,7 +57,7 @@ impl Role {
 /// A key as the service knows it (never the secret).
 #[derive(Debug, Clone)]
 pub struct KeyRecord {
-    pub id: String,
+    pub id: KeyId,
     pub name: String,
     pub role: Role,
     /// `["*"]` or module keys.
@@ -69,7 +71,7 @@ pub struct KeyRecord {
     pub email: Option<String>,
     /// The key that issued this one; `None` for keys made at first start
     /// or on the command line.
-    pub issued_by: Option<String>,
+    pub issued_by: Option<KeyId>,
     /// The person behind `issued_by`.
     pub issuer_person: Option<String>,
 }
@@ -95,7 +97,7 @@ impl KeyRecord {
     }
 
     pub fn person(&self) -> Person {
-        Person::new(&self.id, &self.name)
+        Person::new(self.id.as_str(), &self.name)
     }
 }
 
@@ -225,16 +227,16 @@ pub struct KeyRequest {
     pub created_at: DateTime<Utc>,
     pub decided_at: Option<DateTime<Utc>>,
     /// The admin key that decided.
-    pub decided_by: Option<String>,
+    pub decided_by: Option<KeyId>,
     pub comment: Option<String>,
     /// The key made at collection.
-    pub key_id: Option<String>,
+    pub key_id: Option<KeyId>,
     pub collected_at: Option<DateTime<Utc>>,
 }
 
 /// A newly made key: the secret to show once, and what is stored.
 pub struct NewKey {
-    pub id: String,
+    pub id: KeyId,
     pub secret: String,
     pub lookup: String,
     pub hash: String,
@@ -258,7 +260,7 @@ pub fn generate() -> NewKey {
     let lookup = base62(LOOKUP_LEN);
     let secret = format!("{PREFIX}{lookup}{}", base62(SECRET_LEN));
     NewKey {
-        id: format!("key_{}", base62(8)),
+        id: KeyId::generate(),
         hash: hash(&secret),
         lookup,
         secret,

@@ -9,6 +9,8 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::ids::KeyId;
+
 /// An endpoint. Its signing secret is not part of it: the service derives
 /// the secret from the ledger's key and `salt`, so reading the database
 /// does not give it away.
@@ -27,7 +29,8 @@ pub struct Webhook {
     pub disabled_reason: Option<String>,
     /// Since when every attempt has failed (`None` once one succeeds).
     pub failing_since: Option<DateTime<Utc>>,
-    pub created_by: String,
+    /// The key that made it.
+    pub created_by: KeyId,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -91,7 +94,7 @@ mod tests {
             enabled: true,
             disabled_reason: None,
             failing_since: None,
-            created_by: "key".into(),
+            created_by: KeyId::from_stored("key_1"),
             created_at: Utc::now(),
             updated_at: Utc::now(),
         }

@@ -17,7 +17,9 @@ use serde::Deserialize;
 use super::layout::{self, Ctx, Nav, person};
 use super::session::{CsrfOnly, Signed};
 use super::{Fail, PageResult, Shown};
+use crate::ids::KeyId;
 use crate::keys::{self, KeyRecord, KeyRequest, Person, RequestState};
+use crate::ledger::job::People;
 use crate::service::keys::NewKey;
 use crate::service::{self, App, key_requests};
 use crate::t;
@@ -266,7 +268,7 @@ fn request_row(
     names: &std::collections::HashMap<String, String>,
 ) -> Markup {
     let who = Person {
-        key_id: r.key_id.clone().unwrap_or_default(),
+        key_id: r.key_id.as_ref().map(KeyId::to_string).unwrap_or_default(),
         display: keys::mask(&r.name),
     };
     html! {
@@ -284,7 +286,7 @@ fn request_row(
                     span.muted {
                         (fill(
                             &t!("keys-decided-by", person = slot(0)),
-                            &[person(&Person::new(by, names.get(by).map(String::as_str).unwrap_or("")))],
+                            &[person(&People(names).person(by))],
                         ))
                     }
                 }
@@ -405,7 +407,13 @@ async fn revoke(
     Form(form): Form<CsrfOnly>,
 ) -> PageResult {
     signed.check_form(&headers, &form.csrf)?;
-    match service::keys::revoke(&app, &signed.key, &id).await {
+    // Only an admin learns which ids are well formed.
+    let id = service::admin_only(&signed.key).and_then(|()| service::keys::parse_id(&id));
+    let revoked = match id {
+        Ok(id) => service::keys::revoke(&app, &signed.key, &id).await,
+        Err(e) => Err(e),
+    };
+    match revoked {
         Ok(_) => {
             render(
                 &app,

@@ -8,6 +8,7 @@ use axum::http::request::Parts;
 
 use super::limits::{Answer, Slot};
 use super::problem::Problem;
+use crate::ids::KeyId;
 use crate::keys::KeyRecord;
 use crate::service::App;
 use crate::service::limits::Class;
@@ -59,7 +60,7 @@ impl FromRequestParts<Arc<App>> for Caller {
 }
 
 impl Caller {
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &KeyId {
         &self.0.id
     }
 }

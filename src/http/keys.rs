@@ -112,6 +112,9 @@ async fn revoke(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<KeyView>> {
+    // Only an admin learns which ids are well formed.
+    service::admin_only(&caller.0)?;
+    let id = keys::parse_id(&id)?;
     Ok(Json(KeyView::new(
         &keys::revoke(&app, &caller.0, &id).await?,
     )))

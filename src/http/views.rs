@@ -11,6 +11,7 @@ use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Schema, SchemaFormat, 
 use utoipa::{PartialSchema, ToSchema};
 
 use crate::catalog::{Module, OnMissing};
+use crate::ids::KeyId;
 use crate::keys::{self, KeyRecord, KeyRequest, Person, RequestState, Role};
 use crate::ledger::JobState;
 use crate::ledger::chain::Event;
@@ -213,8 +214,8 @@ pub struct ModuleList {
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = Key)]
 pub struct KeyView {
-    #[schema(example = "key_7Qf2")]
-    pub id: String,
+    #[schema(value_type = String, example = "key_7Qf2")]
+    pub id: KeyId,
     pub person: Person,
     /// The holder's full name: every key answer is an admin's, and key
     /// management is the one exception to masking (API.md section 1).
@@ -236,8 +237,8 @@ pub struct KeyView {
     pub email: Option<String>,
     /// The key that issued this one; `null` for keys made at first start
     /// or on the command line.
-    #[schema(example = "key_7Qf2")]
-    pub issued_by: Option<String>,
+    #[schema(value_type = Option<String>, example = "key_7Qf2")]
+    pub issued_by: Option<KeyId>,
 }
 
 impl KeyView {
@@ -329,10 +330,7 @@ impl KeyRequestView {
             state: r.state,
             created_at: time(&r.created_at),
             decided_at: r.decided_at.as_ref().map(time),
-            decided_by: r
-                .decided_by
-                .as_deref()
-                .map(|id| Person::new(id, names.get(id).map(String::as_str).unwrap_or(""))),
+            decided_by: r.decided_by.as_ref().map(|id| People(names).person(id)),
             comment: r.comment.clone(),
             collected_at: r.collected_at.as_ref().map(time),
             key: None,

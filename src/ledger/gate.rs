@@ -12,6 +12,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Decision, DecisionKind, Gate, GateAction, Job, JobState, Move, next};
+use crate::ids::KeyId;
 use crate::keys::{KeyRecord, Role};
 
 /// Why a person may not make a move.
@@ -29,7 +30,7 @@ pub enum Refusal {
 #[derive(Debug, Clone, Default)]
 pub struct FourEyes {
     /// The keys [`parties`] names for the job's revision chain.
-    pub parties: Vec<String>,
+    pub parties: Vec<KeyId>,
     /// The persons behind those keys.
     pub barred: Vec<String>,
     /// When the first job of the chain was uploaded: a barred person's
@@ -47,8 +48,8 @@ pub struct FourEyes {
 /// everyone who uploaded, revised (API.md section 11) or saved the mapping
 /// of a job of its revision chain (`chain`: the job, then the job it
 /// revises, and so on to the upload), and the requester of its gate action.
-pub fn parties(chain: &[Job]) -> Vec<String> {
-    let mut keys: Vec<String> = Vec::new();
+pub fn parties(chain: &[Job]) -> Vec<KeyId> {
+    let mut keys: Vec<KeyId> = Vec::new();
     let requester = chain
         .first()
         .and_then(|j| j.gate.as_ref())
@@ -224,7 +225,7 @@ mod tests {
 
     fn key(id: &str, role: Role) -> KeyRecord {
         KeyRecord {
-            id: id.into(),
+            id: KeyId::from_stored(id),
             name: "Budi Santoso".into(),
             role,
             modules: vec!["*".into()],
@@ -312,11 +313,11 @@ mod tests {
         let after = |s| job.created_at + chrono::Duration::seconds(s);
         // The submitter mints k1 after the upload; k1 mints k2.
         let mut k1 = key("key_k1", Role::Admin);
-        k1.issued_by = Some("key_sub".into());
+        k1.issued_by = Some(KeyId::from_stored("key_sub"));
         k1.issuer_person = Some("per_key_sub".into());
         k1.created_at = after(1);
         let mut k2 = key("key_k2", Role::Approver);
-        k2.issued_by = Some("key_k1".into());
+        k2.issued_by = Some(KeyId::from_stored("key_k1"));
         k2.issuer_person = Some("per_key_k1".into());
         k2.created_at = after(2);
         let mut four_eyes = rule(&job, false);
@@ -337,19 +338,24 @@ mod tests {
     #[test]
     fn every_uploader_reviser_and_mapping_saver_of_a_chain_is_a_party() {
         let mut upload = waiting();
-        upload.submitter = "key_up".into();
+        upload.submitter = KeyId::from_stored("key_up");
         upload.mapping_applied = Some(crate::ledger::AppliedMapping {
             id: "map_1".into(),
             mapping: Default::default(),
-            saved_by: Some("key_saver".into()),
+            saved_by: Some(KeyId::from_stored("key_saver")),
         });
         let mut revision = waiting();
-        revision.submitter = "key_up".into();
+        revision.submitter = KeyId::from_stored("key_up");
         revision.revision = Some(crate::ledger::Revision {
-            revisers: vec!["key_fixer".into()],
-            ..Default::default()
+            number: 1,
+            mapping: Default::default(),
+            fixes: vec![],
+            exclude: vec![],
+            by: KeyId::from_stored("key_fixer"),
+            revisers: vec![KeyId::from_stored("key_fixer")],
+            comment: None,
         });
-        revision.gate.as_mut().unwrap().requested_by = "key_up".into();
+        revision.gate.as_mut().unwrap().requested_by = KeyId::from_stored("key_up");
         assert_eq!(
             parties(&[revision, upload]),
             ["key_up", "key_fixer", "key_saver"]

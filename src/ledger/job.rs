@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::JobState;
-use crate::ids::JobId;
+use crate::ids::{JobId, KeyId};
 use crate::ingest::{FileCode, Format};
 use crate::keys::Person;
 use crate::validate::{Mapping, RowAction};
@@ -157,7 +157,7 @@ impl GateAction {
 pub struct Gate {
     pub action: GateAction,
     pub requested_at: DateTime<Utc>,
-    pub requested_by: String,
+    pub requested_by: KeyId,
 }
 
 /// How a gate request ended.
@@ -188,14 +188,14 @@ impl DecisionKind {
 pub struct Decision {
     pub action: GateAction,
     pub decision: DecisionKind,
-    pub by: Option<String>,
+    pub by: Option<KeyId>,
     pub at: DateTime<Utc>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
     /// The key that issued the deciding key (API.md section 1), when one
     /// did (not for keys made at first start or on the command line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub issued_by: Option<String>,
+    pub issued_by: Option<KeyId>,
 }
 
 /// The code of a job's problem: a client switches on it.
@@ -396,7 +396,7 @@ pub struct Job {
     pub options: JobOptions,
     pub simulated: bool,
     pub file: FileInfo,
-    pub submitter: String,
+    pub submitter: KeyId,
     pub state: JobState,
     pub version: i64,
     pub counts: Counts,
@@ -431,7 +431,7 @@ pub struct NewJob {
     pub options: JobOptions,
     pub simulated: bool,
     pub file: FileInfo,
-    pub submitter: String,
+    pub submitter: KeyId,
     pub mapping_applied: Option<AppliedMapping>,
 }
 
@@ -512,7 +512,7 @@ pub struct AppliedMapping {
     /// the job (API.md section 1). Absent on jobs recorded before the
     /// saver was kept; the service then looks the mapping up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub saved_by: Option<String>,
+    pub saved_by: Option<KeyId>,
 }
 
 /// One cell set by a revision: by row number (as errors name rows) and
@@ -532,7 +532,7 @@ pub struct Fix {
 /// What a revision changes, the inherited changes included: a revision
 /// carries its whole mapping, fixes and exclusions, so its validation
 /// needs nothing of the jobs before it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Revision {
     /// 1 for the first revision of an upload, 2 for a revision of it, …
     pub number: u32,
@@ -543,10 +543,10 @@ pub struct Revision {
     /// Row numbers left out, ascending.
     pub exclude: Vec<u64>,
     /// The key that made this revision.
-    pub by: String,
+    pub by: KeyId,
     /// Every key that revised the upload, this one included (four-eyes
     /// bars their persons from the gate, API.md section 1).
-    pub revisers: Vec<String>,
+    pub revisers: Vec<KeyId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
 }
@@ -560,7 +560,10 @@ pub fn time(t: &DateTime<Utc>) -> String {
 pub struct People<'a>(pub &'a HashMap<String, String>);
 
 impl People<'_> {
-    pub fn person(&self, key_id: &str) -> Person {
+    /// The person behind a key id: a [`KeyId`], or the text the ledger's
+    /// chain names an actor by.
+    pub fn person(&self, key_id: impl AsRef<str>) -> Person {
+        let key_id = key_id.as_ref();
         Person::new(key_id, self.0.get(key_id).map(String::as_str).unwrap_or(""))
     }
 }

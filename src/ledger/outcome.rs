@@ -287,7 +287,7 @@ pub(crate) mod tests {
                 bytes: 1,
                 sha256: String::new(),
             },
-            submitter: "key_sub".into(),
+            submitter: crate::ids::KeyId::from_stored("key_sub"),
             mapping_applied: None,
         };
         Job {
@@ -421,6 +421,6 @@ pub(crate) mod tests {
         let after = expired(&job(JobState::AwaitingApproval, OnError::Fail), now()).unwrap();
         assert_eq!(after.state, JobState::Expired);
         let d = &after.decisions[0];
-        assert_eq!((d.decision, d.by.as_deref()), (DecisionKind::Expired, None));
+        assert_eq!((d.decision, d.by.as_ref()), (DecisionKind::Expired, None));
     }
 }

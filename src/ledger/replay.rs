@@ -7,12 +7,13 @@ use super::chain::Event;
 use super::gate::action_of;
 use super::job::time;
 use super::{Decision, DecisionKind, Gate, GateAction, Job, JobState, Move};
+use crate::ids::KeyId;
 
 /// The parts of a job its events decide.
 #[derive(Debug, Default)]
 pub struct Derived {
     pub state: Option<String>,
-    pub submitter: Option<String>,
+    pub submitter: Option<KeyId>,
     pub gate: Option<Gate>,
     pub decisions: Vec<Decision>,
 }
@@ -32,7 +33,7 @@ pub fn replay(events: &[Event]) -> Derived {
                 let named = e
                     .detail_json()
                     .and_then(|d| d.get("submitter")?.as_str().map(str::to_string));
-                d.submitter = named.or_else(|| e.actor.clone());
+                d.submitter = named.or_else(|| e.actor.clone()).map(KeyId::from_stored);
             }
             Move::Checked => {
                 d.gate = d.submitter.clone().map(|by| Gate {
@@ -45,7 +46,7 @@ pub fn replay(events: &[Event]) -> Derived {
                 d.gate = e.actor.clone().map(|by| Gate {
                     action: GateAction::Rollback,
                     requested_at: e.at,
-                    requested_by: by,
+                    requested_by: KeyId::from_stored(by),
                 })
             }
             Move::Approve | Move::Reject | Move::Cancel | Move::Expire => {
@@ -73,11 +74,11 @@ fn decision(e: &Event, event: Move) -> Decision {
     };
     let issued_by = e
         .detail_json()
-        .and_then(|d| d.get("issued_by")?.as_str().map(str::to_string));
+        .and_then(|d| d.get("issued_by")?.as_str().map(KeyId::from_stored));
     Decision {
         action: action.unwrap_or(GateAction::Commit),
         decision,
-        by: e.actor.clone(),
+        by: e.actor.clone().map(KeyId::from_stored),
         at: e.at,
         comment: e.comment.clone(),
         issued_by,
@@ -94,11 +95,11 @@ pub fn mismatch(job: &Job, events: &[Event]) -> Option<String> {
             d.state.as_deref().unwrap_or("nothing")
         ));
     }
-    if d.submitter.as_deref() != Some(job.submitter.as_str()) {
+    if d.submitter.as_ref() != Some(&job.submitter) {
         return Some(format!(
             "the job's submitter is {} but its upload was made by {}",
             job.submitter,
-            d.submitter.as_deref().unwrap_or("nobody")
+            d.submitter.as_ref().map_or("nobody", KeyId::as_str)
         ));
     }
     if gate_text(job.gate.as_ref()) != gate_text(d.gate.as_ref()) {
@@ -139,8 +140,8 @@ fn decision_text(d: &Decision) -> String {
         "{} {} by {} (issued by {}) at {} {:?}",
         d.action.as_str(),
         d.decision.as_str(),
-        d.by.as_deref().unwrap_or("the service"),
-        d.issued_by.as_deref().unwrap_or("nobody"),
+        d.by.as_ref().map_or("the service", KeyId::as_str),
+        d.issued_by.as_ref().map_or("nobody", KeyId::as_str),
         time(&d.at),
         d.comment
     )
@@ -183,17 +184,17 @@ mod tests {
         ];
         let d = replay(&events);
         let mut j = job(JobState::Committing, OnError::Fail);
-        j.submitter = "key_sub".into();
+        j.submitter = KeyId::from_stored("key_sub");
         j.gate = d.gate.clone();
         j.decisions = d.decisions.clone();
         assert_eq!(mismatch(&j, &events), None);
         assert_eq!(j.decisions[0].action, GateAction::Commit);
 
         let mut forged = j.clone();
-        forged.submitter = "key_other".into();
+        forged.submitter = KeyId::from_stored("key_other");
         assert!(mismatch(&forged, &events).unwrap().contains("submitter"));
         let mut forged = j.clone();
-        forged.decisions[0].by = Some("key_sub".into());
+        forged.decisions[0].by = Some(KeyId::from_stored("key_sub"));
         assert!(mismatch(&forged, &events).unwrap().contains("decisions"));
         let mut forged = j.clone();
         forged.decisions.clear();

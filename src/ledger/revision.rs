@@ -75,12 +75,15 @@ pub fn refusal(job: &Job) -> Option<String> {
 /// it is one) with the changes on top. Fixes replace earlier fixes of the
 /// same cell; exclusions add up.
 pub fn combine(job: &Job, changes: Changes, by: &KeyRecord) -> Revision {
-    let base = job.revision.clone().unwrap_or_default();
+    let (number, base_fixes, base_exclude, mut revisers) = job
+        .revision
+        .clone()
+        .map(|r| (r.number, r.fixes, r.exclude, r.revisers))
+        .unwrap_or_default();
     // An upload read with a saved mapping hands it on like a revision.
     let mut mapping = job.mapping_in_force();
     mapping.extend(changes.mapping);
-    let mut fixes: BTreeMap<(u64, String), Fix> = base
-        .fixes
+    let mut fixes: BTreeMap<(u64, String), Fix> = base_fixes
         .into_iter()
         .map(|f| ((f.row, f.column.clone()), f))
         .collect();
@@ -91,13 +94,12 @@ pub fn combine(job: &Job, changes: Changes, by: &KeyRecord) -> Revision {
             .and_then(|old| old.was.clone());
         fixes.insert((f.row, f.column.clone()), f);
     }
-    let exclude: BTreeSet<u64> = base.exclude.into_iter().chain(changes.exclude).collect();
-    let mut revisers = base.revisers;
+    let exclude: BTreeSet<u64> = base_exclude.into_iter().chain(changes.exclude).collect();
     if !revisers.contains(&by.id) {
         revisers.push(by.id.clone());
     }
     Revision {
-        number: base.number + 1,
+        number: number + 1,
         mapping,
         fixes: fixes.into_values().collect(),
         exclude: exclude.into_iter().collect(),
@@ -183,7 +185,7 @@ mod tests {
 
     fn key(id: &str) -> KeyRecord {
         KeyRecord {
-            id: id.into(),
+            id: crate::ids::KeyId::from_stored(id),
             name: "Dewi".into(),
             role: Role::Submitter,
             modules: vec!["*".into()],

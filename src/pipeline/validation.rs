@@ -455,9 +455,12 @@ fn read_file(
     tx: &mpsc::Sender<Result<Msg, FileError>>,
 ) -> Result<(), FileError> {
     let source = ingest::open(job.file.format, Box::new(blob), options)?;
-    let revision = job.revision.clone().unwrap_or_default();
     let header = match_header_with(module, &source.header, &job.mapping_in_force())?;
-    let fixes = Fixes::new(module, &header, &revision);
+    let fixes = Fixes::new(
+        module,
+        &header,
+        job.revision.as_ref().map_or(&[], |r| &r.fixes),
+    );
     if job.options.reject_unknown_columns && !header.unknown.is_empty() {
         return Err(FileError::new(
             FileCode::UnknownColumns,
@@ -515,9 +518,9 @@ fn read_file(
 struct Fixes(std::collections::HashMap<u64, Vec<(usize, Option<String>, usize)>>);
 
 impl Fixes {
-    fn new(module: &Module, header: &HeaderMap, revision: &crate::ledger::Revision) -> Fixes {
+    fn new(module: &Module, header: &HeaderMap, fixes: &[crate::ledger::Fix]) -> Fixes {
         let mut by_row: std::collections::HashMap<u64, Vec<_>> = Default::default();
-        for (i, f) in revision.fixes.iter().enumerate() {
+        for (i, f) in fixes.iter().enumerate() {
             // The service refuses a fix of a column the file does not give.
             let Some(col) = module.column_index(&f.column) else {
                 continue;

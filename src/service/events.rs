@@ -22,7 +22,7 @@ use futures::Stream;
 
 use super::views::{EventData, FeedEvent, JobView, KeyBrief, KeyRequestBrief};
 use super::{App, Error, Result};
-use crate::ids::JobId;
+use crate::ids::{JobId, KeyId};
 use crate::keys::{KeyRecord, Role};
 use crate::ledger::chain::Event;
 use crate::ledger::events::{about_keys, client_type};
@@ -230,7 +230,8 @@ async fn shown(
             };
             (data, Some(r.modules))
         } else {
-            let Some(k) = store::keys::get(c, &link.job_id).await? else {
+            let key = KeyId::from_stored(&link.job_id);
+            let Some(k) = store::keys::get(c, &key).await? else {
                 continue;
             };
             let data = EventData {

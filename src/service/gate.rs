@@ -117,8 +117,7 @@ pub async fn four_eyes(app: &App, job: &Job, caller: &KeyRecord) -> Result<gate:
     let mut c = app.db.acquire().await?;
     let chain = chain_of(&mut c.conn(), job).await?;
     let parties = gate::parties(&chain);
-    let ids: Vec<&str> = parties.iter().map(String::as_str).collect();
-    let barred = store::keys::persons_of(&mut c.conn(), &ids).await?;
+    let barred = store::keys::persons_of(&mut c.conn(), &parties).await?;
     let uploaded_at = chain
         .last()
         .map_or(job.created_at, |first| first.created_at);

@@ -5,6 +5,7 @@ use chrono::{DateTime, Datelike, Utc};
 use serde_json::json;
 
 use super::{App, Error, Result, admin_only};
+use crate::ids::KeyId;
 use crate::keys::{self, KeyRecord, Role};
 use crate::store::{self, ledger::Entry};
 
@@ -138,8 +139,14 @@ pub async fn verify(app: &App, presented: &str) -> Result<KeyRecord> {
     Ok(record)
 }
 
+/// A key id as a request gives it. Text no key can have is answered as
+/// an id no key has: `not_found`, naming it.
+pub fn parse_id(text: &str) -> Result<KeyId> {
+    KeyId::parse(text).ok_or_else(|| Error::not_found("key", text))
+}
+
 /// The key with this id, live or not, if there is one.
-pub async fn find(app: &App, id: &str) -> Result<Option<KeyRecord>> {
+pub async fn find(app: &App, id: &KeyId) -> Result<Option<KeyRecord>> {
     let mut c = app.db.acquire().await?;
     Ok(store::keys::get(&mut c.conn(), id).await?)
 }
@@ -202,7 +209,7 @@ pub(super) async fn issue_in(
     log(
         app,
         conn,
-        &record.id,
+        record.id.as_str(),
         "key_created",
         (None, "active"),
         issuer,
@@ -282,15 +289,15 @@ pub async fn list(app: &App, actor: &KeyRecord) -> Result<Vec<KeyRecord>> {
 }
 
 /// Revokes a key (admins); it stops working at once.
-pub async fn revoke(app: &App, actor: &KeyRecord, id: &str) -> Result<KeyRecord> {
+pub async fn revoke(app: &App, actor: &KeyRecord, id: &KeyId) -> Result<KeyRecord> {
     admin_only(actor)?;
     let mut tx = app.db.begin().await?;
     let target = store::keys::get(&mut tx.conn(), id)
         .await?
-        .ok_or_else(|| Error::not_found("key", id))?;
+        .ok_or_else(|| Error::not_found("key", id.as_str()))?;
     within_scope(actor, &target.modules)?;
     if !store::keys::revoke(&mut tx.conn(), id).await? {
-        return Err(Error::not_found("key", id));
+        return Err(Error::not_found("key", id.as_str()));
     }
     if target.revoked_at.is_none() {
         let detail = json!({"person_id": target.person_id});
@@ -298,7 +305,7 @@ pub async fn revoke(app: &App, actor: &KeyRecord, id: &str) -> Result<KeyRecord>
         log(
             app,
             &mut tx.conn(),
-            id,
+            id.as_str(),
             "key_revoked",
             states,
             Some(actor),
@@ -308,7 +315,7 @@ pub async fn revoke(app: &App, actor: &KeyRecord, id: &str) -> Result<KeyRecord>
     }
     let record = store::keys::get(&mut tx.conn(), id)
         .await?
-        .ok_or_else(|| Error::not_found("key", id))?;
+        .ok_or_else(|| Error::not_found("key", id.as_str()))?;
     tx.commit().await?;
     app.moves.other();
     super::seal::checkpoint_now(app).await;

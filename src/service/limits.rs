@@ -11,6 +11,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::ids::KeyId;
+
 pub const WINDOW_SECS: u64 = 60;
 
 /// Which budget a request draws on.
@@ -45,7 +47,7 @@ pub struct Limiter {
     uploads_per_minute: u64,
     requests_per_minute: u64,
     /// Per key and class: when its window opened, and how many it counted.
-    windows: Mutex<HashMap<(String, Class), (Instant, u64)>>,
+    windows: Mutex<HashMap<(KeyId, Class), (Instant, u64)>>,
 }
 
 impl Limiter {
@@ -59,7 +61,7 @@ impl Limiter {
     }
 
     /// Counts one request of a key; `None` when the class has no limit.
-    pub fn count(&self, key_id: &str, class: Class) -> Option<Decision> {
+    pub fn count(&self, key_id: &KeyId, class: Class) -> Option<Decision> {
         let limit = match class {
             Class::Uploads => self.uploads_per_minute,
             Class::Requests => self.requests_per_minute,
@@ -78,9 +80,7 @@ impl Limiter {
             // Forget keys whose window has closed.
             windows.retain(|_, (opened, _)| now.duration_since(*opened) < span);
         }
-        let entry = windows
-            .entry((key_id.to_string(), class))
-            .or_insert((now, 0));
+        let entry = windows.entry((key_id.clone(), class)).or_insert((now, 0));
         if now.duration_since(entry.0) >= span {
             *entry = (now, 0);
         }
@@ -108,18 +108,19 @@ mod tests {
     #[test]
     fn a_key_gets_its_limit_then_a_refusal() {
         let limiter = Limiter::new(2, 0);
-        let a = limiter.count("key_a", Class::Uploads).unwrap();
+        let (key_a, key_b) = (KeyId::from_stored("key_a"), KeyId::from_stored("key_b"));
+        let a = limiter.count(&key_a, Class::Uploads).unwrap();
         assert!(a.allowed && a.remaining == 1);
-        assert!(limiter.count("key_a", Class::Uploads).unwrap().allowed);
-        let refused = limiter.count("key_a", Class::Uploads).unwrap();
+        assert!(limiter.count(&key_a, Class::Uploads).unwrap().allowed);
+        let refused = limiter.count(&key_a, Class::Uploads).unwrap();
         assert!(!refused.allowed);
         assert!(refused.reset <= 60);
         assert!(
-            limiter.count("key_b", Class::Uploads).unwrap().allowed,
+            limiter.count(&key_b, Class::Uploads).unwrap().allowed,
             "per key"
         );
         assert!(
-            limiter.count("key_a", Class::Requests).is_none(),
+            limiter.count(&key_a, Class::Requests).is_none(),
             "0 is no limit"
         );
     }

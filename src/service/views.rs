@@ -6,7 +6,7 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::ids::JobId;
+use crate::ids::{JobId, KeyId};
 use crate::ingest::Format;
 use crate::keys::{KeyRecord, KeyRequest, Person, RequestState, Role};
 use crate::ledger::job::{People, time};
@@ -127,10 +127,10 @@ impl JobView {
                 .map(|d| DecisionView {
                     action: d.action,
                     decision: d.decision,
-                    by: d.by.as_deref().map(|b| people.person(b)),
+                    by: d.by.as_ref().map(|b| people.person(b)),
                     at: time(&d.at),
                     comment: d.comment.clone(),
-                    issued_by: d.issued_by.as_deref().map(|b| people.person(b)),
+                    issued_by: d.issued_by.as_ref().map(|b| people.person(b)),
                 })
                 .collect(),
             created_at: time(&job.created_at),
@@ -212,7 +212,8 @@ pub struct JobLinks {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RequestPerson {
     /// The key made at collection; null before.
-    pub key_id: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub key_id: Option<KeyId>,
     pub display: String,
 }
 
@@ -250,8 +251,8 @@ pub struct EventData {
 /// A key in an event: never the secret; the holder masked.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct KeyBrief {
-    #[schema(example = "key_7Qf2")]
-    pub id: String,
+    #[schema(value_type = String, example = "key_7Qf2")]
+    pub id: KeyId,
     pub role: Role,
     /// Module keys, or `["*"]` for all.
     pub modules: Vec<String>,

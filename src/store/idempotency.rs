@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 
 use super::db::Conn;
 use super::error::Result;
-use crate::ids::JobId;
+use crate::ids::{JobId, KeyId};
 use crate::on_conn;
 
 /// What a key's idempotency key means for this upload.
@@ -23,7 +23,7 @@ pub enum Claim {
 /// second waits for the first to commit, then finds it.
 pub async fn claim(
     conn: &mut Conn<'_>,
-    key_id: &str,
+    key_id: &KeyId,
     idem_key: &str,
     fingerprint: &str,
     job_id: &JobId,

@@ -8,7 +8,7 @@ use sqlx::Row;
 use super::db::Conn;
 use super::error::{Result, StoreError, json_col};
 use super::ledger;
-use crate::ids::JobId;
+use crate::ids::{JobId, KeyId};
 use crate::ingest::Format;
 use crate::ledger::chain::{ChainKey, Event};
 use crate::ledger::{
@@ -74,7 +74,7 @@ where
             bytes: row.try_get("file_bytes")?,
             sha256: text("file_sha256")?,
         },
-        submitter: text("submitter")?,
+        submitter: row.try_get("submitter")?,
         state: JobState::parse(&state).ok_or_else(|| corrupt("state", &state))?,
         version: row.try_get("version")?,
         counts: json_col(&text("counts")?, "counts")?,
@@ -125,7 +125,7 @@ pub async fn insert_by(
     conn: &mut Conn<'_>,
     key: &ChainKey,
     job: &Job,
-    actor: &str,
+    actor: &KeyId,
     detail: Option<Json>,
 ) -> Result<()> {
     let sql = format!(
@@ -151,7 +151,7 @@ pub async fn insert_by(
         Move::Upload,
         None,
         job.state,
-        Some(actor),
+        Some(actor.as_str()),
         None,
         detail,
     )
@@ -222,7 +222,7 @@ pub struct Filter {
     pub modules: Option<Vec<String>>,
     pub module: Option<String>,
     pub state: Option<JobState>,
-    pub submitter: Option<String>,
+    pub submitter: Option<KeyId>,
     /// Jobs older than this id (ids sort by time).
     pub before: Option<String>,
     pub limit: i64,
@@ -243,7 +243,7 @@ pub async fn list(conn: &mut Conn<'_>, f: &Filter) -> Result<Vec<Job>> {
         arg(&mut sql, " AND state = ?", s.as_str().to_string());
     }
     if let Some(s) = &f.submitter {
-        arg(&mut sql, " AND submitter = ?", s.clone());
+        arg(&mut sql, " AND submitter = ?", s.to_string());
     }
     if let Some(b) = &f.before {
         arg(&mut sql, " AND id < ?", b.clone());
@@ -276,7 +276,7 @@ pub async fn list(conn: &mut Conn<'_>, f: &Filter) -> Result<Vec<Job>> {
 pub struct MoveBy<'a> {
     pub event: Move,
     /// The key that made it; `None` for the service.
-    pub actor: Option<&'a str>,
+    pub actor: Option<&'a KeyId>,
     pub comment: Option<&'a str>,
     pub detail: Option<Json>,
     /// For the service: the worker that must still hold the job's lease.
@@ -325,7 +325,7 @@ pub async fn transition(
         by.event,
         Some(before.state),
         after.state,
-        by.actor,
+        by.actor.map(KeyId::as_str),
         by.comment,
         by.detail,
     )

@@ -10,6 +10,7 @@ use sqlx::Row;
 use super::db::Conn;
 use super::error::{Result, StoreError, json_col};
 use super::sql::now;
+use crate::ids::KeyId;
 use crate::keys::{KeyRequest, RequestState, Role};
 use crate::on_conn;
 
@@ -142,7 +143,7 @@ pub async fn decide(
     conn: &mut Conn<'_>,
     id: &str,
     to: RequestState,
-    by: &str,
+    by: &KeyId,
     comment: Option<&str>,
 ) -> Result<bool> {
     let done = on_conn!(conn, c => sqlx::query(
@@ -155,7 +156,7 @@ pub async fn decide(
 
 /// Marks an approved request collected with the key made for it; false when
 /// it was collected already (two claims at once: the first wins).
-pub async fn collect(conn: &mut Conn<'_>, id: &str, key_id: &str) -> Result<bool> {
+pub async fn collect(conn: &mut Conn<'_>, id: &str, key_id: &KeyId) -> Result<bool> {
     let done = on_conn!(conn, c => sqlx::query(
         "UPDATE ig_key_requests SET state = 'collected', key_id = $2, collected_at = $3 \
          WHERE id = $1 AND state = 'approved'")

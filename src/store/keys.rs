@@ -8,6 +8,7 @@ use sqlx::Row;
 use super::db::Conn;
 use super::error::{Result, StoreError, json_col};
 use super::sql::now;
+use crate::ids::KeyId;
 use crate::keys::{KeyRecord, NewKey, Role};
 use crate::on_conn;
 
@@ -54,7 +55,7 @@ where
 pub async fn insert(conn: &mut Conn<'_>, key: &NewKey, h: &Holder<'_>) -> Result<KeyRecord> {
     let modules_json = serde_json::to_string(h.modules).unwrap_or_else(|_| "[]".into());
     let now = now();
-    let issued_by = h.issued_by.map(|k| k.id.as_str());
+    let issued_by = h.issued_by.map(|k| &k.id);
     on_conn!(conn, c => sqlx::query(
         "INSERT INTO ig_keys (id, lookup, hash, name, role, modules, created_at, expires_at, \
                               person_id, email, issued_by) \
@@ -73,7 +74,7 @@ pub async fn insert(conn: &mut Conn<'_>, key: &NewKey, h: &Holder<'_>) -> Result
         revoked_at: None,
         person_id: h.person_id.to_string(),
         email: h.email.map(str::to_string),
-        issued_by: issued_by.map(str::to_string),
+        issued_by: issued_by.cloned(),
         issuer_person: h.issued_by.map(|k| k.person_id.clone()),
     })
 }
@@ -89,7 +90,7 @@ pub async fn by_lookup(conn: &mut Conn<'_>, lookup: &str) -> Result<Option<(KeyR
     })
 }
 
-pub async fn get(conn: &mut Conn<'_>, id: &str) -> Result<Option<KeyRecord>> {
+pub async fn get(conn: &mut Conn<'_>, id: &KeyId) -> Result<Option<KeyRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM ig_keys k WHERE k.id = $1");
     on_conn!(conn, c => match sqlx::query(&sql).bind(id).fetch_optional(c).await? {
         Some(row) => Ok(Some(record(&row)?)),
@@ -107,7 +108,7 @@ pub async fn count(conn: &mut Conn<'_>) -> Result<i64> {
 }
 
 /// Marks a key revoked; false when there is no such key.
-pub async fn revoke(conn: &mut Conn<'_>, id: &str) -> Result<bool> {
+pub async fn revoke(conn: &mut Conn<'_>, id: &KeyId) -> Result<bool> {
     let done = on_conn!(conn, c => sqlx::query(
         "UPDATE ig_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1")
         .bind(id).bind(now()).execute(c).await.map(|r| r.rows_affected()))?;
@@ -122,11 +123,11 @@ pub async fn person_exists(conn: &mut Conn<'_>, person_id: &str) -> Result<bool>
 }
 
 /// The persons behind key ids (unknown ids are left out).
-pub async fn persons_of(conn: &mut Conn<'_>, ids: &[&str]) -> Result<Vec<String>> {
+pub async fn persons_of(conn: &mut Conn<'_>, ids: &[KeyId]) -> Result<Vec<String>> {
     let mut persons = Vec::new();
     for id in ids {
         let p: Option<String> = on_conn!(conn, c => sqlx::query_scalar(
-            "SELECT person_id FROM ig_keys WHERE id = $1").bind(*id).fetch_optional(c).await)?;
+            "SELECT person_id FROM ig_keys WHERE id = $1").bind(id).fetch_optional(c).await)?;
         persons.extend(p);
     }
     Ok(persons)

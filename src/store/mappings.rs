@@ -7,6 +7,7 @@ use sqlx::Row;
 
 use super::db::Conn;
 use super::error::{Result, json_col};
+use crate::ids::KeyId;
 use crate::on_conn;
 use crate::validate::Mapping;
 
@@ -18,7 +19,7 @@ pub struct Saved {
     /// The file's headers as written, in the file's order.
     pub headers: Vec<String>,
     pub mapping: Mapping,
-    pub created_by: String,
+    pub created_by: KeyId,
     pub created_at: DateTime<Utc>,
 }
 

@@ -7,12 +7,13 @@ use chrono::{DateTime, Utc};
 use super::db::Conn;
 use super::error::Result;
 use super::sql::now;
+use crate::ids::KeyId;
 use crate::on_conn;
 
 /// A session as stored.
 #[derive(Debug, Clone)]
 pub struct SessionRecord {
-    pub key_id: String,
+    pub key_id: KeyId,
     pub csrf: String,
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
@@ -21,7 +22,7 @@ pub struct SessionRecord {
 pub async fn insert(
     conn: &mut Conn<'_>,
     id_hash: &str,
-    key_id: &str,
+    key_id: &KeyId,
     csrf: &str,
     expires_at: DateTime<Utc>,
 ) -> Result<()> {
@@ -38,7 +39,7 @@ pub async fn get(
     id_hash: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<SessionRecord>> {
-    let row: Option<(String, String, DateTime<Utc>, DateTime<Utc>)> = on_conn!(conn, c => sqlx::query_as(
+    let row: Option<(KeyId, String, DateTime<Utc>, DateTime<Utc>)> = on_conn!(conn, c => sqlx::query_as(
         "SELECT key_id, csrf, created_at, expires_at FROM ig_sessions WHERE id_hash = $1 AND expires_at > $2")
         .bind(id_hash).bind(now).fetch_optional(c).await)?;
     Ok(
