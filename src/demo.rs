@@ -223,7 +223,7 @@ async fn existing_rows(app: &App, module: &str, csv_text: &str) -> anyhow::Resul
         }
         rows.push(obj);
     }
-    service::seed::fill(app, &module.key, &rows).await?;
+    service::seed::fill(app, module.key.as_str(), &rows).await?;
     Ok(())
 }
 

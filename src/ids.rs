@@ -1,8 +1,10 @@
 //! The identifiers the service passes around as types: a job's id, an API
-//! key's id. Each is text in the database, in JSON and in the OpenAPI
-//! document; as a type it cannot be handed where other text is wanted.
-//! Values read back from the database or from stored JSON are trusted as
-//! written; text from a request becomes one through `parse`.
+//! key's id, a module's key. Each is text in the database, in JSON and in
+//! the OpenAPI document; as a type it cannot be handed where other text is
+//! wanted. Values read back from the database or from stored JSON are
+//! trusted as written; text from a request becomes an id through `parse`,
+//! and a module key through the catalog's lookup (only a module the
+//! catalog holds has one).
 
 use std::fmt;
 
@@ -113,6 +115,11 @@ impl KeyId {
         shaped.then(|| KeyId(text.to_string()))
     }
 }
+
+id_type!(
+    /// A module's key (`customers`), as the catalog names the module.
+    ModuleKey
+);
 
 #[cfg(test)]
 mod tests {

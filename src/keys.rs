@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::ids::KeyId;
+use crate::ids::{KeyId, ModuleKey};
 
 /// The recognisable prefix of every key, for secret scanners.
 pub const PREFIX: &str = "igk_";
@@ -78,8 +78,10 @@ pub struct KeyRecord {
 
 impl KeyRecord {
     /// Whether the key's scope covers a module.
-    pub fn covers(&self, module: &str) -> bool {
-        self.modules.iter().any(|m| m == "*" || m == module)
+    pub fn covers(&self, module: &ModuleKey) -> bool {
+        self.modules
+            .iter()
+            .any(|m| m == "*" || m == module.as_str())
     }
 
     /// The modules this key may see, or `None` for all.

@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::ModuleKey;
+
 /// The catalog shipped with the binary.
 const BUILTIN: &str = include_str!("modules.toml");
 
@@ -101,7 +103,7 @@ pub struct Reference {
 /// One importable module: a target table and its schema.
 #[derive(Debug, Clone, Serialize)]
 pub struct Module {
-    pub key: String,
+    pub key: ModuleKey,
     pub table: String,
     pub columns: Vec<Column>,
     pub natural_key: Vec<String>,
@@ -133,7 +135,7 @@ impl Module {
 #[derive(Debug, Clone)]
 pub struct Catalog {
     modules: Vec<Arc<Module>>,
-    by_key: HashMap<String, Arc<Module>>,
+    by_key: HashMap<ModuleKey, Arc<Module>>,
 }
 
 /// Why a catalog file was refused.
@@ -285,7 +287,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 fn check_reference(
     text: &str,
     module: &Module,
-    by_key: &HashMap<String, Arc<Module>>,
+    by_key: &HashMap<ModuleKey, Arc<Module>>,
     r: ReferenceFile,
 ) -> Result<Reference, CatalogError> {
     let at = |s: &toml::Spanned<String>| line_of(text, s.span().start);
@@ -298,7 +300,7 @@ fn check_reference(
             module.key
         ))
     })?;
-    let target = by_key.get(r.module.get_ref()).ok_or_else(|| {
+    let target = by_key.get(r.module.get_ref().as_str()).ok_or_else(|| {
         invalid(format!(
             "line {}: module {}: reference to module {}, which the catalog does not have",
             at(&r.module),
@@ -415,7 +417,7 @@ fn check_module(m: ModuleFile) -> Result<Module, CatalogError> {
         .date_formats
         .unwrap_or_else(|| DEFAULT_DATE_FORMATS.iter().map(|s| s.to_string()).collect());
     Ok(Module {
-        key: m.key,
+        key: ModuleKey::from_stored(m.key),
         table: m.table,
         columns: m.column,
         natural_key: m.natural_key,
@@ -442,7 +444,7 @@ mod tests {
         for (i, row) in index.iter().enumerate() {
             let (key, table) = (&row[0], &row[1]);
             let module = catalog.get(key).unwrap_or_else(|| panic!("{key} missing"));
-            assert_eq!(catalog.modules()[i].key, *key, "order of modules");
+            assert_eq!(catalog.modules()[i].key, key.as_str(), "order of modules");
             assert_eq!(&module.table, table);
             let columns = markdown_rows(section(spec, &format!("### {key}\n")));
             let got: Vec<(String, String, bool)> = module

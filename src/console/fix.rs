@@ -121,7 +121,7 @@ async fn page(
 /// The job, if the signed-in key may revise it; else why not.
 async fn fixable(app: &App, key: &KeyRecord, id: &str) -> Result<Job, service::Error> {
     let job = jobs::get(app, key, &jobs::parse_id(id)?).await?;
-    uploads::target(app, key, &job.module)?;
+    uploads::target(app, key, job.module.as_str())?;
     if let Some(why) = revision::refusal(&job) {
         return Err(service::Error::InvalidState {
             title: "The job cannot be revised",
@@ -167,7 +167,7 @@ async fn render(
     entered: Entered,
     refused: Option<Refused>,
 ) -> PageResult {
-    let module = app.module(&job.module)?;
+    let module = app.module(job.module.as_str())?;
     let status = refused.as_ref().map_or(StatusCode::OK, |r| r.shown.status);
     let (failing, rows) = if job.state != JobState::Invalid && job.counts.rows > 0 {
         let errors = PreviewFilter {
@@ -191,7 +191,7 @@ async fn render(
         refused: refused.as_ref(),
     };
     let ctx = signed.ctx(app, Nav::Jobs);
-    let title = t!("fix-title", module = &job.module);
+    let title = t!("fix-title", module = job.module.as_str());
     let content = html! {
         nav.crumbs aria-label=(t!("job-breadcrumb")) {
             a href="/jobs" { (t!("jobs-title")) } " › "

@@ -53,9 +53,9 @@ async fn page(
         .collect();
     let selected = q
         .get("module")
-        .filter(|m| modules.iter().any(|x| &x.key == *m))
+        .filter(|m| modules.iter().any(|x| x.key == m.as_str()))
         .cloned()
-        .or_else(|| modules.first().map(|m| m.key.clone()))
+        .or_else(|| modules.first().map(|m| m.key.to_string()))
         .unwrap_or_default();
     let column_heads = [
         t!("upload-column"),
@@ -75,14 +75,14 @@ async fn page(
                     label for="module" { (t!("upload-module")) }
                     select #module name="module" required aria-describedby="module-help" {
                         @for m in &modules {
-                            option value=(m.key) selected[m.key == selected] { (m.key) " — " (m.table) }
+                            option value=(m.key) selected[m.key == selected.as_str()] { (m.key) " — " (m.table) }
                         }
                     }
                     noscript { button.btn type="submit" { (t!("upload-show-columns")) } }
                     p #module-help .help { (t!("upload-module-help")) }
                 }
                 @for m in &modules {
-                    section.module-info data-module=(m.key) hidden[m.key != selected] aria-label=(t!("upload-columns-of", module = &m.key)) {
+                    section.module-info data-module=(m.key) hidden[m.key != selected.as_str()] aria-label=(t!("upload-columns-of", module = m.key.as_str())) {
                         p {
                             (t!("upload-natural-key")) ": " strong { (m.natural_key.join(", ")) }
                             " · " (t!("upload-template")) ": "

@@ -11,7 +11,7 @@ use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Schema, SchemaFormat, 
 use utoipa::{PartialSchema, ToSchema};
 
 use crate::catalog::{Module, OnMissing};
-use crate::ids::KeyId;
+use crate::ids::{KeyId, ModuleKey};
 use crate::keys::{self, KeyRecord, KeyRequest, Person, RequestState, Role};
 use crate::ledger::JobState;
 use crate::ledger::chain::Event;
@@ -156,7 +156,8 @@ pub struct ColumnView {
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = Module)]
 pub struct ModuleView {
-    pub key: String,
+    #[schema(value_type = String)]
+    pub key: ModuleKey,
     pub table: String,
     pub columns: Vec<ColumnView>,
     pub natural_key: Vec<String>,

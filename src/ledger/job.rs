@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::JobState;
-use crate::ids::{JobId, KeyId};
+use crate::ids::{JobId, KeyId, ModuleKey};
 use crate::ingest::{FileCode, Format};
 use crate::keys::Person;
 use crate::validate::{Mapping, RowAction};
@@ -389,7 +389,7 @@ pub struct Warning {
 #[derive(Debug, Clone)]
 pub struct Job {
     pub id: JobId,
-    pub module: String,
+    pub module: ModuleKey,
     pub table: String,
     pub mode: Mode,
     pub on_error: OnError,
@@ -424,7 +424,7 @@ pub struct Job {
 /// What a job is made of when it starts: who sent which file into which
 /// table, and how it is to be read and written.
 pub struct NewJob {
-    pub module: String,
+    pub module: ModuleKey,
     pub table: String,
     pub mode: Mode,
     pub on_error: OnError,

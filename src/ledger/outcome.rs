@@ -275,7 +275,7 @@ pub(crate) mod tests {
     pub(crate) fn job(state: JobState, on_error: OnError) -> Job {
         let at = DateTime::from_timestamp_millis(1_700_000_000_000).unwrap();
         let new = NewJob {
-            module: "customers".into(),
+            module: crate::ids::ModuleKey::from_stored("customers"),
             table: "uc_scrm_customers".into(),
             mode: Mode::Insert,
             on_error,

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use foldhash::fast::RandomState;
 
 use crate::catalog::{Module, OnMissing, Reference};
+use crate::ids::ModuleKey;
 use crate::ledger::{ReferringRow, Warning, WarningCode};
 use crate::store::{Db, references};
 use crate::validate::{CheckedRow, HeaderMap, RowError, Value};
@@ -208,9 +209,9 @@ pub struct Referrer {
 }
 
 /// The referrers of `module` in `catalog`.
-pub fn referrers(catalog: &crate::catalog::Catalog, module: &str) -> Vec<Referrer> {
+pub fn referrers(catalog: &crate::catalog::Catalog, module: &ModuleKey) -> Vec<Referrer> {
     catalog
-        .referrers(module)
+        .referrers(module.as_str())
         .map(|(m, r)| Referrer {
             module: m.clone(),
             reference: r.clone(),
@@ -275,7 +276,7 @@ pub async fn referring_rows(
         let (module, r) = (&o.referrer.module, &o.referrer.reference);
         let named = references::referring(conn, stage, module, r, left as i64).await?;
         rows.extend(named.into_iter().map(|(key, value)| ReferringRow {
-            module: module.key.clone(),
+            module: module.key.to_string(),
             key: match key.as_slice() {
                 [one] => serde_json::json!(one),
                 _ => serde_json::json!(key),
@@ -294,7 +295,7 @@ impl Orphans {
         Warning {
             code: WarningCode::Orphans,
             columns: Some(vec![r.column.clone()]),
-            module: Some(self.referrer.module.key.clone()),
+            module: Some(self.referrer.module.key.to_string()),
             rows: Some(self.rows),
             mapping: None,
             message: format!(

@@ -164,7 +164,7 @@ async fn mapping_saver(conn: &mut store::Conn<'_>, job: &mut Job) -> Result<()> 
 /// What rolling back `job` would orphan in the modules that refer to its
 /// module, as warnings for the rollback gate.
 async fn orphan_warnings(app: &App, job: &Job) -> Result<Vec<Warning>> {
-    let Some(module) = app.catalog.get(&job.module) else {
+    let Some(module) = app.catalog.get(job.module.as_str()) else {
         return Ok(vec![]);
     };
     let referrers = references::referrers(&app.catalog, &module.key);

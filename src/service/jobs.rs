@@ -133,7 +133,7 @@ pub async fn preview(
     let mut c = app.db.acquire().await?;
     // A job never validated, or of a module the catalog no longer has,
     // has no rows to show.
-    let stage = match app.catalog.get(&job.module) {
+    let stage = match app.catalog.get(job.module.as_str()) {
         Some(module) => Stage::of(&mut c.conn(), module, &job.id).await?,
         None => None,
     };

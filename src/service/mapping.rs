@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 
 use super::{App, Error, Result, jobs};
 use crate::catalog::Module;
-use crate::ids::JobId;
+use crate::ids::{JobId, ModuleKey};
 use crate::keys::KeyRecord;
 use crate::ledger::{Job, JobState};
 use crate::pipeline::validation::{self, Head};
@@ -76,7 +76,7 @@ pub async fn head(app: &App, job: &Job, rows: usize) -> Result<Head> {
 /// How the job's headers meet its module's columns, with suggestions.
 pub async fn mapping(app: &App, actor: &KeyRecord, job_id: &JobId) -> Result<MappingView> {
     let job = jobs::get(app, actor, job_id).await?;
-    let module = app.module(&job.module)?;
+    let module = app.module(job.module.as_str())?;
     let head = head(app, &job, SAMPLE_ROWS).await?;
     let confirmed = confirmed(app, module).await?;
     let ranked = suggest::suggest(module, &head.header, &head.samples, &confirmed);
@@ -238,7 +238,8 @@ pub async fn for_missing(
 pub struct SavedView {
     #[schema(example = "map_01JD8Z3K6W0Q2T5N8XJ4R7M9C1")]
     pub id: String,
-    pub module: String,
+    #[schema(value_type = String)]
+    pub module: ModuleKey,
     /// The file's headers it is saved under, as written.
     pub headers: Vec<String>,
     /// File header → module column (null: left out).

@@ -63,6 +63,7 @@ pub use error::{Error, Result};
 
 use crate::catalog::{Catalog, Module};
 use crate::config::Settings;
+use crate::ids::ModuleKey;
 use crate::keys::{KeyRecord, Role};
 use crate::store::{self, Db};
 use limits::Limiter;
@@ -145,7 +146,7 @@ impl App {
 }
 
 /// [`Error::Forbidden`] unless the key's scope covers the module.
-pub fn in_scope(actor: &KeyRecord, module: &str) -> Result<()> {
+pub fn in_scope(actor: &KeyRecord, module: &ModuleKey) -> Result<()> {
     if actor.covers(module) {
         Ok(())
     } else {

@@ -112,7 +112,7 @@ impl Example {
 fn xlsx_template(m: &Module, examples: &[Example]) -> Result<Vec<u8>, XlsxError> {
     let mut book = Workbook::new();
     let sheet = book.add_worksheet();
-    sheet.set_name(&m.key)?;
+    sheet.set_name(m.key.as_str())?;
     let bold = XlsxFormat::new().set_bold();
     let text = XlsxFormat::new().set_num_format("@");
     for (i, (c, e)) in m.columns.iter().zip(examples).enumerate() {

@@ -133,7 +133,7 @@ async fn purge(
         return Ok(Step::Skipped);
     };
     // Rows first: no lock but the sweep's is held while they go.
-    let stage = match app.catalog.get(&job.module) {
+    let stage = match app.catalog.get(job.module.as_str()) {
         Some(module) => Stage::of(&mut tx.conn(), module, &job.id).await?,
         None => None,
     };

@@ -6,7 +6,7 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::ids::{JobId, KeyId};
+use crate::ids::{JobId, KeyId, ModuleKey};
 use crate::ingest::Format;
 use crate::keys::{KeyRecord, KeyRequest, Person, RequestState, Role};
 use crate::ledger::job::{People, time};
@@ -21,7 +21,8 @@ pub struct JobView {
     #[schema(value_type = String, example = "job_01JD8Z3K6W0Q2T5N8XJ4R7M9C1")]
     pub id: JobId,
     /// The module's key.
-    pub module: String,
+    #[schema(value_type = String)]
+    pub module: ModuleKey,
     /// The module's table.
     pub table: String,
     pub state: JobState,

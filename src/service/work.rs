@@ -62,7 +62,7 @@ pub async fn run(app: &App, owner: &str, id: &JobId, state: JobState) -> anyhow:
 
 fn module_of<'a>(app: &'a App, job: &Job) -> anyhow::Result<&'a Module> {
     app.catalog
-        .get(&job.module)
+        .get(job.module.as_str())
         .map(|m| m.as_ref())
         .ok_or_else(|| anyhow::anyhow!("module {} is not in the catalog", job.module))
 }

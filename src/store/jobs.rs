@@ -8,7 +8,7 @@ use sqlx::Row;
 use super::db::Conn;
 use super::error::{Result, StoreError, json_col};
 use super::ledger;
-use crate::ids::{JobId, KeyId};
+use crate::ids::{JobId, KeyId, ModuleKey};
 use crate::ingest::Format;
 use crate::ledger::chain::{ChainKey, Event};
 use crate::ledger::{
@@ -61,7 +61,7 @@ where
     let format = text("file_format")?;
     Ok(Job {
         id: row.try_get("id")?,
-        module: text("module")?,
+        module: row.try_get("module")?,
         table: text("target_table")?,
         mode: Mode::parse(&mode).ok_or_else(|| corrupt("mode", &mode))?,
         on_error: OnError::parse(&on_error).ok_or_else(|| corrupt("on_error", &on_error))?,
@@ -161,7 +161,7 @@ pub async fn insert_by(
 /// The mappings of the latest `limit` revisions of a module, newest first.
 pub async fn revision_mappings(
     conn: &mut Conn<'_>,
-    module: &str,
+    module: &ModuleKey,
     limit: i64,
 ) -> Result<Vec<crate::validate::Mapping>> {
     let texts: Vec<String> = on_conn!(conn, c => sqlx::query_scalar(
@@ -473,7 +473,7 @@ async fn add_event(
         actor,
         comment,
         detail,
-        module: Some(&job.module),
+        module: Some(job.module.as_str()),
     };
     ledger::append(conn, key, entry).await
 }

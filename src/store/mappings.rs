@@ -7,7 +7,7 @@ use sqlx::Row;
 
 use super::db::Conn;
 use super::error::{Result, json_col};
-use crate::ids::KeyId;
+use crate::ids::{KeyId, ModuleKey};
 use crate::on_conn;
 use crate::validate::Mapping;
 
@@ -15,7 +15,7 @@ use crate::validate::Mapping;
 #[derive(Debug, Clone)]
 pub struct Saved {
     pub id: String,
-    pub module: String,
+    pub module: ModuleKey,
     /// The file's headers as written, in the file's order.
     pub headers: Vec<String>,
     pub mapping: Mapping,
@@ -64,7 +64,7 @@ pub async fn save(conn: &mut Conn<'_>, s: &Saved) -> Result<()> {
 }
 
 /// A module's saved mappings, newest first.
-pub async fn list(conn: &mut Conn<'_>, module: &str) -> Result<Vec<Saved>> {
+pub async fn list(conn: &mut Conn<'_>, module: &ModuleKey) -> Result<Vec<Saved>> {
     let sql =
         format!("SELECT {COLUMNS} FROM ig_mappings WHERE module = $1 ORDER BY created_at DESC, id");
     on_conn!(conn, c => {
@@ -74,7 +74,7 @@ pub async fn list(conn: &mut Conn<'_>, module: &str) -> Result<Vec<Saved>> {
 }
 
 /// Removes a module's saved mapping; whether there was one.
-pub async fn delete(conn: &mut Conn<'_>, module: &str, id: &str) -> Result<bool> {
+pub async fn delete(conn: &mut Conn<'_>, module: &ModuleKey, id: &str) -> Result<bool> {
     let n = on_conn!(conn, c => sqlx::query("DELETE FROM ig_mappings WHERE module = $1 AND id = $2")
         .bind(module).bind(id).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(n > 0)
@@ -83,7 +83,7 @@ pub async fn delete(conn: &mut Conn<'_>, module: &str, id: &str) -> Result<bool>
 /// The module's mapping saved under exactly this set of headers.
 pub async fn for_headers(
     conn: &mut Conn<'_>,
-    module: &str,
+    module: &ModuleKey,
     headers: &[String],
 ) -> Result<Option<Saved>> {
     let sql = format!("SELECT {COLUMNS} FROM ig_mappings WHERE module = $1 AND header_set = $2");
@@ -95,7 +95,7 @@ pub async fn for_headers(
 }
 
 /// One of the module's saved mappings, by id.
-pub async fn get(conn: &mut Conn<'_>, module: &str, id: &str) -> Result<Option<Saved>> {
+pub async fn get(conn: &mut Conn<'_>, module: &ModuleKey, id: &str) -> Result<Option<Saved>> {
     let sql = format!("SELECT {COLUMNS} FROM ig_mappings WHERE module = $1 AND id = $2");
     on_conn!(conn, c => {
         let row = sqlx::query(&sql).bind(module).bind(id).fetch_optional(c).await?;
@@ -105,7 +105,7 @@ pub async fn get(conn: &mut Conn<'_>, module: &str, id: &str) -> Result<Option<S
 
 /// Whether the module has any saved mapping: most have none, and then an
 /// upload's header need not be read twice.
-pub async fn any(conn: &mut Conn<'_>, module: &str) -> Result<bool> {
+pub async fn any(conn: &mut Conn<'_>, module: &ModuleKey) -> Result<bool> {
     let found: Option<String> = on_conn!(conn, c => sqlx::query_scalar(
         "SELECT id FROM ig_mappings WHERE module = $1 LIMIT 1")
         .bind(module).fetch_optional(c).await)?;

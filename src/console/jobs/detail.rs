@@ -66,7 +66,7 @@ async fn render_detail(
     status: StatusCode,
 ) -> PageResult {
     let job = jobs::get(app, &signed.key, id).await?;
-    let module = app.module(&job.module)?.clone();
+    let module = app.module(job.module.as_str())?.clone();
     let filter = PreviewFilter {
         action: given(&q.action).and_then(RowAction::parse),
         warned: given(&q.warnings) == Some("only"),
@@ -101,7 +101,11 @@ async fn render_detail(
     let events = jobs::events(app, &job).await?;
     let rule = service::gate::four_eyes(app, &job, &signed.key).await?;
     let ctx = signed.ctx(app, Nav::Jobs);
-    let title = t!("job-title", module = &job.module, id = short_id(&job.id));
+    let title = t!(
+        "job-title",
+        module = job.module.as_str(),
+        id = short_id(&job.id)
+    );
     let content = html! {
         nav.crumbs aria-label=(t!("job-breadcrumb")) {
             a href="/jobs" { (t!("jobs-title")) } " › " span { code { (job.id) } }
@@ -109,7 +113,7 @@ async fn render_detail(
         div #job-live data-job-status=(format!("/console/jobs/{}/status", job.id))
             data-job-id=(job.id) data-version=(job.version) data-work=(job.state.is_work()) {
             div.page-head {
-                h1 { (t!("job-heading", module = &job.module)) " " (badge(job.state)) }
+                h1 { (t!("job-heading", module = job.module.as_str())) " " (badge(job.state)) }
             }
             p.meta {
                 (t!("job-meta-file")) " " strong { (job.file.name.clone().unwrap_or_else(|| t!("job-meta-no-name"))) }
