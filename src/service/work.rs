@@ -42,7 +42,7 @@ pub async fn extend_lease(app: &App, id: &JobId, owner: &str, ms: i64) -> Result
 /// Gives a lease back so the job is picked up at once.
 pub async fn release(app: &App, id: &JobId, owner: &str) -> Result<()> {
     let mut c = app.db.acquire().await?;
-    Ok(store::jobs::release(&mut c.conn(), id, owner).await?)
+    Ok(store::jobs::release(&mut c.conn(), id, owner, now_ms()).await?)
 }
 
 /// Does the work a claimed job in `state` needs. Nothing when the job has
