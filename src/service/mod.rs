@@ -89,6 +89,8 @@ pub struct App {
     pub traffic: traffic::Traffic,
     /// The ledger's key and checkpoint.
     pub seal: seal::Seal,
+    /// Keys found to agree with their ledger events.
+    pub checked_keys: keys::CheckedKeys,
 }
 
 impl App {
@@ -116,6 +118,7 @@ impl App {
             traffic: traffic::Traffic::default(),
             shutdown,
             seal,
+            checked_keys: keys::CheckedKeys::default(),
         }))
     }
 

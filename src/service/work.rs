@@ -346,11 +346,15 @@ async fn finish(
     event: Move,
     owner: &str,
 ) -> anyhow::Result<bool> {
+    // A validation's counts are in the event that ends it, so `ledger
+    // verify` finds counts edited in the row afterwards.
+    let detail =
+        (job.state == JobState::Validating).then(|| serde_json::json!({"counts": after.counts}));
     let by = MoveBy {
         event,
         actor: None,
         comment: None,
-        detail: None,
+        detail,
         lease_owner: Some(owner),
     };
     if store::jobs::transition(&mut tx.conn(), &app.seal.key, job, after, by).await? {

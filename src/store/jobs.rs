@@ -143,6 +143,10 @@ pub async fn insert_by(
         .bind(&job.revision_of).bind(job.revision.as_ref().map(to_json))
         .bind(job.mapping_applied.as_ref().map(to_json))
         .execute(c).await.map(|r| r.rows_affected()))?;
+    // The file's hash is in the upload's event, so `ledger verify` finds
+    // a row whose file was swapped.
+    let mut detail = detail.unwrap_or_else(|| serde_json::json!({}));
+    detail["file_sha256"] = serde_json::json!(job.file.sha256);
     add_event(
         conn,
         key,
@@ -153,7 +157,7 @@ pub async fn insert_by(
         job.state,
         Some(actor),
         None,
-        detail,
+        Some(detail),
     )
     .await
 }
