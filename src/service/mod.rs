@@ -91,6 +91,8 @@ pub struct App {
     pub seal: seal::Seal,
     /// Keys found to agree with their ledger events.
     pub checked_keys: keys::CheckedKeys,
+    /// The live event streams open, per key.
+    pub streams: events::Streams,
 }
 
 impl App {
@@ -119,6 +121,7 @@ impl App {
             shutdown,
             seal,
             checked_keys: keys::CheckedKeys::default(),
+            streams: events::Streams::default(),
         }))
     }
 
