@@ -466,11 +466,20 @@ impl Server {
 
     /// Peak resident memory of the server so far (VmHWM), in MB.
     fn peak_mb(&self) -> f64 {
+        self.status_mb("VmHWM:")
+    }
+
+    /// Resident memory of the server now (VmRSS), in MB.
+    fn rss_mb(&self) -> f64 {
+        self.status_mb("VmRSS:")
+    }
+
+    fn status_mb(&self, field: &str) -> f64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .unwrap_or_default();
         status
             .lines()
-            .find(|l| l.starts_with("VmHWM:"))
+            .find(|l| l.starts_with(field))
             .and_then(|l| l.split_whitespace().nth(1))
             .and_then(|kb| kb.parse::<f64>().ok())
             .map(|kb| kb / 1024.0)
@@ -999,16 +1008,43 @@ fn orders_with_bad_rows(dir: &Path, rows: usize, bad: usize) -> (PathBuf, Vec<us
     (path, broken.into_iter().map(|i| i + 2).collect())
 }
 
+/// The errored-rows file of a job as XLSX (API.md section 11), read to
+/// its end: its time and size.
+async fn errored_rows_xlsx(api: &Api, key: &str, id: &str) -> (f64, usize) {
+    let t = Instant::now();
+    let resp = api
+        .client
+        .get(format!(
+            "{}/api/jobs/{id}/errors?format=xlsx&layout=rows",
+            api.base
+        ))
+        .header("X-API-Key", key)
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        resp.status().is_success(),
+        "errored rows: {}",
+        resp.status()
+    );
+    let bytes = resp.bytes().await.unwrap().len();
+    (t.elapsed().as_secs_f64(), bytes)
+}
+
+/// What one run of the revision comparison measured.
+struct Revised {
+    first: f64,
+    revision: f64,
+    /// The errored-rows XLSX: seconds, bytes, and how far the server's
+    /// memory rose over what it held before, while it was built and sent
+    /// (MB).
+    download: (f64, usize, f64),
+}
+
 /// One run of the revision comparison: the first validation (ending
-/// `failed` on the bad rows) and the revision fixing them, timed from its
-/// request to `awaiting_approval`.
-async fn revise_run(
-    o: &Options,
-    backend: &str,
-    run: usize,
-    file: &Path,
-    fix: &[usize],
-) -> (f64, f64) {
+/// `failed` on the bad rows), the errored-rows XLSX download, and the
+/// revision fixing them, timed from its request to `awaiting_approval`.
+async fn revise_run(o: &Options, backend: &str, run: usize, file: &Path, fix: &[usize]) -> Revised {
     let db = fresh_db(o, backend, run);
     let (server, _admin) = Server::start(&o.bin, &db, &o.dir);
     let sub = server.key("Budi Santoso", "submitter");
@@ -1019,6 +1055,13 @@ async fn revise_run(
     let (first, job) = api.upload(&sub, "orders", "", file, "csv").await;
     expect_state(&job, "failed", "first validation");
     assert_eq!(job["counts"]["errors"], fix.len(), "{job}");
+    let mut peak = 0.0;
+    server.phase_peak("validation", &mut peak);
+    let before = server.rss_mb();
+    let (took, bytes) = errored_rows_xlsx(&api, &sub, job["id"].as_str().unwrap()).await;
+    let mut download_peak = 0.0;
+    server.phase_peak("errored-rows XLSX", &mut download_peak);
+    let download_peak = download_peak - before;
     let fixes: Vec<Value> = (fix.iter())
         .map(|&row| serde_json::json!({"row": row, "column": "qty", "value": "3"}))
         .collect();
@@ -1035,13 +1078,26 @@ async fn revise_run(
         .send()
         .await
         .unwrap();
-    let revision: Value = resp.json().await.unwrap();
-    let revision = api
-        .settle(&sub, revision["id"].as_str().unwrap_or_default())
-        .await;
-    let took = t.elapsed().as_secs_f64();
-    expect_state(&revision, "awaiting_approval", "revision");
-    (first.as_secs_f64(), took)
+    let revised = if resp.status().is_success() {
+        let revision: Value = resp.json().await.unwrap();
+        let revision = api
+            .settle(&sub, revision["id"].as_str().unwrap_or_default())
+            .await;
+        expect_state(&revision, "awaiting_approval", "revision");
+        t.elapsed().as_secs_f64()
+    } else {
+        // More fixes than one revision takes: the download is still measured.
+        eprintln!(
+            "revision refused: {}",
+            resp.text().await.unwrap_or_default()
+        );
+        f64::NAN
+    };
+    Revised {
+        first: first.as_secs_f64(),
+        revision: revised,
+        download: (took, bytes, download_peak),
+    }
 }
 
 /// The first validation of orders with `bad` bad rows, and a revision
@@ -1052,23 +1108,27 @@ async fn revision_comparison(o: &Options, bad: usize) {
         "importgate benchmark — revisions: orders with {bad} bad rows, then a revision of {bad} fixes, {} run(s), medians\n",
         o.runs
     );
-    println!("| rows | backend | first validation | revision to the gate | first ÷ revision |");
-    println!("|---:|---|---:|---:|---:|");
+    println!(
+        "| rows | backend | first validation | revision to the gate | first ÷ revision | errored-rows XLSX | its size | memory it took |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|");
     for &rows in &o.rows {
         let (file, fix) = orders_with_bad_rows(&o.dir, rows, bad);
         for backend in &o.backends {
-            let (mut first, mut revised) = (Vec::new(), Vec::new());
+            let mut runs = Vec::new();
             for run in 0..o.runs {
-                let (a, b) = revise_run(o, backend, run, &file, &fix).await;
-                first.push(a);
-                revised.push(b);
+                runs.push(revise_run(o, backend, run, &file, &fix).await);
             }
-            let (a, b) = (median(&first), median(&revised));
+            let pick = |f: fn(&Revised) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
+            let (a, b) = (pick(|r| r.first), pick(|r| r.revision));
+            let (took, mb) = (pick(|r| r.download.0), pick(|r| r.download.2));
             println!(
-                "| {rows} | {backend} | {} | {:.0} ms | {:.0}× |",
+                "| {rows} | {backend} | {} | {:.0} ms | {:.0}× | {} | {:.1} MB | {mb:.0} MB |",
                 secs(a),
                 b * 1000.0,
-                a / b
+                a / b,
+                secs(took),
+                runs[0].download.1 as f64 / 1e6
             );
         }
     }

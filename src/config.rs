@@ -33,6 +33,10 @@ pub struct Limits {
     pub body_grace: Duration,
     /// … and end within this (API.md section 10: `408`, nothing kept).
     pub body_total: Duration,
+    /// Live event streams one key may hold open in this process.
+    pub streams_per_key: usize,
+    /// Live event streams this process serves in all.
+    pub streams_total: usize,
 }
 
 /// How connections are served (API.md section 10).
@@ -74,6 +78,8 @@ impl Default for Limits {
             body_min_rate: 16 * 1024,
             body_grace: Duration::from_secs(30),
             body_total: Duration::from_secs(15 * 60),
+            streams_per_key: 8,
+            streams_total: 512,
         }
     }
 }

@@ -234,6 +234,9 @@ pub struct KeyRequest {
     /// The key made at collection.
     pub key_id: Option<KeyId>,
     pub collected_at: Option<DateTime<Utc>>,
+    /// The client address the request came from (admins see it, to deny
+    /// a flood from one address at once).
+    pub client: Option<String>,
 }
 
 /// A newly made key: the secret to show once, and what is stored.

@@ -35,6 +35,10 @@ keys-deny-open = Deny…
 keys-comment = Comment (optional)
 keys-approve = Approve: let them collect a { $role } key
 keys-deny = Deny request
+keys-deny-address-open = Deny all from this address…
+keys-deny-address-confirm = Deny every pending request from { $address } (within your modules)? Each is recorded as your decision.
+keys-deny-address = Deny all from this address
+keys-from-address = from { $address }
 
 keys-all-title = All keys
 keys-col-key = Key

@@ -35,6 +35,10 @@ keys-deny-open = Tolak…
 keys-comment = Komentar (opsional)
 keys-approve = Setujui: izinkan pemohon mengambil kunci { $role }
 keys-deny = Tolak permintaan
+keys-deny-address-open = Tolak semua dari alamat ini…
+keys-deny-address-confirm = Tolak setiap permintaan tertunda dari { $address } (dalam modul Anda)? Masing-masing dicatat sebagai keputusan Anda.
+keys-deny-address = Tolak semua dari alamat ini
+keys-from-address = dari { $address }
 
 keys-all-title = Semua kunci
 keys-col-key = Kunci

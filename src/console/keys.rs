@@ -29,6 +29,7 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/keys", get(page).post(create))
         .route("/keys/{id}/revoke", post(revoke))
         .route("/keys/requests/{id}/{decision}", post(decide))
+        .route("/keys/requests/deny-address", post(deny_address))
 }
 
 /// What the page says above the lists.
@@ -275,7 +276,12 @@ fn request_row(
         tr {
             td { code { (r.id) } br; span.muted { (ctx.when(&r.created_at)) } }
             td { (r.name) br; span.muted { (person(&who)) } }
-            td { (r.email) }
+            td {
+                (r.email)
+                @if let Some(address) = &r.client {
+                    br; span.muted { (t!("keys-from-address", address = address.as_str())) }
+                }
+            }
             td { (layout::role_name(r.role)) }
             td { (r.modules.join(", ")) }
             td.reason { (r.reason) }
@@ -318,8 +324,25 @@ fn request_row(
                                 }
                             }
                         }
+                        @if let Some(address) = &r.client { (deny_address_form(signed, address)) }
                     }
                 }
+            }
+        }
+    }
+}
+
+/// "Deny all from this address": one action against a flood of requests
+/// from one client address (API.md section 7).
+fn deny_address_form(signed: &Signed, address: &str) -> Markup {
+    html! {
+        details.action {
+            summary class="btn btn-small btn-danger" { (t!("keys-deny-address-open")) }
+            form method="post" action="/keys/requests/deny-address" {
+                input type="hidden" name="_csrf" value=(signed.csrf);
+                input type="hidden" name="address" value=(address);
+                p { (t!("keys-deny-address-confirm", address = address)) }
+                button type="submit" class="btn btn-danger" { (t!("keys-deny-address")) }
             }
         }
     }
@@ -465,6 +488,24 @@ async fn decide(
             render(&app, &signed, Some(Notice::Refused(shown)), status).await
         }
     }
+}
+
+#[derive(Deserialize)]
+struct DenyAddressForm {
+    #[serde(rename = "_csrf")]
+    csrf: String,
+    address: String,
+}
+
+async fn deny_address(
+    State(app): State<Arc<App>>,
+    signed: Signed,
+    headers: HeaderMap,
+    Form(form): Form<DenyAddressForm>,
+) -> Result<Response, Fail> {
+    signed.check_form(&headers, &form.csrf)?;
+    key_requests::deny_all_from(&app, &signed.key, &form.address, None).await?;
+    Ok(Redirect::to("/keys#requests-title").into_response())
 }
 
 #[cfg(test)]

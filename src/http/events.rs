@@ -105,7 +105,8 @@ async fn stream(
     let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok());
     let after = events::start(&app, resume, q.after.as_deref()).await?;
     let heartbeat = Duration::from_millis(app.settings.events_heartbeat_ms.max(10));
-    let stream = events::follow(app, caller.0, after).map(|e| {
+    let slot = events::open_stream(&app, &caller.0)?;
+    let stream = events::follow(app, caller.0, after, slot).map(|e| {
         let event = SseEvent::default().id(e.id.clone()).event(e.ty.clone());
         Ok::<_, Infallible>(event.json_data(&e).unwrap_or_default())
     });

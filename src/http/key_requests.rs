@@ -64,7 +64,7 @@ pub struct NewRequest {
         (status = 201, description = "Recorded; the claim token is shown this once", body = KeyRequestCreated),
         (status = 400, description = "`bad_request`: the body is not such an object"),
         (status = 422, description = "`invalid_parameter`: a name, email, role, module or reason that cannot be"),
-        (status = 429, description = "`rate_limited`: 10 requests an hour from one address, or 200 pending in all"),
+        (status = 429, description = "`rate_limited`: 10 requests an hour or 3 pending from one address, or 1,000 pending in all"),
     ))]
 async fn create(
     State(app): State<Arc<App>>,

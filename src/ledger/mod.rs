@@ -10,6 +10,7 @@ pub mod chain;
 pub mod events;
 pub mod gate;
 pub mod job;
+pub mod key_replay;
 pub mod outcome;
 pub mod replay;
 pub mod revision;

@@ -14,6 +14,10 @@ use crate::ids::KeyId;
 pub struct Derived {
     pub state: Option<String>,
     pub submitter: Option<KeyId>,
+    /// The file's hash, when the upload's event has it.
+    pub file_sha256: Option<String>,
+    /// The counts the last validation ended with, when its event has them.
+    pub counts: Option<serde_json::Value>,
     pub gate: Option<Gate>,
     pub decisions: Vec<Decision>,
 }
@@ -23,6 +27,9 @@ pub fn replay(events: &[Event]) -> Derived {
     let mut d = Derived::default();
     for e in events {
         d.state = Some(e.to_state.clone());
+        if let Some(counts) = e.detail_json().and_then(|d| d.get("counts").cloned()) {
+            d.counts = Some(counts);
+        }
         let Some(event) = Move::parse(&e.event) else {
             continue;
         };
@@ -34,6 +41,9 @@ pub fn replay(events: &[Event]) -> Derived {
                     .detail_json()
                     .and_then(|d| d.get("submitter")?.as_str().map(str::to_string));
                 d.submitter = named.or_else(|| e.actor.clone()).map(KeyId::from_stored);
+                d.file_sha256 = e
+                    .detail_json()
+                    .and_then(|d| d.get("file_sha256")?.as_str().map(str::to_string));
             }
             Move::Checked => {
                 d.gate = d.submitter.clone().map(|by| Gate {
@@ -107,6 +117,22 @@ pub fn mismatch(job: &Job, events: &[Event]) -> Option<String> {
             "the job's gate request is {} but its events say {}",
             gate_text(job.gate.as_ref()),
             gate_text(d.gate.as_ref())
+        ));
+    }
+    if let Some(sha) = &d.file_sha256
+        && *sha != job.file.sha256
+    {
+        return Some(format!(
+            "the job's file_sha256 is {} but its upload recorded {sha}",
+            job.file.sha256
+        ));
+    }
+    let counts = serde_json::to_value(&job.counts).ok();
+    if d.counts.is_some() && job.state != JobState::Validating && d.counts != counts {
+        return Some(format!(
+            "the job's counts are {} but its validation ended with {}",
+            counts.unwrap_or_default(),
+            d.counts.unwrap_or_default()
         ));
     }
     let stored: Vec<String> = job.decisions.iter().map(decision_text).collect();

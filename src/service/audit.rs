@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::ledger::chain::{ChainKey, Verdict, Verifier};
-use crate::ledger::replay;
+use crate::ledger::{key_replay, replay};
 use crate::store::{self, Db};
 
 /// Links or jobs read at a time.
@@ -54,10 +54,31 @@ pub async fn verify(db: &Db, key: &ChainKey, checkpoint: Option<&Path>) -> anyho
             }
         }
     }
+    if let Some(broken) = keys_against_events(&mut conn).await? {
+        return Ok(broken);
+    }
     Ok(Verdict::Holds {
         links: verifier.links(),
         jobs,
     })
+}
+
+/// Every key row against its events (the links themselves were checked
+/// with the whole chain): the first that disagrees.
+async fn keys_against_events(conn: &mut store::Conn<'_>) -> anyhow::Result<Option<Verdict>> {
+    let first = store::ledger::first_key_event(conn).await?;
+    for key in store::keys::list(conn).await? {
+        let events = store::ledger::events_of(conn, key.id.as_str()).await?;
+        if let Some(why) = key_replay::distrust(&key, &events, first) {
+            return Ok(Some(Verdict::Broken {
+                seq: 0,
+                job_id: key.id.to_string(),
+                n: 0,
+                why,
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// The chain must still hold the head the checkpoint last recorded: a

@@ -262,8 +262,10 @@ pub fn follow(
     app: Arc<App>,
     actor: KeyRecord,
     after_seq: i64,
+    slot: StreamSlot,
 ) -> impl Stream<Item = FeedEvent> + Send + 'static {
     let state = Follow {
+        _slot: slot,
         stop: app.shutdown.subscribe(),
         app,
         actor,
@@ -319,12 +321,71 @@ pub fn follow(
 }
 
 struct Follow {
+    /// Held while the stream lives; given back when the client leaves.
+    _slot: StreamSlot,
     app: Arc<App>,
     actor: KeyRecord,
     after: i64,
     queue: VecDeque<FeedEvent>,
     stop: tokio::sync::watch::Receiver<bool>,
     checked: Instant,
+}
+
+/// The live streams this process serves, per key and in all (API.md
+/// section 10: 8 per key, 512 in all), so that streams cannot multiply the
+/// load without bound.
+#[derive(Default)]
+pub struct Streams(std::sync::Mutex<HashMap<KeyId, usize>>);
+
+/// A stream's place among [`Streams`], taken by [`open_stream`] and given
+/// back when dropped (the client went away, the service stopped).
+pub struct StreamSlot {
+    app: Arc<App>,
+    key: KeyId,
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut open = self.app.streams.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// A place for one more live stream of `actor`, or [`Error::TooMany`]
+/// when the key has `streams_per_key` open or the process
+/// `streams_total`.
+pub fn open_stream(app: &Arc<App>, actor: &KeyRecord) -> Result<StreamSlot> {
+    let limits = &app.settings.limits;
+    let mut open = app.streams.0.lock().unwrap_or_else(|p| p.into_inner());
+    let total: usize = open.values().sum();
+    let own = open.get(&actor.id).copied().unwrap_or(0);
+    let refused = if own >= limits.streams_per_key {
+        Some(format!(
+            "this key has {own} live event streams open, the most one key may hold; close one"
+        ))
+    } else if total >= limits.streams_total {
+        Some(format!(
+            "the service serves {total} live event streams, its most; try again shortly"
+        ))
+    } else {
+        None
+    };
+    if let Some(message) = refused {
+        return Err(Error::TooMany {
+            message,
+            retry_after: 30,
+        });
+    }
+    *open.entry(actor.id.clone()).or_insert(0) += 1;
+    Ok(StreamSlot {
+        app: app.clone(),
+        key: actor.id.clone(),
+    })
 }
 
 #[cfg(test)]

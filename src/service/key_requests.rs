@@ -43,12 +43,19 @@ fn check_reason(reason: &str) -> Result<()> {
 
 /// Requests one client address may make in an hour, refused ones included.
 pub const PER_CLIENT_HOUR: i64 = 10;
+/// Requests from one address waiting for a decision, past which that
+/// address waits.
+pub const PENDING_PER_CLIENT: i64 = 3;
 /// Requests waiting for a decision, in all, past which new ones wait.
-pub const MOST_PENDING: i64 = 200;
+pub const MOST_PENDING: i64 = 1000;
 
 /// Counts a request from `client` (its address) against the limits of
 /// API.md section 7: at most [`PER_CLIENT_HOUR`] an hour from one address
-/// (refused ones included), and at most [`MOST_PENDING`] waiting in all.
+/// (refused ones included), at most [`PENDING_PER_CLIENT`] of its requests
+/// waiting, and at most [`MOST_PENDING`] waiting in all. A flood from a few
+/// addresses fills only their own share until an admin denies it all
+/// ([`deny_all_from`]). The counts are read before the request is written,
+/// so requests racing on PostgreSQL may pass a limit by the few in flight.
 async fn within_limits(app: &App, client: &str) -> Result<()> {
     let now = store::now();
     let mut c = app.db.acquire().await?;
@@ -59,6 +66,15 @@ async fn within_limits(app: &App, client: &str) -> Result<()> {
         return Err(Error::TooMany {
             message: format!(
                 "at most {PER_CLIENT_HOUR} key requests an hour from one address; try again later"
+            ),
+            retry_after: 3600,
+        });
+    }
+    if store::key_requests::pending_from(&mut c.conn(), client).await? >= PENDING_PER_CLIENT {
+        return Err(Error::TooMany {
+            message: format!(
+                "{PENDING_PER_CLIENT} key requests from this address already wait for an admin; \
+                 try again once they are decided"
             ),
             retry_after: 3600,
         });
@@ -103,6 +119,7 @@ pub async fn submit(app: &App, client: &str, ask: Ask) -> Result<(KeyRequest, St
         comment: None,
         key_id: None,
         collected_at: None,
+        client: Some(client.to_string()),
     };
     let mut tx = app.db.begin().await?;
     store::key_requests::insert(&mut tx.conn(), &r).await?;
@@ -254,6 +271,53 @@ pub async fn decide(
     super::seal::checkpoint_now(app).await;
     tracing::info!(request = %id, by = %actor.id, decision = to.as_str(), "key request decided");
     Ok(r)
+}
+
+/// Denies every pending request from one client address within the
+/// admin's scope, each a decision of its own in the ledger, in one
+/// transaction (the console's "Deny all from this address"). How many.
+pub async fn deny_all_from(
+    app: &App,
+    actor: &KeyRecord,
+    client: &str,
+    comment: Option<&str>,
+) -> Result<usize> {
+    admin_only(actor)?;
+    let comment = super::comment(comment)?;
+    expire_due(app).await?;
+    let mut tx = app.db.begin().await?;
+    let mut c = tx.conn();
+    let mut denied = 0;
+    for id in store::key_requests::pending_ids_from(&mut c, client).await? {
+        let Some(r) = store::key_requests::get(&mut c, &id).await? else {
+            continue;
+        };
+        if super::keys::within_scope(actor, &r.modules).is_err() {
+            continue;
+        }
+        let to = RequestState::Denied;
+        if !store::key_requests::decide(&mut c, &id, to, &actor.id, comment.as_deref()).await? {
+            continue;
+        }
+        let detail = json!({"decision": to.as_str(), "comment": comment, "client": client});
+        let states = (Some("pending"), to.as_str());
+        log(
+            app,
+            &mut c,
+            &id,
+            "key_request_decided",
+            states,
+            Some(actor),
+            detail,
+        )
+        .await?;
+        denied += 1;
+    }
+    tx.commit().await?;
+    app.moves.other();
+    super::seal::checkpoint_now(app).await;
+    tracing::info!(by = %actor.id, denied, "key requests from one address denied");
+    Ok(denied)
 }
 
 /// The requester's look at their request with the claim token: once it is

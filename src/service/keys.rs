@@ -7,6 +7,7 @@ use serde_json::json;
 use super::{App, Error, Result, admin_only};
 use crate::ids::KeyId;
 use crate::keys::{self, KeyRecord, Role};
+use crate::ledger::key_replay;
 use crate::store::{self, ledger::Entry};
 
 /// What a new key is for: checked, so it cannot be wrong.
@@ -136,6 +137,9 @@ pub async fn verify(app: &App, presented: &str) -> Result<KeyRecord> {
     if !keys::matches(presented, &hash) || !record.is_live(Utc::now()) {
         return Err(Error::Unauthorized);
     }
+    if !app.checked_keys.holds(&record) && !agrees_with_ledger(app, &mut c.conn(), &record).await? {
+        return Err(Error::Unauthorized);
+    }
     Ok(record)
 }
 
@@ -143,6 +147,69 @@ pub async fn verify(app: &App, presented: &str) -> Result<KeyRecord> {
 /// an id no key has: `not_found`, naming it.
 pub fn parse_id(text: &str) -> Result<KeyId> {
     KeyId::parse(text).ok_or_else(|| Error::not_found("key", text))
+}
+
+/// Whether a key row is what its ledger events made it (API.md section 9):
+/// each of its links hashes under the ledger's key, and the row's role,
+/// scope, person, issuer, expiry and revocation agree with them. A key
+/// that disagrees is refused as if unknown, and the log says why. Keys
+/// that agree are remembered by their row's content, so a key is read
+/// against its events once, and again whenever its row changes.
+async fn agrees_with_ledger(
+    app: &App,
+    conn: &mut store::Conn<'_>,
+    key: &KeyRecord,
+) -> Result<bool> {
+    let links = store::ledger::links_of(conn, key.id.as_str()).await?;
+    let forged = links
+        .iter()
+        .find(|(e, prev, hash)| e.hash(&app.seal.key, prev) != *hash);
+    let events: Vec<_> = links.iter().map(|(e, _, _)| e.clone()).collect();
+    let why = match forged {
+        Some((e, _, _)) => Some(format!(
+            "its event {} does not hash under the ledger's key",
+            e.n
+        )),
+        None => {
+            let first = store::ledger::first_key_event(conn).await?;
+            key_replay::distrust(key, &events, first)
+        }
+    };
+    if let Some(why) = why {
+        tracing::error!(key_id = %key.id, why = %why, "a key row disagrees with the ledger; refused");
+        return Ok(false);
+    }
+    app.checked_keys.remember(key);
+    Ok(true)
+}
+
+/// Keys whose rows were found to agree with their events, by the content
+/// of the row then: a changed row is checked again.
+#[derive(Default)]
+pub struct CheckedKeys(std::sync::Mutex<std::collections::HashMap<KeyId, String>>);
+
+impl CheckedKeys {
+    fn content(key: &KeyRecord) -> String {
+        format!(
+            "{}|{}|{}|{:?}|{:?}|{:?}",
+            key.role.as_str(),
+            key.modules.join(","),
+            key.person_id,
+            key.issued_by,
+            key.expires_at,
+            key.revoked_at
+        )
+    }
+
+    fn holds(&self, key: &KeyRecord) -> bool {
+        let seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        seen.get(&key.id) == Some(&Self::content(key))
+    }
+
+    fn remember(&self, key: &KeyRecord) {
+        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        seen.insert(key.id.clone(), Self::content(key));
+    }
 }
 
 /// The key with this id, live or not, if there is one.
@@ -204,6 +271,7 @@ pub(super) async fn issue_in(
         "modules": record.modules,
         "person_id": record.person_id,
         "issued_by": record.issued_by,
+        "expires_at": record.expires_at.map(|t| crate::ledger::job::time(&t)),
         "request": request,
     });
     log(

@@ -90,6 +90,10 @@ pub struct App {
     pub traffic: traffic::Traffic,
     /// The ledger's key and checkpoint.
     pub seal: seal::Seal,
+    /// Keys found to agree with their ledger events.
+    pub checked_keys: keys::CheckedKeys,
+    /// The live event streams open, per key.
+    pub streams: events::Streams,
 }
 
 impl App {
@@ -117,6 +121,8 @@ impl App {
             traffic: traffic::Traffic::default(),
             shutdown,
             seal,
+            checked_keys: keys::CheckedKeys::default(),
+            streams: events::Streams::default(),
         }))
     }
 

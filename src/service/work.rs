@@ -42,7 +42,7 @@ pub async fn extend_lease(app: &App, id: &JobId, owner: &str, ms: i64) -> Result
 /// Gives a lease back so the job is picked up at once.
 pub async fn release(app: &App, id: &JobId, owner: &str) -> Result<()> {
     let mut c = app.db.acquire().await?;
-    Ok(store::jobs::release(&mut c.conn(), id, owner).await?)
+    Ok(store::jobs::release(&mut c.conn(), id, owner, now_ms()).await?)
 }
 
 /// Does the work a claimed job in `state` needs. Nothing when the job has
@@ -346,11 +346,15 @@ async fn finish(
     event: Move,
     owner: &str,
 ) -> anyhow::Result<bool> {
+    // A validation's counts are in the event that ends it, so `ledger
+    // verify` finds counts edited in the row afterwards.
+    let detail =
+        (job.state == JobState::Validating).then(|| serde_json::json!({"counts": after.counts}));
     let by = MoveBy {
         event,
         actor: None,
         comment: None,
-        detail: None,
+        detail,
         lease_owner: Some(owner),
     };
     if store::jobs::transition(&mut tx.conn(), &app.seal.key, job, after, by).await? {

@@ -143,6 +143,10 @@ pub async fn insert_by(
         .bind(&job.revision_of).bind(job.revision.as_ref().map(to_json))
         .bind(job.mapping_applied.as_ref().map(to_json))
         .execute(c).await.map(|r| r.rows_affected()))?;
+    // The file's hash is in the upload's event, so `ledger verify` finds
+    // a row whose file was swapped.
+    let mut detail = detail.unwrap_or_else(|| serde_json::json!({}));
+    detail["file_sha256"] = serde_json::json!(job.file.sha256);
     add_event(
         conn,
         key,
@@ -153,7 +157,7 @@ pub async fn insert_by(
         job.state,
         Some(actor.as_str()),
         None,
-        detail,
+        Some(detail),
     )
     .await
 }
@@ -500,6 +504,23 @@ pub async fn set_counts(conn: &mut Conn<'_>, id: &JobId, counts: &Counts) -> Res
 
 /// Claims one job that needs the service's work and whose lease is free or
 /// lapsed. On PostgreSQL, `SKIP LOCKED` lets replicas claim side by side.
+/// The order work is taken in: fairly by submitter (API.md section 10),
+/// so that one person's many large uploads do not hold up another's
+/// small one. First the job whose submitter has the fewest jobs being
+/// worked on or waiting ahead of it; then the submitter served least
+/// recently (the latest lease of any of their jobs, which [`release`]
+/// leaves on a job after its work: never served comes first); then the
+/// oldest job.
+fn fair_order(work: &str) -> String {
+    format!(
+        "(SELECT COUNT(*) FROM ig_jobs o WHERE o.submitter = j.submitter \
+           AND o.state IN ({work}) AND (o.lease_until >= $3 OR o.id < j.id)), \
+         (SELECT COALESCE(MAX(o.lease_until), 0) FROM ig_jobs o \
+           WHERE o.submitter = j.submitter AND o.lease_until IS NOT NULL), \
+         j.id"
+    )
+}
+
 pub async fn claim(
     conn: &mut Conn<'_>,
     owner: &str,
@@ -507,15 +528,16 @@ pub async fn claim(
     lease_ms: i64,
 ) -> Result<Option<(JobId, JobState)>> {
     let lock = conn.dialect().claim_lock();
+    let work = state_list(&JobState::work_states());
     let sql = format!(
         "UPDATE ig_jobs SET lease_owner = $1, lease_until = $2 WHERE id = (\
-           SELECT id FROM ig_jobs \
-           WHERE state IN ({}) \
-             AND (lease_until IS NULL OR lease_until < $3) \
-           ORDER BY id LIMIT 1{lock}) \
+           SELECT j.id FROM ig_jobs j \
+           WHERE j.state IN ({work}) \
+             AND (j.lease_until IS NULL OR j.lease_until < $3) \
+           ORDER BY {order} LIMIT 1{lock}) \
          AND (lease_until IS NULL OR lease_until < $3) \
          RETURNING id, state",
-        state_list(&JobState::work_states())
+        order = fair_order(&work)
     );
     let got: Option<(JobId, String)> = on_conn!(conn, c => sqlx::query_as(&sql)
         .bind(owner).bind(now_ms + lease_ms).bind(now_ms).fetch_optional(c).await)?;
@@ -562,11 +584,12 @@ pub async fn record_failure(
 }
 
 /// Gives a lease back so the job is picked up at once (by this or another
-/// process).
-pub async fn release(conn: &mut Conn<'_>, id: &JobId, owner: &str) -> Result<()> {
+/// process). The lease ends at `now_ms`, just past: it stays on the job as
+/// the time its submitter was last served, which the fair order reads.
+pub async fn release(conn: &mut Conn<'_>, id: &JobId, owner: &str, now_ms: i64) -> Result<()> {
     on_conn!(conn, c => sqlx::query(
-        "UPDATE ig_jobs SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2")
-        .bind(id).bind(owner).execute(c).await.map(|r| r.rows_affected()))?;
+        "UPDATE ig_jobs SET lease_owner = NULL, lease_until = $3 WHERE id = $1 AND lease_owner = $2")
+        .bind(id).bind(owner).bind(now_ms - 1).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
 }
 

@@ -15,7 +15,7 @@ use crate::keys::{KeyRequest, RequestState, Role};
 use crate::on_conn;
 
 const COLUMNS: &str = "id, name, email, role, modules, reason, claim_hash, state, created_at, \
-    decided_at, decided_by, comment, key_id, collected_at";
+    decided_at, decided_by, comment, key_id, collected_at, client";
 
 fn record<R: Row>(row: &R) -> Result<KeyRequest>
 where
@@ -42,16 +42,17 @@ where
         comment: row.try_get("comment")?,
         key_id: row.try_get("key_id")?,
         collected_at: row.try_get("collected_at")?,
+        client: row.try_get("client")?,
     })
 }
 
 pub async fn insert(conn: &mut Conn<'_>, r: &KeyRequest) -> Result<()> {
     let modules = serde_json::to_string(&r.modules).unwrap_or_else(|_| "[]".into());
     on_conn!(conn, c => sqlx::query(
-        "INSERT INTO ig_key_requests (id, name, email, role, modules, reason, claim_hash, state, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)")
+        "INSERT INTO ig_key_requests (id, name, email, role, modules, reason, claim_hash, state, created_at, client) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)")
         .bind(&r.id).bind(&r.name).bind(&r.email).bind(r.role.as_str()).bind(&modules)
-        .bind(&r.reason).bind(&r.claim_hash).bind(r.state.as_str()).bind(r.created_at)
+        .bind(&r.reason).bind(&r.claim_hash).bind(r.state.as_str()).bind(r.created_at).bind(&r.client)
         .execute(c).await.map(|x| x.rows_affected()))?;
     Ok(())
 }
@@ -135,6 +136,21 @@ pub async fn purge_attempts(conn: &mut Conn<'_>, before: DateTime<Utc>) -> Resul
 pub async fn pending_count(conn: &mut Conn<'_>) -> Result<i64> {
     Ok(on_conn!(conn, c => sqlx::query_scalar(
         "SELECT COUNT(*) FROM ig_key_requests WHERE state = 'pending'").fetch_one(c).await)?)
+}
+
+/// How many requests from one client address wait for a decision.
+pub async fn pending_from(conn: &mut Conn<'_>, client: &str) -> Result<i64> {
+    Ok(on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT COUNT(*) FROM ig_key_requests WHERE client = $1 AND state = 'pending'")
+        .bind(client).fetch_one(c).await)?)
+}
+
+/// The ids of the requests from one client address that wait for a
+/// decision, oldest first.
+pub async fn pending_ids_from(conn: &mut Conn<'_>, client: &str) -> Result<Vec<String>> {
+    Ok(on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT id FROM ig_key_requests WHERE client = $1 AND state = 'pending' ORDER BY id")
+        .bind(client).fetch_all(c).await)?)
 }
 
 /// Records a decision on a pending request; false when it was not pending

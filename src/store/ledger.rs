@@ -122,6 +122,26 @@ pub async fn links(
     })
 }
 
+/// When the ledger's first `key_created` event was written, if one was.
+pub async fn first_key_event(conn: &mut Conn<'_>) -> Result<Option<DateTime<Utc>>> {
+    Ok(on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT MIN(at) FROM ig_job_events WHERE event = 'key_created'").fetch_one(c).await)?)
+}
+
+/// The links of one subject (a job, a key, a key request), in its own
+/// order, each with its stored previous hash and hash.
+pub async fn links_of(conn: &mut Conn<'_>, subject: &str) -> Result<Vec<(Event, String, String)>> {
+    on_conn!(conn, c => {
+        let rows = sqlx::query(
+            "SELECT job_id, n, at, event, from_state, to_state, actor, comment, detail, seq, prev_hash, hash \
+             FROM ig_job_events WHERE job_id = $1 ORDER BY n")
+            .bind(subject).fetch_all(c).await?;
+        rows.iter().map(|r| {
+            Ok((event(r)?, r.try_get("prev_hash")?, r.try_get("hash")?))
+        }).collect()
+    })
+}
+
 /// The links with these numbers (those the ledger has), in chain order.
 pub async fn links_numbered(conn: &mut Conn<'_>, seqs: &[i64]) -> Result<Vec<Event>> {
     if seqs.is_empty() {

@@ -490,3 +490,47 @@ async fn events_tail_prints_a_line_per_event() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// Live streams are bounded (API.md section 10): 8 per key, and a total
+/// (here 10) for the process; the ninth of one key, or one past the total,
+/// is `429`, and a stream given back makes room at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_streams_are_capped_per_key_and_in_all() {
+    let app = spawn_app_with(|s| s.limits.streams_total = 10).await;
+    let open = |key: String| {
+        app.client
+            .get(app.url("/api/events/stream"))
+            .header("X-API-Key", key)
+            .send()
+    };
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        let resp = open(app.admin.clone()).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        held.push(resp);
+    }
+    let ninth = open(app.admin.clone()).await.unwrap();
+    assert!(ninth.headers().contains_key("retry-after"));
+    problem(ninth, StatusCode::TOO_MANY_REQUESTS, "rate_limited").await;
+
+    let other = app.approver().await;
+    for _ in 0..2 {
+        let resp = open(other.clone()).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        held.push(resp);
+    }
+    let past_total = open(other.clone()).await.unwrap();
+    problem(past_total, StatusCode::TOO_MANY_REQUESTS, "rate_limited").await;
+
+    drop(held.pop());
+    let mut again = None;
+    for _ in 0..100 {
+        let resp = open(other.clone()).await.unwrap();
+        if resp.status() == StatusCode::OK {
+            again = Some(resp);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(again.is_some(), "a stream given back makes room");
+}

@@ -346,12 +346,23 @@ async fn key_requests_are_bounded_per_address_and_listed_a_page_at_a_time() {
         list["requests"][0]["modules"],
         json!(["customers", "orders"])
     );
-    // Ten an hour from one address, the refused one included: 8 more pass.
+    // Ten an hour from one address, the refused one included: 8 more pass
+    // (each denied as it comes, so that no more than 3 wait at once).
+    let deny = |id: String| {
+        app.client
+            .post(app.url(&format!("/api/key-requests/{id}/deny")))
+            .header("X-API-Key", &app.admin)
+            .json(&json!({"comment": "no"}))
+            .send()
+    };
+    let first = list["requests"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(deny(first).await.unwrap().status(), StatusCode::OK);
     for _ in 0..8 {
-        assert_eq!(
-            ask(json!(["customers"])).await.unwrap().status(),
-            StatusCode::CREATED
-        );
+        let resp = ask(json!(["customers"])).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::CREATED);
+        let made: serde_json::Value = resp.json().await.unwrap();
+        let id = made["id"].as_str().unwrap().to_string();
+        assert_eq!(deny(id).await.unwrap().status(), StatusCode::OK);
     }
     let resp = ask(json!(["customers"])).await.unwrap();
     assert!(resp.headers().contains_key("retry-after"));
@@ -378,6 +389,65 @@ async fn key_requests_are_bounded_per_address_and_listed_a_page_at_a_time() {
     sorted.sort();
     sorted.reverse();
     assert_eq!(seen, sorted, "newest first, no repeats");
+}
+
+/// At most 3 requests from one address wait at once; an admin denies all
+/// of them in one console action, each a decision of its own, and the
+/// address may ask again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_from_one_address_waits_its_turn_and_is_denied_at_once() {
+    let app = spawn_app().await;
+    let ask = || {
+        app.client
+            .post(app.url("/api/key-requests"))
+            .json(&json!({"name": "Rina Kusuma", "email": "rina@contoh.co.id",
+                          "role": "submitter", "modules": ["customers"], "reason": "reports"}))
+            .send()
+    };
+    for _ in 0..3 {
+        assert_eq!(ask().await.unwrap().status(), StatusCode::CREATED);
+    }
+    let refused = problem(
+        ask().await.unwrap(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "rate_limited",
+    )
+    .await;
+    assert!(
+        refused["detail"]
+            .as_str()
+            .unwrap()
+            .contains("from this address"),
+        "{refused}"
+    );
+
+    let mut c = Console::new(&app);
+    c.sign_in(&app.admin).await;
+    let page = c.page("/keys").await;
+    assert!(
+        page.contains("action=\"/keys/requests/deny-address\""),
+        "the action is offered"
+    );
+    assert!(
+        page.contains("value=\"127.0.0.1\""),
+        "for the requests' address"
+    );
+    let csrf = crate::console::csrf_of(&page);
+    let resp = c
+        .post(
+            "/keys/requests/deny-address",
+            &[("_csrf", &csrf), ("address", "127.0.0.1")],
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::SEE_OTHER);
+    let list = app.get_json(&app.admin, "/api/key-requests").await;
+    let states: Vec<&str> = (list["requests"].as_array().unwrap().iter())
+        .map(|r| r["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["denied", "denied", "denied"], "{list}");
+    assert_eq!(ask().await.unwrap().status(), StatusCode::CREATED);
+    let (ok, out) = crate::ledger::verify(&app);
+    assert!(ok, "{out}");
 }
 
 /// A pending request expires, an approved one must be collected in time,

@@ -210,6 +210,97 @@ async fn deleting_the_newest_key_event_is_found_by_the_checkpoint() {
     assert!(out.contains("the newest events were deleted"), "{out}");
 }
 
+/// A key raised to admin of every module, or un-revoked, in the database
+/// (the events untouched) is refused by the service and found by `ledger
+/// verify`: a key row must be what its events made it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_raised_or_unrevoked_in_the_database_is_refused_and_found() {
+    let app = spawn_app().await;
+    let (raised, raised_id) = app.key("Budi Santoso", "submitter", &["customers"]).await;
+    assert_eq!(
+        app.get(&raised, "/api/jobs").await.status(),
+        reqwest::StatusCode::OK
+    );
+    app.sql(&format!(
+        "UPDATE ig_keys SET role = 'admin', modules = '[\"*\"]' WHERE id = '{raised_id}'"
+    ))
+    .await;
+    for path in ["/api/keys", "/api/jobs"] {
+        let resp = app.get(&raised, path).await;
+        assert_eq!(resp.status(), reqwest::StatusCode::UNAUTHORIZED, "{path}");
+    }
+    let (ok, out) = verify(&app);
+    assert!(!ok, "{out}");
+    assert!(out.contains(&raised_id) && out.contains("role"), "{out}");
+    app.sql(&format!(
+        "UPDATE ig_keys SET role = 'submitter', modules = '[\"customers\"]' WHERE id = '{raised_id}'"
+    ))
+    .await;
+    assert_eq!(
+        app.get(&raised, "/api/jobs").await.status(),
+        reqwest::StatusCode::OK
+    );
+
+    let (revoked, revoked_id) = app.key("Siti Rahayu", "approver", &["*"]).await;
+    let resp = app
+        .client
+        .delete(app.url(&format!("/api/keys/{revoked_id}")))
+        .header("X-API-Key", &app.admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), reqwest::StatusCode::OK);
+    app.sql(&format!(
+        "UPDATE ig_keys SET revoked_at = NULL WHERE id = '{revoked_id}'"
+    ))
+    .await;
+    let resp = app.get(&revoked, "/api/jobs").await;
+    assert_eq!(
+        resp.status(),
+        reqwest::StatusCode::UNAUTHORIZED,
+        "un-revoked"
+    );
+    let (ok, out) = verify(&app);
+    assert!(!ok && out.contains(&revoked_id), "{out}");
+}
+
+/// Editing a job's counts or its file's hash in the jobs table is found:
+/// the upload's event holds the hash, the validation's last event the
+/// counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edited_counts_or_file_hash_are_found() {
+    let (app, id) = ledger().await;
+    let (ok, out) = verify(&app);
+    assert!(ok, "{out}");
+    let before = app
+        .sql(&format!(
+            "SELECT counts, file_sha256 FROM ig_jobs WHERE id = '{id}'"
+        ))
+        .await;
+    let (counts, sha) = (before[0][0].clone().unwrap(), before[0][1].clone().unwrap());
+    let edited = counts.replacen("\"errors\":0", "\"errors\":7", 1);
+    assert_ne!(edited, counts, "{counts}");
+    app.sql(&format!(
+        "UPDATE ig_jobs SET counts = '{edited}' WHERE id = '{id}'"
+    ))
+    .await;
+    let (ok, out) = verify(&app);
+    assert!(!ok && out.contains("counts"), "{out}");
+    app.sql(&format!(
+        "UPDATE ig_jobs SET counts = '{counts}', file_sha256 = '{}' WHERE id = '{id}'",
+        "0".repeat(64)
+    ))
+    .await;
+    let (ok, out) = verify(&app);
+    assert!(!ok && out.contains("file_sha256"), "{out}");
+    app.sql(&format!(
+        "UPDATE ig_jobs SET file_sha256 = '{sha}' WHERE id = '{id}'"
+    ))
+    .await;
+    let (ok, out) = verify(&app);
+    assert!(ok, "{out}");
+}
+
 /// Editing a job's submitter or its decisions in the jobs table (the
 /// events untouched) is found: the row must be what its events made it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

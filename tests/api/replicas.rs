@@ -755,7 +755,8 @@ async fn a_database_of_the_earlier_migration_runner_is_adopted() {
         .map(|e| e.unwrap().path())
         .collect();
     steps.sort();
-    assert_eq!(steps.len(), 15, "{steps:?}");
+    assert!(steps.len() >= 15, "{steps:?}");
+    let total = steps.len() as i64;
 
     // What the runner left after its twelfth step.
     let db = Db::connect(&url).await.unwrap();
@@ -782,7 +783,7 @@ async fn a_database_of_the_earlier_migration_runner_is_adopted() {
         assert_eq!(ready.status(), StatusCode::OK, "{round} start");
         drop(replica);
         let applied = "SELECT COUNT(*) FROM _sqlx_migrations WHERE success";
-        assert_eq!(count(&db, applied, None).await, 15, "{round} start");
+        assert_eq!(count(&db, applied, None).await, total, "{round} start");
         let adopted = "SELECT COUNT(*) FROM _sqlx_migrations WHERE execution_time = -1";
         assert_eq!(count(&db, adopted, None).await, 12, "{round} start");
         assert_eq!(count(&db, "SELECT COUNT(*) FROM ig_schema", None).await, 12);

@@ -84,3 +84,64 @@ async fn a_rollback_that_keeps_failing_leaves_the_import_committed() {
     assert_eq!(job["problem"]["code"], "work_failed");
     assert_eq!(app.count("uc_scrm_customers").await, 1, "nothing undone");
 }
+
+/// Uploads customers without waiting for the validation; the job's id.
+async fn queued(app: &TestApp, key: &str, csv: String) -> String {
+    let resp = app
+        .client
+        .post(app.url("/api/import/customers"))
+        .header("X-API-Key", key)
+        .header("Content-Type", "text/csv")
+        .body(csv)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), reqwest::StatusCode::ACCEPTED);
+    let job: serde_json::Value = resp.json().await.unwrap();
+    job["id"].as_str().unwrap().to_string()
+}
+
+/// Customers with numbers from `from`, `rows` of them.
+fn customers(from: usize, rows: usize) -> String {
+    let mut csv = String::from("customer_name,wa_number,city\n");
+    for i in from..from + rows {
+        csv.push_str(&format!("Pelanggan {i},0812{i:08},Bandung\n"));
+    }
+    csv
+}
+
+/// Work is taken fairly by submitter (API.md section 10): with one worker
+/// busy on one person's large upload and three more of theirs waiting,
+/// another person's one-row upload is validated before the first person's
+/// later ones, not after them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_persons_small_upload_does_not_wait_behind_a_queue_of_large_ones() {
+    let app = spawn_app_with(|s| s.workers = 1).await;
+    let (busy, _) = app.key("Budi Santoso", "submitter", &["*"]).await;
+    let (other, _) = app.key("Siti Rahayu", "submitter", &["*"]).await;
+    let mut large = Vec::new();
+    // The first keeps the one worker busy while the rest arrive.
+    for (from, rows) in [
+        (0, 150_000),
+        (200_000, 5_000),
+        (300_000, 5_000),
+        (400_000, 5_000),
+    ] {
+        large.push(queued(&app, &busy, customers(from, rows)).await);
+    }
+    let small = queued(&app, &other, customers(900_000, 1)).await;
+    for id in large.iter().chain([&small]) {
+        app.wait_done(&app.admin, id).await;
+    }
+    let order: Vec<String> = app
+        .sql("SELECT job_id FROM ig_job_events WHERE from_state = 'validating' ORDER BY seq")
+        .await
+        .into_iter()
+        .map(|r| r[0].clone().unwrap())
+        .collect();
+    let at = |id: &str| order.iter().position(|o| o == id).unwrap();
+    assert!(
+        at(&small) < at(&large[2]),
+        "the small upload waited behind the other person's queue: {order:?}"
+    );
+}
