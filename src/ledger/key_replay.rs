@@ -79,12 +79,18 @@ pub fn distrust(
     events: &[Event],
     first_key_event: Option<DateTime<Utc>>,
 ) -> Option<String> {
-    if events.iter().any(|e| e.event == "key_created") {
+    if has_created(events) {
         return key_mismatch(key, events);
     }
     first_key_event
         .filter(|first| key.created_at >= *first)
         .map(|_| "the key has no key_created event".to_string())
+}
+
+/// Whether the events hold the key's `key_created`; without it
+/// [`distrust`] needs the time of the ledger's first one.
+pub fn has_created(events: &[Event]) -> bool {
+    events.iter().any(|e| e.event == "key_created")
 }
 
 fn differs(field: &str, row: &str, event: Option<String>) -> String {

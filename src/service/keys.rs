@@ -171,7 +171,13 @@ async fn agrees_with_ledger(
             e.n
         )),
         None => {
-            let first = store::ledger::first_key_event(conn).await?;
+            // The ledger's first key event is looked for (a scan of the
+            // events) only for a key that has none of its own.
+            let first = if key_replay::has_created(&events) {
+                None
+            } else {
+                store::ledger::first_key_event(conn).await?
+            };
             key_replay::distrust(key, &events, first)
         }
     };

@@ -136,6 +136,18 @@ impl TestApp {
         )
     }
 
+    /// Revokes a key through the API, as the first admin; it must work.
+    pub async fn revoke(&self, key_id: &str) {
+        let resp = self
+            .client
+            .delete(self.url(&format!("/api/keys/{key_id}")))
+            .header("X-API-Key", &self.admin)
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(resp.status(), StatusCode::OK, "revoke {key_id}");
+    }
+
     pub async fn submitter(&self) -> String {
         self.key("Budi Santoso", "submitter", &["*"]).await.0
     }

@@ -38,14 +38,7 @@ async fn requests_without_a_live_key_are_unauthorized() {
     .await;
     // Revoked.
     assert_eq!(app.get(&key, "/api/jobs").await.status(), StatusCode::OK);
-    let revoke = app
-        .client
-        .delete(app.url(&format!("/api/keys/{id}")))
-        .header("X-API-Key", &app.admin)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(revoke.status(), StatusCode::OK);
+    app.revoke(&id).await;
     problem(
         app.get(&key, "/api/jobs").await,
         StatusCode::UNAUTHORIZED,

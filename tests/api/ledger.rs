@@ -189,14 +189,7 @@ async fn deleting_the_newest_events_is_found_by_the_checkpoint() {
 async fn deleting_the_newest_key_event_is_found_by_the_checkpoint() {
     let app = spawn_app().await;
     let (_, id) = app.key("Budi Santoso", "submitter", &["*"]).await;
-    let resp = app
-        .client
-        .delete(app.url(&format!("/api/keys/{id}")))
-        .header("X-API-Key", &app.admin)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), reqwest::StatusCode::OK);
+    app.revoke(&id).await;
     let (ok, out) = verify_with(&app, true);
     assert!(ok, "{out}");
     app.sql("DELETE FROM ig_job_events WHERE seq = (SELECT MAX(seq) FROM ig_job_events)")
@@ -242,14 +235,7 @@ async fn a_key_raised_or_unrevoked_in_the_database_is_refused_and_found() {
     );
 
     let (revoked, revoked_id) = app.key("Siti Rahayu", "approver", &["*"]).await;
-    let resp = app
-        .client
-        .delete(app.url(&format!("/api/keys/{revoked_id}")))
-        .header("X-API-Key", &app.admin)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), reqwest::StatusCode::OK);
+    app.revoke(&revoked_id).await;
     app.sql(&format!(
         "UPDATE ig_keys SET revoked_at = NULL WHERE id = '{revoked_id}'"
     ))

@@ -9,6 +9,7 @@
 //! addresses checked must be the ones connected to.
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 /// How long a host may take to resolve when an endpoint is registered.
@@ -134,24 +135,27 @@ const V6_SPECIAL: &[&str] = &[
 /// copy it (`ip_rfc`) predate the registry's newer blocks; the blocks are
 /// listed here from the registries and matched with `ipnet`.
 pub fn public(ip: IpAddr) -> bool {
+    static V4: LazyLock<Vec<ipnet::Ipv4Net>> = LazyLock::new(|| blocks(V4_SPECIAL));
+    static V6: LazyLock<Vec<ipnet::Ipv6Net>> = LazyLock::new(|| blocks(V6_SPECIAL));
     match ip {
-        IpAddr::V4(v4) => !within(V4_SPECIAL, |n: ipnet::Ipv4Net| n.contains(&v4)),
+        IpAddr::V4(v4) => !V4.iter().any(|n| n.contains(&v4)),
         IpAddr::V6(v6) => {
             if let Some(v4) = v6.to_ipv4_mapped() {
                 return public(IpAddr::V4(v4));
             }
             let global_unicast = (v6.segments()[0] & 0xe000) == 0x2000;
-            global_unicast && !within(V6_SPECIAL, |n: ipnet::Ipv6Net| n.contains(&v6))
+            global_unicast && !V6.iter().any(|n| n.contains(&v6))
         }
     }
 }
 
-/// Whether any block of `table` holds the address `inside` asks about.
-fn within<N: std::str::FromStr>(table: &[&str], inside: impl Fn(N) -> bool) -> bool {
-    table
-        .iter()
-        .filter_map(|block| block.parse::<N>().ok())
-        .any(inside)
+/// A table of blocks, parsed once. A block that does not parse is a
+/// mistake in the table, not something to skip (the unit tests parse
+/// both tables).
+fn blocks<N: std::str::FromStr>(table: &[&str]) -> Vec<N> {
+    (table.iter())
+        .map(|b| b.parse().unwrap_or_else(|_| panic!("{b} is not a block")))
+        .collect()
 }
 
 #[cfg(test)]
