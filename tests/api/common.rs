@@ -118,6 +118,11 @@ impl TestApp {
         format!("{}{}", self.base, path)
     }
 
+    /// The test's own directory (its SQLite file, its ledger files).
+    pub fn dir(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
     /// Creates a key through the API; returns (secret, key id).
     pub async fn key(&self, name: &str, role: &str, modules: &[&str]) -> (String, String) {
         let resp = self

@@ -12,11 +12,14 @@ use crate::common::*;
 const BIN: &str = env!("CARGO_BIN_EXE_importgate");
 
 /// `ledger verify` on the app's database with its key; the checkpoint is
-/// the service's own unless `checkpoint` is false.
+/// the service's own unless `checkpoint` is false. It runs in the test's
+/// own directory: on PostgreSQL the default checkpoint is looked for in
+/// the working directory, where another run's file must not be found.
 fn verify_with(app: &TestApp, checkpoint: bool) -> (bool, String) {
     let (key, point) = app.app.settings.ledger_files();
     let mut cmd = Command::new(BIN);
-    cmd.args(["ledger", "verify", "--database", &app.database])
+    cmd.current_dir(app.dir())
+        .args(["ledger", "verify", "--database", &app.database])
         .arg("--ledger-key-file")
         .arg(&key);
     if checkpoint {
