@@ -109,6 +109,11 @@ pub struct Settings {
     /// The wait after the first failed attempt; it doubles each time, up
     /// to five minutes.
     pub work_retry_ms: i64,
+    /// Space kept free on a SQLite database's disk: below it uploads are
+    /// refused (`503`) and a validation stops before its next batch, so
+    /// that the stop itself, its record and the cleanup can still be
+    /// written (API.md section 6). PostgreSQL's disk is the server's.
+    pub disk_reserve_bytes: u64,
     /// A key request not decided within this many seconds expires.
     pub key_request_pending_secs: i64,
     /// An approved key request not collected within this many seconds
@@ -208,6 +213,7 @@ impl Default for Settings {
             shutdown_grace_ms: 10_000,
             work_attempts: 5,
             work_retry_ms: 5_000,
+            disk_reserve_bytes: 64 << 20,
             key_request_pending_secs: 7 * 24 * 3600,
             key_request_collect_secs: 72 * 3600,
             limits: Limits::default(),
@@ -240,6 +246,7 @@ pub struct FileSettings {
     pub shutdown_grace_seconds: Option<u64>,
     pub work_attempts: Option<i64>,
     pub work_retry_seconds: Option<f64>,
+    pub disk_reserve_mb: Option<f64>,
     pub key_request_pending_days: Option<f64>,
     pub key_request_collect_hours: Option<f64>,
     pub max_body_bytes: Option<u64>,
@@ -317,6 +324,9 @@ impl FileSettings {
         }
         if let Some(v) = self.work_retry_seconds {
             s.work_retry_ms = (v * 1000.0).max(1.0) as i64;
+        }
+        if let Some(v) = self.disk_reserve_mb {
+            s.disk_reserve_bytes = (v.max(0.0) * 1_048_576.0) as u64;
         }
         if let Some(v) = self.key_request_pending_days {
             s.key_request_pending_secs = (v * 86_400.0).max(1.0) as i64;

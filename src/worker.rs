@@ -97,14 +97,21 @@ async fn webhook_loop(app: Arc<App>, owner: String) {
 /// How long a delivery round waits after a move for the moves behind it.
 const GATHER: Duration = Duration::from_millis(50);
 
+/// The longest a worker waits between claims while the database refuses
+/// them (out of reach, a full disk).
+const CLAIM_BACKOFF_CAP: Duration = Duration::from_secs(60);
+
 async fn work_loop(app: Arc<App>, owner: String) {
     let mut stop = app.shutdown.subscribe();
+    let mut refused = 0u32;
     loop {
         if *stop.borrow() {
             return;
         }
+        let mut wait = Duration::from_secs(1);
         match work::claim(&app, &owner).await {
             Ok(Some((id, state))) => {
+                refused = 0;
                 if let Err(e) = run(&app, &owner, &id, state).await {
                     error!(job = %id, error = %e, "job work failed");
                     // Backs off before the job is claimed again, or gives
@@ -115,12 +122,26 @@ async fn work_loop(app: Arc<App>, owner: String) {
                 }
                 continue;
             }
-            Ok(None) => {}
-            Err(e) => warn!(error = %e, "cannot claim work"),
+            Ok(None) => refused = 0,
+            Err(e) => {
+                // Each refusal in a row doubles the wait, so that a database
+                // that takes no write is not asked in a loop.
+                refused = refused.saturating_add(1);
+                wait = crate::service::retry::backoff(wait, i64::from(refused), CLAIM_BACKOFF_CAP);
+                warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "cannot claim work");
+            }
+        }
+        if refused > 0 {
+            // New work is no reason to ask a refusing database sooner.
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {},
+                _ = stop.changed() => {},
+            }
+            continue;
         }
         tokio::select! {
             _ = app.work.notified() => {},
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {},
+            _ = tokio::time::sleep(wait) => {},
             _ = stop.changed() => {},
         }
     }

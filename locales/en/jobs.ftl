@@ -194,6 +194,8 @@ job-problem-rollback_conflict = Rows changed since the commit
 job-problem-rollback_conflict-detail = Rows written by this import changed since; nothing was undone.
 job-problem-work_failed = The work kept failing
 job-problem-work_failed-detail = The service tried several times and failed the same way each time.
+job-problem-no_space = The database ran out of disk space
+job-problem-no_space-detail = The service tried several times, waiting longer each time, and the database's disk was full each time. Nothing of this job is kept; upload the file again once an administrator has freed space.
 
 count-excluded = Excluded
 preview-fixed-was = file had

@@ -202,6 +202,8 @@ job-problem-rollback_conflict = Baris berubah sejak ditulis
 job-problem-rollback_conflict-detail = Baris yang ditulis impor ini sudah berubah; tidak ada yang dibatalkan.
 job-problem-work_failed = Pekerjaan terus gagal
 job-problem-work_failed-detail = Layanan mencoba beberapa kali dan gagal dengan cara yang sama setiap kali.
+job-problem-no_space = Ruang disk basis data habis
+job-problem-no_space-detail = Layanan mencoba beberapa kali, menunggu makin lama setiap kali, dan disk basis data selalu penuh. Tidak ada bagian pekerjaan ini yang disimpan; unggah berkas lagi setelah administrator mengosongkan ruang.
 
 count-excluded = Dikeluarkan
 preview-fixed-was = di berkas

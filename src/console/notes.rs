@@ -172,6 +172,10 @@ pub fn problem(p: &JobProblem) -> (String, String) {
             t!("job-problem-work_failed"),
             t!("job-problem-work_failed-detail"),
         ),
+        P::NoSpace => (
+            t!("job-problem-no_space"),
+            t!("job-problem-no_space-detail"),
+        ),
     };
     let detail = t!(
         "problem-detail-with-exact",

@@ -31,7 +31,7 @@ async fn readyz(State(app): State<Arc<App>>) -> Result<Json<Value>, Problem> {
             StatusCode::SERVICE_UNAVAILABLE,
             Code::NotReady,
             "Not ready",
-            "the database does not answer",
+            "the database takes no write now: out of reach, read-only, or its disk full",
         ))
     }
 }

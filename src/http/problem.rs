@@ -72,6 +72,8 @@ pub enum Code {
     Internal,
     /// 503: the database does not answer.
     NotReady,
+    /// 503: the database's disk is full, or under the space kept free.
+    NoSpace,
 }
 
 impl Code {
@@ -101,6 +103,7 @@ impl Code {
             Code::RateLimited => "rate_limited",
             Code::Internal => "internal",
             Code::NotReady => "not_ready",
+            Code::NoSpace => "no_space",
         }
     }
 }
@@ -454,6 +457,16 @@ impl From<ServiceError> for Problem {
                 detail,
             )
             .header(header::RETRY_AFTER, retry_after.max(1).to_string()),
+            ServiceError::Store(e) if e.is_out_of_space() => {
+                tracing::warn!(error = %e, "the database's disk is full");
+                Problem::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Code::NoSpace,
+                    "The database's disk is full",
+                    "the database has no room for this now; nothing was changed, try again once an administrator has freed space",
+                )
+                .header(header::RETRY_AFTER, "60".to_string())
+            }
             ServiceError::Store(e) if e.is_unavailable() => {
                 tracing::warn!(error = %e, "the database cannot take requests now");
                 Problem::new(

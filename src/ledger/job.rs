@@ -232,6 +232,9 @@ pub enum ProblemCode {
     /// `failed` (validation, commit) or `committed` (rollback): the work
     /// failed the same way every time it was tried; the error is named.
     WorkFailed,
+    /// `failed` (validation, commit) or `committed` (rollback): the
+    /// database's disk was full every time the work was tried.
+    NoSpace,
 }
 
 impl ProblemCode {
@@ -251,6 +254,7 @@ impl ProblemCode {
             ProblemCode::DatabaseError => "database_error",
             ProblemCode::RollbackConflict => "rollback_conflict",
             ProblemCode::WorkFailed => "work_failed",
+            ProblemCode::NoSpace => "no_space",
         }
     }
 }

@@ -184,11 +184,7 @@ fn rollback_conflict(job: &Job, c: Conflicts) -> JobProblem {
 /// was written: each attempt's transaction was rolled back).
 pub fn gave_up(job: &Job, error: &str, attempts: i64, now: DateTime<Utc>) -> Option<Job> {
     let mut after = moved(job, Move::GaveUp, now)?;
-    let (what, outcome) = match job.state {
-        super::JobState::Validating => ("validation", "nothing was staged"),
-        super::JobState::Committing => ("commit", "nothing was written"),
-        _ => ("rollback", "nothing was undone; the import stays committed"),
-    };
+    let (what, outcome) = work_of(job);
     after.problem = Some(JobProblem::new(
         ProblemCode::WorkFailed,
         "The service could not finish this job",
@@ -197,6 +193,31 @@ pub fn gave_up(job: &Job, error: &str, attempts: i64, now: DateTime<Utc>) -> Opt
         ),
     ));
     Some(after)
+}
+
+/// The move that ends work the database's full disk stopped `attempts`
+/// times: like [`gave_up`], with the problem `no_space` (API.md section 6).
+pub fn out_of_space(job: &Job, attempts: i64, now: DateTime<Utc>) -> Option<Job> {
+    let mut after = moved(job, Move::GaveUp, now)?;
+    let (what, outcome) = work_of(job);
+    after.problem = Some(JobProblem::new(
+        ProblemCode::NoSpace,
+        "The database ran out of disk space",
+        format!(
+            "the {what} found the database's disk full {attempts} times, waiting longer each \
+             time, so it was stopped ({outcome}); free space and try again"
+        ),
+    ));
+    Some(after)
+}
+
+/// The work a job in a work state was doing, and what its stop left.
+fn work_of(job: &Job) -> (&'static str, &'static str) {
+    match job.state {
+        super::JobState::Validating => ("validation", "nothing was staged"),
+        super::JobState::Committing => ("commit", "nothing was written"),
+        _ => ("rollback", "nothing was undone; the import stays committed"),
+    }
 }
 
 /// The note that the process working on a job stopped and its restart took
@@ -398,6 +419,16 @@ pub(crate) mod tests {
         assert_eq!(event, Move::RollbackConflict);
         assert_eq!(after.state, JobState::Committed);
         assert_eq!(after.problem.unwrap().code, ProblemCode::RollbackConflict);
+    }
+
+    #[test]
+    fn a_full_disk_ends_the_work_with_no_space() {
+        let after = out_of_space(&job(JobState::Committing, OnError::Fail), 3, now()).unwrap();
+        assert_eq!(after.state, JobState::Failed);
+        let p = after.problem.unwrap();
+        assert_eq!(p.code, ProblemCode::NoSpace);
+        assert!(p.detail.contains("full 3 times"), "{}", p.detail);
+        assert!(p.detail.contains("nothing was written"), "{}", p.detail);
     }
 
     #[test]

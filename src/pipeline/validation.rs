@@ -65,6 +65,9 @@ pub struct Setup {
     /// the database then neither loses the job while it makes progress nor,
     /// once it has lost it, writes a batch into the new run's rows.
     pub lease: Option<(String, i64)>,
+    /// Space kept free on the database's disk: a batch is not written
+    /// below it ([`Db::room`]).
+    pub disk_reserve: u64,
 }
 
 /// Validates a job's file and stages its rows. Running it again starts over.
@@ -426,7 +429,11 @@ async fn stage_rows(
                 last_progress = Instant::now();
                 counts.clone()
             });
-            if let Err(e) = loader.load(staged, progress).await {
+            let written = match db.room(setup.disk_reserve).await {
+                Ok(()) => loader.load(staged, progress).await,
+                Err(full) => Err(full.into()),
+            };
+            if let Err(e) = written {
                 // The writer's own error says more than that it stopped.
                 loader.finish().await?;
                 return Err(e);

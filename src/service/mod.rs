@@ -139,9 +139,19 @@ impl App {
         })
     }
 
-    /// Whether the database answers (for readiness).
+    /// Whether the database takes writes, with room to grow beyond the
+    /// space kept free (for readiness).
     pub async fn ready(&self) -> bool {
-        self.db.ping(std::time::Duration::from_secs(2)).await
+        if !self.db.ping(std::time::Duration::from_secs(2)).await {
+            return false;
+        }
+        match self.db.room(self.settings.disk_reserve_bytes).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "not ready: the database's disk is full");
+                false
+            }
+        }
     }
 
     /// Names behind key ids, for masking people when they are shown.

@@ -242,6 +242,7 @@ where
     E: std::fmt::Display,
 {
     let module = target(app, actor, up.module)?;
+    app.db.room(app.settings.disk_reserve_bytes).await?;
     let mapping_applied = named_mapping(app, module, &up.options).await?;
     let stored = store_body(app, body, app.settings.limits.body_bytes).await?;
     let format = match up.format {

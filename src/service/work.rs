@@ -27,10 +27,15 @@ fn now_ms() -> i64 {
 }
 
 /// Claims one job that needs the service's work and whose lease is free
-/// or lapsed, for `owner`.
+/// or lapsed, for `owner`. In a transaction of its own: SQLite hands out
+/// an `UPDATE … RETURNING`'s row before the statement's own commit, whose
+/// failure (a full disk) would pass unseen and leave the job unleased, to
+/// be claimed again at once.
 pub async fn claim(app: &App, owner: &str) -> Result<Option<(JobId, JobState)>> {
-    let mut c = app.db.acquire().await?;
-    Ok(store::jobs::claim(&mut c.conn(), owner, now_ms(), app.settings.lease_ms).await?)
+    let mut tx = app.db.begin().await?;
+    let got = store::jobs::claim(&mut tx.conn(), owner, now_ms(), app.settings.lease_ms).await?;
+    tx.commit().await?;
+    Ok(got)
 }
 
 /// Extends a held lease by `ms`; false when another worker holds it now.
@@ -86,6 +91,7 @@ async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
             })
             .collect(),
         lease: Some((owner.to_string(), app.settings.lease_ms)),
+        disk_reserve: app.settings.disk_reserve_bytes,
     };
     let started = Instant::now();
     let found = match read(app, module, job, &setup).await? {
@@ -270,41 +276,92 @@ async fn rollback(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
 /// The longest wait before a job's work is tried again after a failure.
 const RETRY_CAP: Duration = Duration::from_secs(5 * 60);
 
+/// The failure recorded for an attempt stopped by a full disk: always the
+/// same text, so that the attempts count up whichever write hit it.
+const NO_SPACE: &str = "the database's disk is full";
+
 /// After an attempt at a job's work failed: a transient error (a lost
 /// connection, a lock) only backs off; any other is counted, and after
 /// `work_attempts` attempts in a row that failed with the same error the
 /// service gives up on the job (the ledger's `gave_up` move, the error as
 /// its problem). Before that, each failure waits twice as long as the one
-/// before (from `work_retry_ms`, at most [`RETRY_CAP`]).
+/// before (from `work_retry_ms`, at most [`RETRY_CAP`]). A full disk is
+/// counted too, after a validation's staged rows are let go (the attempt
+/// can then be written), and ends the job `no_space`.
 pub async fn attempt_failed(
     app: &App,
     owner: &str,
     id: &JobId,
     error: &anyhow::Error,
 ) -> Result<()> {
-    let retry = app.settings.work_retry_ms;
+    if is_out_of_space(error) {
+        metrics::counter!("importgate_work_failures_total", "kind" => "no_space").increment(1);
+        discard_staged(app, id).await;
+        return counted(app, owner, id, NO_SPACE).await;
+    }
     if is_transient(error) {
         metrics::counter!("importgate_work_failures_total", "kind" => "transient").increment(1);
-        extend_lease(app, id, owner, retry).await?;
+        extend_lease(app, id, owner, app.settings.work_retry_ms).await?;
         return Ok(());
     }
     metrics::counter!("importgate_work_failures_total", "kind" => "error").increment(1);
-    let text = format!("{error:#}");
+    counted(app, owner, id, &format!("{error:#}")).await
+}
+
+/// Records a failed attempt; backs off, or gives up after the last one.
+async fn counted(app: &App, owner: &str, id: &JobId, text: &str) -> Result<()> {
     let attempts = {
-        let mut c = app.db.acquire().await?;
-        store::jobs::record_failure(&mut c.conn(), id, owner, &text).await?
+        // In a transaction, so that a commit the disk refuses is seen.
+        let mut tx = app.db.begin().await?;
+        let attempts = store::jobs::record_failure(&mut tx.conn(), id, owner, text).await?;
+        tx.commit().await?;
+        attempts
     };
     let Some(attempts) = attempts else {
         // Another worker holds the job now.
         return Ok(());
     };
     if attempts >= app.settings.work_attempts {
-        return give_up(app, owner, id, &text, attempts).await;
+        return give_up(app, owner, id, text, attempts).await;
     }
-    let base = Duration::from_millis(retry.max(0) as u64);
+    let base = Duration::from_millis(app.settings.work_retry_ms.max(0) as u64);
     let wait = super::retry::backoff(base, attempts, RETRY_CAP);
     extend_lease(app, id, owner, wait.as_millis() as i64).await?;
     Ok(())
+}
+
+/// Lets go of the rows a validation stopped by a full disk staged, so that
+/// the space is there for the attempt's record and for other work. A
+/// commit's or rollback's stage is the approved preview and stays.
+async fn discard_staged(app: &App, id: &JobId) {
+    let discard = async {
+        let job = jobs::find(app, id).await?;
+        if job.state != JobState::Validating {
+            return Ok(());
+        }
+        let module = module_of(app, &job)?;
+        let mut tx = app.db.begin().await?;
+        store::stage::Stage::discard(&mut tx.conn(), module, id).await?;
+        tx.commit().await?;
+        anyhow::Ok(())
+    };
+    if let Err(e) = discard.await {
+        warn!(job = %id, error = %e, "cannot let go of the rows staged before the disk was full");
+    }
+}
+
+/// Whether an error is the database's (or a file's) full disk.
+fn is_out_of_space(error: &anyhow::Error) -> bool {
+    error.chain().any(|e| {
+        if let Some(e) = e.downcast_ref::<sqlx::Error>() {
+            return crate::store::out_of_space(e);
+        }
+        if let Some(e) = e.downcast_ref::<crate::store::StoreError>() {
+            return e.is_out_of_space();
+        }
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(crate::store::io_out_of_space)
+    })
 }
 
 /// Whether an error is one that passes by itself: the database was out of
@@ -323,7 +380,12 @@ fn is_transient(error: &anyhow::Error) -> bool {
 /// Ends a job whose work kept failing with the same error.
 async fn give_up(app: &App, owner: &str, id: &JobId, error: &str, attempts: i64) -> Result<()> {
     let job = jobs::find(app, id).await?;
-    let Some(after) = outcome::gave_up(&job, error, attempts, now()) else {
+    let after = if error == NO_SPACE {
+        outcome::out_of_space(&job, attempts, now())
+    } else {
+        outcome::gave_up(&job, error, attempts, now())
+    };
+    let Some(after) = after else {
         return Ok(());
     };
     let tx = app.db.begin().await?;

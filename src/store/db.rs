@@ -56,6 +56,32 @@ macro_rules! on_conn {
 }
 
 impl Db {
+    /// `Ok` while the database has at least `reserve` bytes to grow into;
+    /// [`StoreError::NoSpace`] below. Only a SQLite file's disk is seen
+    /// here (its free space, and the pages the file holds free inside it:
+    /// what a stopped validation staged is freed there, not on the disk);
+    /// a PostgreSQL server's full disk is its own error.
+    pub async fn room(&self, reserve: u64) -> Result<()> {
+        let Db::Sqlite(pool) = self else {
+            return Ok(());
+        };
+        let Some(disk) = sqlite::connect::free_bytes(pool) else {
+            return Ok(());
+        };
+        if disk >= reserve {
+            return Ok(());
+        }
+        let free = disk.saturating_add(sqlite::connect::free_pages_bytes(pool).await?);
+        if free >= reserve {
+            return Ok(());
+        }
+        Err(StoreError::NoSpace(format!(
+            "the database has {} MiB to grow into, under the {} MiB kept free",
+            free >> 20,
+            reserve >> 20
+        )))
+    }
+
     /// Connects to `sqlite://path` (created if absent) or `postgres://…`.
     pub async fn connect(url: &str) -> Result<Db> {
         Db::connect_with(url, Duration::from_secs(60)).await

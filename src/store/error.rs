@@ -13,6 +13,9 @@ pub enum StoreError {
     Url(String),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// The database's disk has less free space than is kept in reserve.
+    #[error("{0}")]
+    NoSpace(String),
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -35,6 +38,16 @@ impl StoreError {
     pub fn is_unavailable(&self) -> bool {
         match self {
             StoreError::Sql(e) => unavailable(e),
+            StoreError::NoSpace(_) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether the database refused a write for lack of disk space.
+    pub fn is_out_of_space(&self) -> bool {
+        match self {
+            StoreError::Sql(e) => out_of_space(e),
+            StoreError::NoSpace(_) => true,
             _ => false,
         }
     }
@@ -60,6 +73,25 @@ pub fn unavailable(e: &sqlx::Error) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether the database refused a write for lack of disk space: SQLite's
+/// `SQLITE_FULL`, PostgreSQL's `disk_full`, or a file that could not grow
+/// (`ENOSPC`). It is also [`unavailable`]: a request is answered `503`,
+/// while a job's work counts it as a failed attempt (API.md section 6).
+pub fn out_of_space(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(io) => io_out_of_space(io),
+        sqlx::Error::Database(db) => {
+            sqlite::errors::full(db.as_ref()) || postgres::errors::disk_full(db.as_ref())
+        }
+        _ => false,
+    }
+}
+
+/// `ENOSPC`: a file could not grow.
+pub fn io_out_of_space(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::StorageFull || e.raw_os_error() == Some(28)
 }
 
 /// Parses stored JSON text, naming the column when it is not JSON.

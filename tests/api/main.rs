@@ -8,6 +8,7 @@ mod chains;
 mod cli;
 mod console;
 mod demo;
+mod disk;
 mod errors;
 mod events;
 mod fixtures;

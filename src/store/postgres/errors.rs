@@ -4,6 +4,11 @@
 use sqlx::error::DatabaseError;
 use sqlx::postgres::PgDatabaseError;
 
+/// The disk is full (`53100 disk_full`).
+pub fn disk_full(db: &dyn DatabaseError) -> bool {
+    db.try_downcast_ref::<PgDatabaseError>().is_some() && db.code().as_deref() == Some("53100")
+}
+
 /// Connection exceptions (class `08`), serialization failures and
 /// deadlocks, a lock not available, shutdowns, too many connections, a
 /// read-only transaction, a full disk: it passes by itself.

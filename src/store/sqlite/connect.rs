@@ -83,3 +83,38 @@ fn opened_before_distrust(age: Duration) -> bool {
     let opened = now.saturating_sub(age.as_millis() as u64);
     opened <= mark
 }
+
+/// Bytes an unprivileged writer may still use on the disk that holds the
+/// pool's database file; `None` when that cannot be asked (an in-memory
+/// database, a platform without `statvfs`).
+pub fn free_bytes(pool: &SqlitePool) -> Option<u64> {
+    let file = pool.connect_options().get_filename().to_path_buf();
+    let dir = match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    free_in(&dir)
+}
+
+/// Bytes of the pages the database file holds free (its freelist), which
+/// SQLite fills before the file grows.
+pub async fn free_pages_bytes(pool: &SqlitePool) -> Result<u64, sqlx::Error> {
+    let pages: i64 = sqlx::query_scalar("PRAGMA freelist_count")
+        .fetch_one(pool)
+        .await?;
+    let size: i64 = sqlx::query_scalar("PRAGMA page_size")
+        .fetch_one(pool)
+        .await?;
+    Ok((pages.max(0) as u64).saturating_mul(size.max(0) as u64))
+}
+
+#[cfg(unix)]
+fn free_in(dir: &std::path::Path) -> Option<u64> {
+    let st = rustix::fs::statvfs(dir).ok()?;
+    Some(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
+#[cfg(not(unix))]
+fn free_in(_dir: &std::path::Path) -> Option<u64> {
+    None
+}

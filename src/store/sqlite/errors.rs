@@ -18,6 +18,11 @@ pub fn unavailable(db: &dyn DatabaseError) -> bool {
     matches!(primary_code(db), Some(5 | 6 | 8 | 10 | 13 | 14))
 }
 
+/// The disk is full (`SQLITE_FULL`).
+pub fn full(db: &dyn DatabaseError) -> bool {
+    primary_code(db) == Some(13)
+}
+
 /// Read-only (`SQLITE_READONLY`), an I/O error, a full disk, or a file
 /// that cannot be opened. SQLite opens a file it cannot write read-only,
 /// and such a connection stays so after the file is writable again: none

@@ -83,13 +83,27 @@ impl<'a> Stage<'a> {
             job,
             provided: vec![],
         };
-        let rows = format!("DELETE FROM {} WHERE job = $1", stage.table());
-        on_conn!(conn, c => sqlx::query(&rows).bind(job).execute(c).await.map(|r| r.rows_affected()))?;
+        stage.clear(conn, job_id).await?;
+        Ok(stage)
+    }
+
+    /// Lets go of what a validation run staged for a job, when it has a
+    /// stage: its rows, their errors and the file's numbering breaks.
+    pub async fn discard(conn: &mut Conn<'_>, module: &'a Module, job_id: &JobId) -> Result<()> {
+        match Stage::of(conn, module, job_id).await? {
+            Some(stage) => stage.clear(conn, job_id).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn clear(&self, conn: &mut Conn<'_>, job_id: &JobId) -> Result<()> {
+        let rows = format!("DELETE FROM {} WHERE job = $1", self.table());
+        on_conn!(conn, c => sqlx::query(&rows).bind(self.job).execute(c).await.map(|r| r.rows_affected()))?;
         on_conn!(conn, c => sqlx::query("DELETE FROM ig_job_errors WHERE job_id = $1")
             .bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;
         on_conn!(conn, c => sqlx::query("DELETE FROM ig_stage_breaks WHERE job = $1")
-            .bind(job).execute(c).await.map(|r| r.rows_affected()))?;
-        Ok(stage)
+            .bind(self.job).execute(c).await.map(|r| r.rows_affected()))?;
+        Ok(())
     }
 
     /// Records which columns the file gave (once its header is matched).
