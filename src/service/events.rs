@@ -189,7 +189,7 @@ pub async fn payloads(app: &App, seqs: &[i64]) -> Result<HashMap<i64, serde_json
 /// The events of named links, their subjects read as they are now, each
 /// with the modules of the key or key request it is about (for an admin's
 /// scope). Links whose subject is gone are left out.
-async fn shown(
+pub(super) async fn shown(
     c: &mut Conn<'_>,
     names: &HashMap<String, String>,
     links: Vec<(Event, &'static str)>,
@@ -294,7 +294,12 @@ pub fn follow(
                     Err(e) => tracing::warn!(error = %e, "event stream: could not check its key"),
                 }
             }
-            match list(&s.app, &s.actor, s.after, DEFAULT_LIMIT).await {
+            let poll = Duration::from_millis(s.app.settings.events_poll_ms.max(10));
+            let page = s
+                .app
+                .tail
+                .page(&s.app, &s.actor, s.after, DEFAULT_LIMIT, poll / 2);
+            match page.await {
                 Ok(page) => {
                     if let Some(n) = page.next_after {
                         s.after = s.after.max(n);
@@ -306,7 +311,6 @@ pub fn follow(
                 }
                 Err(e) => tracing::warn!(error = %e, "event stream: could not read the ledger"),
             }
-            let poll = Duration::from_millis(s.app.settings.events_poll_ms.max(10));
             tokio::select! {
                 _ = woken => {},
                 _ = tokio::time::sleep(poll) => {},

@@ -48,6 +48,7 @@ pub mod rows_file;
 pub mod seal;
 pub mod seed;
 pub mod sessions;
+pub mod tail;
 pub mod traffic;
 pub mod uploads;
 pub mod views;
@@ -94,6 +95,8 @@ pub struct App {
     pub checked_keys: keys::CheckedKeys,
     /// The live event streams open, per key.
     pub streams: events::Streams,
+    /// The ledger's newest events, read once for every live stream.
+    pub tail: tail::Tail,
 }
 
 impl App {
@@ -123,6 +126,7 @@ impl App {
             seal,
             checked_keys: keys::CheckedKeys::default(),
             streams: events::Streams::default(),
+            tail: tail::Tail::default(),
         }))
     }
 

@@ -19,6 +19,9 @@ pub struct Moves {
     /// One wake-up per job somebody is waiting on, dropped with its last
     /// waiter.
     jobs: Mutex<HashMap<JobId, Arc<Notify>>>,
+    /// Counts the wake-ups, so that a reader woken by one can tell whether
+    /// what it read before is from before it ([`super::tail::Tail`]).
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl Moves {
@@ -30,6 +33,7 @@ impl Moves {
     /// A job moved (its transaction committed): its waiters and every
     /// listener to [`Moves::any`] are woken.
     pub fn job(&self, id: &JobId) {
+        self.bump();
         let one = self.lock().get(id).cloned();
         if let Some(n) = one {
             n.notify_waiters();
@@ -39,7 +43,18 @@ impl Moves {
 
     /// Something else was appended (a key's event, a batch of jobs).
     pub fn other(&self) {
+        self.bump();
         self.any.notify_waiters();
+    }
+
+    /// How many wake-ups there were: it changes before each one.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn bump(&self) {
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
     }
 
     /// A watch on one job's moves, for as long as it is held.

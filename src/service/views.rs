@@ -15,7 +15,7 @@ use crate::ledger::{
 };
 
 /// A job (API.md section 4).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema, Clone)]
 #[schema(as = Job)]
 pub struct JobView {
     #[schema(value_type = String, example = "job_01JD8Z3K6W0Q2T5N8XJ4R7M9C1")]
@@ -71,7 +71,7 @@ pub struct JobView {
 }
 
 /// A saved mapping as an upload applied it.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema, Clone)]
 pub struct AppliedMappingView {
     /// The saved mapping (`map_…`; it may have been replaced or deleted since).
     pub id: String,
@@ -82,7 +82,7 @@ pub struct AppliedMappingView {
 
 /// A revision as clients see it: the whole mapping in force, how many
 /// cells it fixes and rows it leaves out, and who made it.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema, Clone)]
 pub struct RevisionView {
     /// 1 for the first revision of an upload.
     pub number: u32,
@@ -162,7 +162,7 @@ impl JobView {
 }
 
 /// The uploaded file.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema, Clone)]
 pub struct FileView {
     /// The client's file name (last path segment), if it sent one.
     pub name: Option<String>,
@@ -175,7 +175,7 @@ pub struct FileView {
 }
 
 /// A request at the Human-Gate.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema, Clone)]
 pub struct GateView {
     pub action: GateAction,
     #[schema(format = DateTime)]
@@ -184,7 +184,7 @@ pub struct GateView {
 }
 
 /// A decision taken at the gate.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema, Clone)]
 pub struct DecisionView {
     pub action: GateAction,
     pub decision: DecisionKind,
@@ -199,7 +199,7 @@ pub struct DecisionView {
 }
 
 /// Where the job's parts are.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema, Clone)]
 pub struct JobLinks {
     #[serde(rename = "self")]
     #[schema(rename = "self")]
@@ -210,7 +210,7 @@ pub struct JobLinks {
 }
 
 /// The person who asked for a key: masked, with the key made for them.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema, Clone)]
 pub struct RequestPerson {
     /// The key made at collection; null before.
     #[schema(value_type = Option<String>)]
@@ -219,7 +219,7 @@ pub struct RequestPerson {
 }
 
 /// An event for clients (API.md section 13): a link of the ledger, named.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema, Clone)]
 pub struct FeedEvent {
     /// `evt_` and the link's place in the ledger's one chain: ids grow
     /// in the order events happened.
@@ -236,7 +236,7 @@ pub struct FeedEvent {
 
 /// What an event is about, as it is when the event is read: a job, a key
 /// or a key request (one of the three).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema, Clone)]
 pub struct EventData {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
@@ -250,7 +250,7 @@ pub struct EventData {
 }
 
 /// A key in an event: never the secret; the holder masked.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema, Clone)]
 pub struct KeyBrief {
     #[schema(value_type = String, example = "key_7Qf2")]
     pub id: KeyId,
@@ -261,7 +261,7 @@ pub struct KeyBrief {
 }
 
 /// A key request in an event: the requester masked.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema, Clone)]
 pub struct KeyRequestBrief {
     #[schema(example = "kr_01JD8Z3K6W0Q2T5N8XJ4R7M9C1")]
     pub id: String,

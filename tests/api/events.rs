@@ -534,3 +534,39 @@ async fn live_streams_are_capped_per_key_and_in_all() {
     }
     assert!(again.is_some(), "a stream given back makes room");
 }
+
+/// Every live stream is woken by every move, and reads nothing of its own:
+/// one read of the ledger serves them all, each shown only what its key
+/// may see (a stream per key reads as the feed does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_streams_share_one_read_of_the_ledger_and_keep_their_scope() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let (orders, _) = app.key("Oki Order", "approver", &["orders"]).await;
+    let mut everyone = Vec::new();
+    let mut of_orders = Vec::new();
+    for _ in 0..8 {
+        everyone.push(stream(&app, &app.admin, None, "").await);
+        of_orders.push(stream(&app, &orders, None, "").await);
+    }
+    let before = app.app.tail.reads();
+    let job = app.upload(&sub, "customers", "", CUSTOMERS).await;
+    let id = job["id"].as_str().unwrap();
+    for s in &mut everyone {
+        assert_eq!(s.next_about(id).await.1, "job.created");
+        assert_eq!(s.next_about(id).await.1, "job.awaiting_approval");
+    }
+    let reads = app.app.tail.reads() - before;
+    // Sixteen streams and the upload's moves: a read per move and per
+    // half poll interval while they waited, not one per stream and move
+    // (32 and more).
+    eprintln!("{reads} reads of the ledger served 16 streams");
+    assert!(reads < 16, "{reads} reads of the ledger for 16 streams");
+    for s in &mut of_orders {
+        assert!(s.read_for(Duration::from_millis(300)).await);
+        assert!(
+            !s.raw.contains(id),
+            "an orders key is shown no customers job"
+        );
+    }
+}
