@@ -5,16 +5,19 @@
 //!
 //! This module is pure. [`compile`] turns a proposed set into what
 //! validation runs, refusing a malformed rule then, never at validation
-//! time.
+//! time; [`diff`] says what a proposal changes.
 
 pub mod check;
 mod compile;
+mod diff;
 pub mod normalize;
 mod shape;
+pub mod unique;
 
 use serde::{Deserialize, Serialize};
 
 pub use compile::{Compiled, RuleProblem, UniqueRule, compile};
+pub use diff::{Changed, Diff, diff};
 pub use normalize::Normalizer;
 pub use shape::parse;
 
