@@ -7,13 +7,15 @@
 //! `has`) counts as false, with the reason in its message; nothing a row
 //! holds makes evaluation panic.
 
+mod direct;
 mod env;
 mod names;
 mod row;
 
 use std::sync::Arc;
 
-use cel::{Context, ExecutionError, Program, Value as CelValue};
+use cel::common::types::CelBool;
+use cel::{Context, ExecutionError, IdedExpr, Program, Value as CelValue};
 
 pub use row::{Row, places};
 
@@ -31,7 +33,8 @@ pub struct Check {
     /// The row error's column: the rule's first column, if it names one.
     pub column: Option<String>,
     pub severity: Severity,
-    program: Program,
+    /// The parsed expression, its column reads made direct.
+    expr: IdedExpr,
     /// The columns the expression reads: name, module column.
     fields: Box<[(Box<str>, usize)]>,
 }
@@ -49,7 +52,7 @@ pub enum Verdict {
 /// made a [`Check`].
 #[derive(Debug)]
 pub struct Expression {
-    program: Program,
+    expr: IdedExpr,
     fields: Box<[(Box<str>, usize)]>,
 }
 
@@ -86,7 +89,9 @@ impl Expression {
             return Err(problems);
         }
         let fields = fields.into_boxed_slice();
-        Ok(Expression { program, fields })
+        let mut expr = program.expression().clone();
+        direct::direct(&mut expr);
+        Ok(Expression { expr, fields })
     }
 
     /// The module columns the expression reads.
@@ -108,7 +113,7 @@ impl Check {
             message,
             column,
             severity,
-            program: expression.program,
+            expr: expression.expr,
             fields: expression.fields,
         }
     }
@@ -120,13 +125,17 @@ impl Check {
         let resolver = RowResolver(RowVal { fields, row });
         let mut context = Context::with_env(Arc::clone(&env::ENV));
         context.set_variable_resolver(&resolver);
-        match self.program.execute(&context) {
-            Ok(CelValue::Bool(true)) => Verdict::Pass,
-            Ok(CelValue::Bool(false)) => Verdict::Fail,
-            Ok(other) => {
-                Verdict::Unevaluable(format!("it gives {}, not true or false", other.type_of()))
-            }
-            Err(e) => Verdict::Unevaluable(why(&e)),
+        let value = match CelValue::resolve_val(&self.expr, &context) {
+            Ok(value) => value,
+            Err(e) => return Verdict::Unevaluable(why(&e)),
+        };
+        match value.downcast_ref::<CelBool>().map(|b| *b.inner()) {
+            Some(true) => Verdict::Pass,
+            Some(false) => Verdict::Fail,
+            None => Verdict::Unevaluable(format!(
+                "it gives {}, not true or false",
+                value.get_type().name()
+            )),
         }
     }
 
@@ -165,8 +174,10 @@ impl Check {
 /// Why an expression could not be evaluated, for a person.
 fn why(e: &ExecutionError) -> String {
     match e {
-        ExecutionError::NoSuchKey(column) => {
-            format!("row.{column} is empty; has(row.{column}) tells whether it was given")
+        ExecutionError::NoSuchKey(column) => empty(column),
+        // A direct read of an empty cell (see `direct`).
+        ExecutionError::UndeclaredReference(name) if name.starts_with("row.") => {
+            empty(&name["row.".len()..])
         }
         ExecutionError::Overflow(op, a, b) => {
             format!("{op} of {} and {} overflows", plain(a), plain(b))
@@ -183,6 +194,10 @@ fn why(e: &ExecutionError) -> String {
         }
         other => other.to_string(),
     }
+}
+
+fn empty(column: &str) -> String {
+    format!("row.{column} is empty; has(row.{column}) tells whether it was given")
 }
 
 /// A value's CEL type as the language names it (`double`, not `float`).

@@ -101,6 +101,15 @@ impl Val for RowVal<'_> {
     }
 }
 
+impl<'a> RowVal<'a> {
+    /// Column `name`'s value, if the check reads that column and the row
+    /// has a value in it.
+    fn field<'b>(&self, name: &str) -> Option<CowVal<'b, 'a>> {
+        let &(_, column) = self.fields.iter().find(|(n, _)| **n == *name)?;
+        self.row.get(column).map(cel_value)
+    }
+}
+
 impl Indexer for RowVal<'_> {
     fn get<'b, 'v>(&'b self, field: &dyn Val) -> Result<CowVal<'b, 'v>, ExecutionError>
     where
@@ -110,13 +119,8 @@ impl Indexer for RowVal<'_> {
             .downcast_ref::<CelString>()
             .map(CelString::inner)
             .ok_or_else(|| ExecutionError::no_such_key(&format!("{field:?}")))?;
-        let column = (self.fields.iter())
-            .find(|(n, _)| **n == *name)
-            .map(|&(_, c)| c);
-        match column.and_then(|c| self.row.get(c)) {
-            Some(value) => Ok(cel_value(value)),
-            None => Err(ExecutionError::no_such_key(name)),
-        }
+        self.field(name)
+            .ok_or_else(|| ExecutionError::no_such_key(name))
     }
 
     fn steal<'v>(self: Box<Self>, field: &dyn Val) -> Result<Box<dyn Val + 'v>, ExecutionError>
@@ -142,11 +146,18 @@ fn cel_value<'b, 'v>(value: &'v Value) -> CowVal<'b, 'v> {
     }
 }
 
-/// Resolves the variable `row`, and nothing else.
+/// Resolves `row`, and the single names `row.<column>` that [`super::direct`]
+/// makes of column reads: the value when the cell has one; otherwise
+/// nothing, which the interpreter reports as an undeclared name (an empty
+/// cell read without `has`).
 pub(super) struct RowResolver<'a>(pub RowVal<'a>);
 
 impl VariableResolver for RowResolver<'_> {
     fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
-        (variable == "row").then(|| CowVal::Borrowed(&self.0 as &dyn Val))
+        match variable.strip_prefix("row") {
+            Some("") => Some(CowVal::Borrowed(&self.0 as &dyn Val)),
+            Some(field) => self.0.field(field.strip_prefix('.')?),
+            None => None,
+        }
     }
 }
