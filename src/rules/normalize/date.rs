@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use chrono::NaiveDate;
 
 use super::refuse;
-use crate::validate::value::date_text;
+use crate::validate::value::{date_text, plain_date};
 use crate::validate::{CellError, RowErrorCode};
 
 /// Month names and abbreviations, Indonesian and English, lower case.
@@ -62,6 +62,11 @@ const DAYS: &[&str] = &[
 /// The date a text writes, as `YYYY-MM-DD`; anything else, an impossible
 /// day included (`31 Februari 2025`), is a `format` error.
 pub fn date_id(text: &str) -> Result<Cow<'_, str>, CellError> {
+    // Already `YYYY-MM-DD`, as most cells of a date column are: read digit
+    // by digit, without the lower-casing and splitting below.
+    if let Some(Some(_)) = plain_date(text) {
+        return Ok(Cow::Borrowed(text));
+    }
     let date = read(text).map_err(|why| {
         refuse(
             RowErrorCode::Format,
@@ -211,6 +216,7 @@ mod tests {
             "17-13-2025",
             "0 Mei 2025",
             "2025/02/30",
+            "2025-02-30",
         ] {
             let e = date_id(written).unwrap_err();
             assert_eq!(e.code, RowErrorCode::Format, "{written}");
