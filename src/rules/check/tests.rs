@@ -313,8 +313,8 @@ fn the_row_error_names_the_rule_and_says_why_it_was_not_evaluated() {
 /// What one evaluation costs, printed (run with `--nocapture`); no timed
 /// assertion. Three checks of the kinds the contract names, over a row of
 /// the sales module. A test build is unoptimised; the same code built for
-/// release took 0.3–0.6 µs a check on a shared two-core machine (the
-/// three ≈ 1.1–1.4 µs a row).
+/// release took 0.3–0.7 µs a check on a shared two-core machine, by its
+/// load (the three 1.1–1.8 µs a row).
 #[test]
 fn cost_of_an_evaluation() {
     let m = module();
