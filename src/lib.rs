@@ -15,8 +15,9 @@
 //!   pure rules), [`catalog`], [`ingest`] (bytes → rows of cells),
 //!   [`validate`] (cells → typed values and row errors, pure), [`pipeline`]
 //!   (the validation stage, commit and rollback: the domain's work over the
-//!   store), [`keys`] (keys, roles, masking), [`webhooks`] (endpoints,
-//!   deliveries and attempts as records);
+//!   store), [`rules`] (a module's normalizers, checks and unique rules,
+//!   compiled and evaluated; pure), [`keys`] (keys, roles, masking),
+//!   [`webhooks`] (endpoints, deliveries and attempts as records);
 //! - storage: [`store`], SQLite and PostgreSQL behind one interface;
 //! - settings: [`config`].
 
@@ -32,6 +33,7 @@ pub mod ingest;
 pub mod keys;
 pub mod ledger;
 pub mod pipeline;
+pub mod rules;
 pub mod service;
 pub mod store;
 pub mod validate;

@@ -365,7 +365,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "domain",
         &[
-            "ledger", "catalog", "ingest", "validate", "keys", "webhooks", "config", "ids",
+            "ledger", "catalog", "ingest", "validate", "rules", "keys", "webhooks", "config", "ids",
         ],
     ),
 ];

@@ -155,6 +155,7 @@ note-duplicate = the key ({ $key }) appears more than once in this file
 note-exists = the key ({ $key }) is already in { $table }
 note-not-found = the key ({ $key }) is not in { $table }
 note-reference = { $column } { $value } is not in { $module }
+note-phone = { $value } is not a phone number
 type-text = text
 type-integer = a whole number
 type-numeric = a decimal number

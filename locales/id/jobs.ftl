@@ -163,6 +163,7 @@ note-duplicate = kunci ({ $key }) muncul lebih dari sekali dalam berkas ini
 note-exists = kunci ({ $key }) sudah ada di { $table }
 note-not-found = kunci ({ $key }) tidak ada di { $table }
 note-reference = { $column } { $value } tidak ada di { $module }
+note-phone = { $value } bukan nomor telepon
 type-text = teks
 type-integer = bilangan bulat
 type-numeric = angka desimal

@@ -71,6 +71,9 @@ pub fn row_note(module: &Module, e: &RowError) -> String {
                 module = other
             )
         }
+        // The rule's own message, in the words its author chose.
+        RowErrorCode::Rule => e.message.clone(),
+        RowErrorCode::Phone => t!("note-phone", value = value),
     }
 }
 

@@ -207,10 +207,15 @@ pub enum RowErrorCode {
     /// A referencing column's value is not in the referenced module's
     /// table (API.md section 12).
     Reference,
+    /// A check of the module's rules is false for the row, or cannot be
+    /// evaluated for it (API.md section 14); the message is the rule's.
+    Rule,
+    /// A `phone_id` normalizer's cell is no phone number (API.md section 14).
+    Phone,
 }
 
 impl RowErrorCode {
-    pub const ALL: [RowErrorCode; 10] = [
+    pub const ALL: [RowErrorCode; 12] = [
         RowErrorCode::Required,
         RowErrorCode::Type,
         RowErrorCode::OutOfRange,
@@ -221,6 +226,8 @@ impl RowErrorCode {
         RowErrorCode::Exists,
         RowErrorCode::NotFound,
         RowErrorCode::Reference,
+        RowErrorCode::Rule,
+        RowErrorCode::Phone,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -235,6 +242,8 @@ impl RowErrorCode {
             RowErrorCode::Exists => "exists",
             RowErrorCode::NotFound => "not_found",
             RowErrorCode::Reference => "reference",
+            RowErrorCode::Rule => "rule",
+            RowErrorCode::Phone => "phone",
         }
     }
 
