@@ -405,9 +405,14 @@ impl Webhook {
                 "--database",
                 db,
             ])
+            // Both ledger files the service uses: a key event appends the
+            // chain's head to the checkpoint, which on PostgreSQL would
+            // otherwise land in the working directory.
             .args([
                 "--ledger-key-file",
                 &o.dir.join("ledger-key").display().to_string(),
+                "--ledger-checkpoint-file",
+                &o.dir.join("ledger-checkpoint").display().to_string(),
             ])
             .output()
             .unwrap();
