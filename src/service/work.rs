@@ -297,7 +297,7 @@ pub async fn attempt_failed(
     if is_out_of_space(error) {
         metrics::counter!("importgate_work_failures_total", "kind" => "no_space").increment(1);
         discard_staged(app, id).await;
-        return counted(app, owner, id, NO_SPACE).await;
+        return counted(app, owner, id, NO_SPACE, ProblemCode::NoSpace).await;
     }
     if is_transient(error) {
         metrics::counter!("importgate_work_failures_total", "kind" => "transient").increment(1);
@@ -305,11 +305,13 @@ pub async fn attempt_failed(
         return Ok(());
     }
     metrics::counter!("importgate_work_failures_total", "kind" => "error").increment(1);
-    counted(app, owner, id, &format!("{error:#}")).await
+    let text = format!("{error:#}");
+    counted(app, owner, id, &text, ProblemCode::WorkFailed).await
 }
 
-/// Records a failed attempt; backs off, or gives up after the last one.
-async fn counted(app: &App, owner: &str, id: &JobId, text: &str) -> Result<()> {
+/// Records a failed attempt; backs off, or gives up after the last one
+/// with the problem `code` (`work_failed` or `no_space`).
+async fn counted(app: &App, owner: &str, id: &JobId, text: &str, code: ProblemCode) -> Result<()> {
     let attempts = {
         // In a transaction, so that a commit the disk refuses is seen.
         let mut tx = app.db.begin().await?;
@@ -322,7 +324,7 @@ async fn counted(app: &App, owner: &str, id: &JobId, text: &str) -> Result<()> {
         return Ok(());
     };
     if attempts >= app.settings.work_attempts {
-        return give_up(app, owner, id, text, attempts).await;
+        return give_up(app, owner, id, text, attempts, code).await;
     }
     let base = Duration::from_millis(app.settings.work_retry_ms.max(0) as u64);
     let wait = super::retry::backoff(base, attempts, RETRY_CAP);
@@ -378,12 +380,18 @@ fn is_transient(error: &anyhow::Error) -> bool {
 }
 
 /// Ends a job whose work kept failing with the same error.
-async fn give_up(app: &App, owner: &str, id: &JobId, error: &str, attempts: i64) -> Result<()> {
+async fn give_up(
+    app: &App,
+    owner: &str,
+    id: &JobId,
+    error: &str,
+    attempts: i64,
+    code: ProblemCode,
+) -> Result<()> {
     let job = jobs::find(app, id).await?;
-    let after = if error == NO_SPACE {
-        outcome::out_of_space(&job, attempts, now())
-    } else {
-        outcome::gave_up(&job, error, attempts, now())
+    let after = match code {
+        ProblemCode::NoSpace => outcome::out_of_space(&job, attempts, now()),
+        _ => outcome::gave_up(&job, error, attempts, now()),
     };
     let Some(after) = after else {
         return Ok(());
