@@ -117,6 +117,28 @@ impl KeyId {
 }
 
 id_type!(
+    /// A rule proposal's id (API.md section 14): `rpr_` and a ULID.
+    ProposalId
+);
+
+impl ProposalId {
+    const PREFIX: &str = "rpr_";
+
+    /// A new id, later in order than every id made before it.
+    pub fn generate() -> ProposalId {
+        ProposalId(format!("{}{}", Self::PREFIX, ulid::Ulid::generate()))
+    }
+
+    /// A proposal id as a request gives it; `None` for text no proposal
+    /// can have.
+    pub fn parse(text: &str) -> Option<ProposalId> {
+        let ulid = text.strip_prefix(Self::PREFIX)?;
+        ulid::Ulid::from_string(ulid).ok()?;
+        Some(ProposalId(text.to_string()))
+    }
+}
+
+id_type!(
     /// A module's key (`customers`), as the catalog names the module.
     ModuleKey
 );

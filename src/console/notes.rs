@@ -163,6 +163,10 @@ pub fn problem(p: &JobProblem) -> (String, String) {
             t!("job-problem-stale_preview"),
             t!("job-problem-stale_preview-detail"),
         ),
+        P::StaleRules => (
+            t!("job-problem-stale_rules"),
+            t!("job-problem-stale_rules-detail"),
+        ),
         P::DatabaseError => (
             t!("job-problem-database_error"),
             t!("job-problem-database_error-detail"),

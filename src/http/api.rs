@@ -13,7 +13,7 @@ use utoipa_axum::routes;
 
 use super::openapi;
 use super::problem::{ApiResult, Problem};
-use super::{events, imports, jobs, key_requests, keys, modules, revisions, webhooks};
+use super::{events, imports, jobs, key_requests, keys, modules, revisions, rules, webhooks};
 use crate::service::App;
 
 /// Every `/api` route, each with its part of the document.
@@ -23,6 +23,7 @@ pub fn routes() -> OpenApiRouter<Arc<App>> {
         .merge(imports::routes())
         .merge(jobs::routes())
         .merge(revisions::routes())
+        .merge(rules::routes())
         .merge(keys::routes())
         .merge(key_requests::routes())
         .merge(webhooks::routes())

@@ -22,6 +22,7 @@ pub mod openapi;
 pub mod problem;
 pub mod request_id;
 pub mod revisions;
+pub mod rules;
 pub mod views;
 pub mod webhooks;
 

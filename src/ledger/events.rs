@@ -4,7 +4,7 @@
 //! service's private notes (`interrupted`) are not events.
 
 /// Every event type a client may see or subscribe to.
-pub const TYPES: [&str; 20] = [
+pub const TYPES: [&str; 23] = [
     "job.created",
     "job.awaiting_approval",
     "job.invalid",
@@ -24,6 +24,9 @@ pub const TYPES: [&str; 20] = [
     "key_request.created",
     "key_request.decided",
     "key_request.withdrawn",
+    "rules.proposed",
+    "rules.approved",
+    "rules.rejected",
     // A delivery a person asked for to try an endpoint (webhooks only).
     "webhook.test",
 ];
@@ -52,8 +55,17 @@ pub fn client_type(event: &str, to_state: &str) -> Option<&'static str> {
         "key_request_created" => "key_request.created",
         "key_request_decided" => "key_request.decided",
         "key_request_withdrawn" => "key_request.withdrawn",
+        "rules_proposed" => "rules.proposed",
+        "rules_approved" => "rules.approved",
+        "rules_rejected" => "rules.rejected",
         _ => return None,
     })
+}
+
+/// Whether a client's name is about a module's rules (seen within the
+/// module's scope, as its jobs are).
+pub fn about_rules(client_type: &str) -> bool {
+    client_type.starts_with("rules.")
 }
 
 /// Whether a client's name is about keys (seen by admins only).

@@ -71,7 +71,7 @@ pub fn parties(chain: &[Job]) -> Vec<KeyId> {
 }
 
 /// Whether the four-eyes rule keeps `caller` from deciding.
-fn barred(caller: &KeyRecord, rule: &FourEyes) -> bool {
+pub fn barred(caller: &KeyRecord, rule: &FourEyes) -> bool {
     if rule.relaxed {
         return false;
     }

@@ -225,6 +225,9 @@ pub enum ProblemCode {
     RowErrors,
     /// `failed`: previewed rows changed before the commit; nothing written.
     StalePreview,
+    /// `failed`: the module's rules changed after the job was validated
+    /// (API.md section 14); nothing written.
+    StaleRules,
     /// `failed`: the database refused the commit; nothing written.
     DatabaseError,
     /// `committed`: rows changed since the commit; nothing undone.
@@ -251,6 +254,7 @@ impl ProblemCode {
             ProblemCode::TooManyColumns => "too_many_columns",
             ProblemCode::RowErrors => "row_errors",
             ProblemCode::StalePreview => "stale_preview",
+            ProblemCode::StaleRules => "stale_rules",
             ProblemCode::DatabaseError => "database_error",
             ProblemCode::RollbackConflict => "rollback_conflict",
             ProblemCode::WorkFailed => "work_failed",
@@ -423,6 +427,9 @@ pub struct Job {
     /// the one saved for its exact set of headers), as it was then: a
     /// mapping changed or deleted later does not change this job.
     pub mapping_applied: Option<AppliedMapping>,
+    /// The version of its module's rules the job was validated with (API.md
+    /// section 14); none before its validation began.
+    pub rules_version: Option<u32>,
 }
 
 /// What a job is made of when it starts: who sent which file into which
@@ -468,6 +475,7 @@ impl Job {
             revision: None,
             revised_as: None,
             mapping_applied: new.mapping_applied,
+            rules_version: None,
         }
     }
 

@@ -38,6 +38,12 @@ pub enum Commit {
     Written,
     /// Previewed rows changed since the preview; nothing was written.
     Stale(Conflicts),
+    /// The module's rules changed since the job was validated (API.md
+    /// section 14): the version it was validated with, the one in force.
+    StaleRules {
+        validated: u32,
+        in_force: u32,
+    },
     /// The database refused; nothing was written.
     Failed(String),
 }
@@ -118,6 +124,22 @@ pub fn committed(job: &Job, result: Commit, now: DateTime<Utc>) -> Option<(Move,
                     ),
                 )
             }),
+        ),
+        Commit::StaleRules {
+            validated,
+            in_force,
+        } => (
+            Move::CommitFailed,
+            Some(JobProblem::new(
+                ProblemCode::StaleRules,
+                "The module's rules changed since the preview",
+                format!(
+                    "the job was validated with version {validated} of the rules of {}; \
+                     version {in_force} is in force now, so nothing was written. \
+                     Revise the job to validate it again under the rules in force.",
+                    job.module
+                ),
+            )),
         ),
         Commit::Failed(why) => (
             Move::CommitFailed,

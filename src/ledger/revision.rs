@@ -45,7 +45,7 @@ pub fn refusal(job: &Job) -> Option<String> {
         JobState::Failed => {
             matches!(
                 code,
-                Some(ProblemCode::RowErrors | ProblemCode::StalePreview)
+                Some(ProblemCode::RowErrors | ProblemCode::StalePreview | ProblemCode::StaleRules)
             )
         }
         _ => false,

@@ -11,6 +11,7 @@ pub mod check;
 mod compile;
 mod diff;
 pub mod normalize;
+mod proposal;
 mod shape;
 pub mod unique;
 
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 pub use compile::{Compiled, RuleProblem, UniqueRule, compile};
 pub use diff::{Changed, Diff, diff};
 pub use normalize::Normalizer;
+pub use proposal::{Proposal, ProposalState};
 pub use shape::parse;
 
 use crate::ids::ModuleKey;

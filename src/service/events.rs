@@ -9,7 +9,9 @@
 //! nothing and repeats nothing. `data` shows the job, key or key request as
 //! it is when the event is read, people masked.
 //!
-//! Scope: a key sees the events of jobs of the modules it covers; events
+//! Scope: a key sees the events of jobs and rule proposals of the modules
+//! it covers (a rule proposal's event carries no diff: the proposal's own
+//! answer has it); events
 //! about keys and key requests are for admins only, and an admin with a
 //! module scope sees them only for keys and requests within it
 //! ([`super::keys::within_scope`]).
@@ -20,12 +22,12 @@ use std::time::{Duration, Instant};
 
 use futures::Stream;
 
-use super::views::{EventData, FeedEvent, JobView, KeyBrief, KeyRequestBrief};
+use super::views::{EventData, FeedEvent, JobView, KeyBrief, KeyRequestBrief, RuleProposalView};
 use super::{App, Error, Result};
-use crate::ids::{JobId, KeyId};
+use crate::ids::{JobId, KeyId, ProposalId};
 use crate::keys::{KeyRecord, Role};
 use crate::ledger::chain::Event;
-use crate::ledger::events::{about_keys, client_type};
+use crate::ledger::events::{about_keys, about_rules, client_type};
 use crate::ledger::job::{People, time};
 use crate::store::{self, Conn, ledger::FeedScope};
 
@@ -197,7 +199,7 @@ pub(super) async fn shown(
     let people = People(names);
     let job_ids: Vec<JobId> = links
         .iter()
-        .filter(|(_, t)| !about_keys(t))
+        .filter(|(_, t)| !about_keys(t) && !about_rules(t))
         .map(|(e, _)| JobId::from_stored(e.job_id.as_str()))
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
@@ -209,14 +211,23 @@ pub(super) async fn shown(
         .collect();
     let mut out = Vec::with_capacity(links.len());
     for (link, ty) in links {
-        let (data, modules) = if !about_keys(ty) {
+        let (data, modules) = if about_rules(ty) {
+            let id = ProposalId::from_stored(link.job_id.as_str());
+            let Some(p) = store::rule_proposals::get(c, &id).await? else {
+                continue;
+            };
+            let data = EventData {
+                rule_proposal: Some(RuleProposalView::new(&p, None, &people)),
+                ..EventData::default()
+            };
+            (data, None)
+        } else if !about_keys(ty) {
             let Some(job) = jobs.get(link.job_id.as_str()) else {
                 continue;
             };
             let data = EventData {
                 job: Some(JobView::new(job, &people)),
-                key: None,
-                key_request: None,
+                ..EventData::default()
             };
             (data, None)
         } else if ty.starts_with("key_request.") {
@@ -224,9 +235,8 @@ pub(super) async fn shown(
                 continue;
             };
             let data = EventData {
-                job: None,
-                key: None,
                 key_request: Some(KeyRequestBrief::new(&r)),
+                ..EventData::default()
             };
             (data, Some(r.modules))
         } else {
@@ -235,9 +245,8 @@ pub(super) async fn shown(
                 continue;
             };
             let data = EventData {
-                job: None,
                 key: Some(KeyBrief::new(&k)),
-                key_request: None,
+                ..EventData::default()
             };
             (data, Some(k.modules))
         };

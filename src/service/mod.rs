@@ -23,6 +23,7 @@
 //! - [`views`]: the job as clients see it, in answers and in events;
 //! - [`webhooks`]: endpoints admins register and the worker that delivers
 //!   events to them;
+//! - [`rules`]: a module's rules, their proposals and the decisions on them;
 //! - [`retry`]: how long work that failed waits before it is tried again;
 //! - [`seed`]: rows written into module tables outside the gate, for the
 //!   demo only.
@@ -45,6 +46,7 @@ pub mod retention;
 pub mod retry;
 pub mod revisions;
 pub mod rows_file;
+pub mod rules;
 pub mod seal;
 pub mod seed;
 pub mod sessions;
@@ -97,6 +99,10 @@ pub struct App {
     pub streams: events::Streams,
     /// The ledger's newest events, read once for every live stream.
     pub tail: tail::Tail,
+    /// Version 1 of each module's rules: what its catalog entry ships, as
+    /// written and compiled (API.md section 14). A module without rules
+    /// has no entry.
+    pub catalog_rules: HashMap<ModuleKey, (Vec<crate::rules::Rule>, Arc<crate::rules::Compiled>)>,
 }
 
 impl App {
@@ -127,6 +133,7 @@ impl App {
             checked_keys: keys::CheckedKeys::default(),
             streams: events::Streams::default(),
             tail: tail::Tail::default(),
+            catalog_rules: HashMap::new(),
         }))
     }
 

@@ -6,13 +6,15 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::ids::{JobId, KeyId, ModuleKey};
+use super::rules::RuleSetShown;
+use crate::ids::{JobId, KeyId, ModuleKey, ProposalId};
 use crate::ingest::Format;
 use crate::keys::{KeyRecord, KeyRequest, Person, RequestState, Role};
 use crate::ledger::job::{People, time};
 use crate::ledger::{
     Counts, DecisionKind, GateAction, Job, JobProblem, JobState, Mode, OnError, Warning,
 };
+use crate::rules::{Diff, Proposal, ProposalState, Rule};
 
 /// A job (API.md section 4).
 #[derive(Debug, Serialize, ToSchema, Clone)]
@@ -67,6 +69,11 @@ pub struct JobView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub mapping_applied: Option<AppliedMappingView>,
+    /// The version of its module's rules the job was validated with
+    /// (API.md section 14); absent before its validation began.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub rules_version: Option<u32>,
     pub links: JobLinks,
 }
 
@@ -151,6 +158,7 @@ impl JobView {
                 id: m.id.clone(),
                 mapping: m.mapping.clone(),
             }),
+            rules_version: job.rules_version,
             links: JobLinks {
                 preview: format!("{base}/preview"),
                 errors: format!("{base}/errors"),
@@ -236,7 +244,7 @@ pub struct FeedEvent {
 
 /// What an event is about, as it is when the event is read: a job, a key
 /// or a key request (one of the three).
-#[derive(Debug, Serialize, ToSchema, Clone)]
+#[derive(Debug, Serialize, ToSchema, Clone, Default)]
 pub struct EventData {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
@@ -247,6 +255,9 @@ pub struct EventData {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub key_request: Option<KeyRequestBrief>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub rule_proposal: Option<RuleProposalView>,
 }
 
 /// A key in an event: never the secret; the holder masked.
@@ -295,4 +306,99 @@ impl KeyRequestBrief {
             },
         }
     }
+}
+
+/// A module's rule set at one version (API.md section 14), people masked.
+#[derive(Debug, Serialize, ToSchema, Clone)]
+#[schema(as = RuleSet)]
+pub struct RuleSetView {
+    #[schema(value_type = String)]
+    pub module: ModuleKey,
+    #[schema(minimum = 1, example = 3)]
+    pub version: u32,
+    /// Normalizers, checks and unique rules, each with its `id`.
+    #[schema(value_type = Vec<Object>)]
+    pub rules: Vec<Rule>,
+    /// Who proposed and who approved it; null for version 1, the catalog's.
+    pub proposed_by: Option<Person>,
+    pub approved_by: Option<Person>,
+    #[schema(format = DateTime)]
+    pub approved_at: Option<String>,
+    /// The proposal that made it (`rpr_…`); null for version 1.
+    pub proposal: Option<String>,
+}
+
+impl RuleSetView {
+    pub fn new(set: &RuleSetShown, people: &People) -> RuleSetView {
+        let p = set.proposal.as_ref();
+        RuleSetView {
+            module: set.module.clone(),
+            version: set.version,
+            rules: set.rules.clone(),
+            proposed_by: p.map(|p| people.person(&p.proposed_by)),
+            approved_by: p
+                .and_then(|p| p.decided_by.as_ref())
+                .map(|k| people.person(k)),
+            approved_at: p.and_then(|p| p.decided_at.as_ref()).map(time),
+            proposal: p.map(|p| p.id.to_string()),
+        }
+    }
+}
+
+/// A proposed change of a module's rules and what became of it (API.md
+/// section 14), people masked.
+#[derive(Debug, Serialize, ToSchema, Clone)]
+#[schema(as = RuleProposal)]
+pub struct RuleProposalView {
+    #[schema(value_type = String, example = "rpr_01JD8Z3K6W0Q2T5N8XJ4R7M9C1")]
+    pub id: ProposalId,
+    #[schema(value_type = String)]
+    pub module: ModuleKey,
+    /// The version the set becomes once approved.
+    #[schema(minimum = 2, example = 4)]
+    pub version: u32,
+    pub state: ProposalState,
+    #[schema(value_type = Vec<Object>)]
+    pub rules: Vec<Rule>,
+    /// What it changes from the version it was proposed against, rules
+    /// matched by id: `{"added": [...], "removed": [...], "changed":
+    /// [{"id", "was", "now"}]}`. Not in events: the proposal's own answer
+    /// has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Object, nullable = false)]
+    pub diff: Option<Diff>,
+    pub comment: Option<String>,
+    pub proposed_by: Person,
+    #[schema(format = DateTime)]
+    pub proposed_at: String,
+    pub decided_by: Option<Person>,
+    #[schema(format = DateTime)]
+    pub decided_at: Option<String>,
+    pub decision_comment: Option<String>,
+}
+
+impl RuleProposalView {
+    pub fn new(p: &Proposal, diff: Option<&Diff>, people: &People) -> RuleProposalView {
+        RuleProposalView {
+            id: p.id.clone(),
+            module: p.module.clone(),
+            version: p.version,
+            state: p.state,
+            rules: p.rules.clone(),
+            diff: diff.cloned(),
+            comment: p.comment.clone(),
+            proposed_by: people.person(&p.proposed_by),
+            proposed_at: time(&p.proposed_at),
+            decided_by: p.decided_by.as_ref().map(|k| people.person(k)),
+            decided_at: p.decided_at.as_ref().map(time),
+            decision_comment: p.decision_comment.clone(),
+        }
+    }
+}
+
+/// Rule proposals, newest first.
+#[derive(Debug, Serialize, ToSchema, Clone)]
+#[schema(as = RuleProposalList)]
+pub struct RuleProposalList {
+    pub proposals: Vec<RuleProposalView>,
 }

@@ -74,7 +74,14 @@ fn module_of<'a>(app: &'a App, job: &Job) -> anyhow::Result<&'a Module> {
 
 async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
     let module = module_of(app, job)?;
-    let job = &with_saved_mapping(app, module, job).await?;
+    let mut job = with_saved_mapping(app, module, job).await?;
+    let (rules_version, _rules) = super::rules::for_validation(app, module).await?;
+    {
+        let mut c = app.db.acquire().await?;
+        store::jobs::set_rules_version(&mut c.conn(), &job.id, rules_version).await?;
+    }
+    job.rules_version = Some(rules_version);
+    let job = &job;
     let setup = Setup {
         zone: app.settings.zone,
         max_rows: app.settings.limits.rows,
@@ -194,7 +201,10 @@ async fn read(
 ) -> anyhow::Result<validation::Outcome> {
     if let Some(parent_id) = &job.revision_of {
         let parent = store::jobs::get(&mut app.db.acquire().await?.conn(), parent_id).await?;
+        // A parent's staged rows were checked under its rules: only under
+        // the same version do they stand for the revision's.
         if let Some(parent) = parent
+            && parent.rules_version.unwrap_or(1) == job.rules_version.unwrap_or(1)
             && let Some(found) =
                 crate::pipeline::revalidate::revalidate(&app.db, module, job, &parent, setup)
                     .await?
@@ -225,10 +235,19 @@ async fn commit(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
     let module = module_of(app, job)?;
     let started = Instant::now();
     let mut tx = app.db.begin().await?;
-    let result = match crate::pipeline::commit::commit(&mut tx, module, job, job.simulated).await {
-        Ok(Ok(())) => Commit::Written,
-        Ok(Err(refused)) => Commit::Stale(refused),
-        Err(e) => Commit::Failed(e.to_string()),
+    let validated = job.rules_version.unwrap_or(1);
+    let in_force = super::rules::version_in_force(&mut tx.conn(), &job.module).await?;
+    let result = if validated != in_force {
+        Commit::StaleRules {
+            validated,
+            in_force,
+        }
+    } else {
+        match crate::pipeline::commit::commit(&mut tx, module, job, job.simulated).await {
+            Ok(Ok(())) => Commit::Written,
+            Ok(Err(refused)) => Commit::Stale(refused),
+            Err(e) => Commit::Failed(e.to_string()),
+        }
     };
     if !matches!(result, Commit::Written) {
         // Nothing of the refused transaction is kept; the move is

@@ -36,7 +36,7 @@ const COLUMNS: &str = job_columns!();
 /// be retried). A job has at most one `written` event.
 const READ_COLUMNS: &str = concat!(
     job_columns!(),
-    ", purged_at, revised_as, (SELECT MIN(e.at) FROM ig_job_events e \
+    ", purged_at, revised_as, rules_version, (SELECT MIN(e.at) FROM ig_job_events e \
        WHERE e.job_id = ig_jobs.id AND e.event = 'written') AS committed_at"
 );
 
@@ -98,6 +98,9 @@ where
         mapping_applied: opt_text("mapping_applied")?
             .map(|m| json_col(&m, "mapping_applied"))
             .transpose()?,
+        rules_version: row
+            .try_get::<Option<i64>, _>("rules_version")?
+            .and_then(|v| u32::try_from(v).ok()),
     })
 }
 
@@ -209,6 +212,14 @@ pub async fn set_mapping_applied(
         "SELECT mapping_applied FROM ig_jobs WHERE id = $1")
         .bind(id).fetch_optional(c).await.map(Option::flatten))?;
     text.map(|t| json_col(&t, "mapping_applied")).transpose()
+}
+
+/// Records the version of its module's rules a validation of the job
+/// applies (API.md section 14); a retried validation records its own.
+pub async fn set_rules_version(conn: &mut Conn<'_>, id: &JobId, version: u32) -> Result<()> {
+    on_conn!(conn, c => sqlx::query("UPDATE ig_jobs SET rules_version = $1 WHERE id = $2")
+        .bind(i64::from(version)).bind(id).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
 }
 
 pub async fn get(conn: &mut Conn<'_>, id: &JobId) -> Result<Option<Job>> {

@@ -162,9 +162,9 @@ pub async fn links_numbered(conn: &mut Conn<'_>, seqs: &[i64]) -> Result<Vec<Eve
     })
 }
 
-/// Which links a reader of the event feed may see: the events of jobs of
-/// these modules (`None`: every module), and whether the events of keys
-/// and key requests.
+/// Which links a reader of the event feed may see: the events of jobs and
+/// rule proposals of these modules (`None`: every module), and whether the
+/// events of keys and key requests.
 #[derive(Debug, Clone, Copy)]
 pub struct FeedScope<'a> {
     pub modules: Option<&'a [String]>,
@@ -178,8 +178,8 @@ pub async fn last_seq(conn: &mut Conn<'_>) -> Result<i64> {
 }
 
 /// A page of the links numbered after `after_seq` and at most `upto`, in
-/// chain order, that `scope` may see, each with its job's module (`None`
-/// for a key or a key request). The filter is in the statement and the
+/// chain order, that `scope` may see, each with its job's or rule
+/// proposal's module (`None` for a key or a key request). The filter is in the statement and the
 /// walk follows the unique index on `seq`: a page costs the links it
 /// passes over, never the table. Read the head first ([`last_seq`]) and
 /// give it as `upto`: every link up to it is committed (links are appended
@@ -193,22 +193,26 @@ pub async fn feed(
     limit: i64,
 ) -> Result<Vec<(Event, Option<String>)>> {
     let modules = scope.modules.unwrap_or(&[]);
+    // A link's module: its job's, or its rule proposal's; a key's or a
+    // key request's has none.
+    let module = "COALESCE(j.module, p.module)";
     let in_modules = if modules.is_empty() {
         "1 = 0".to_string()
     } else {
         let marks: Vec<String> = (0..modules.len()).map(|i| format!("${}", i + 4)).collect();
-        format!("j.module IN ({})", marks.join(", "))
+        format!("{module} IN ({})", marks.join(", "))
     };
     let filter = match (scope.modules.is_some(), scope.keys) {
         (false, true) => "1 = 1".to_string(),
-        (false, false) => "j.id IS NOT NULL".to_string(),
+        (false, false) => format!("{module} IS NOT NULL"),
         (true, false) => in_modules,
-        (true, true) => format!("(j.id IS NULL OR {in_modules})"),
+        (true, true) => format!("({module} IS NULL OR {in_modules})"),
     };
     let sql = format!(
         "SELECT e.job_id, e.n, e.at, e.event, e.from_state, e.to_state, e.actor, e.comment, \
-                e.detail, e.seq, j.module \
+                e.detail, e.seq, {module} AS module \
          FROM ig_job_events e LEFT JOIN ig_jobs j ON j.id = e.job_id \
+              LEFT JOIN ig_rule_proposals p ON p.id = e.job_id \
          WHERE e.seq > $1 AND e.seq <= $2 AND {filter} ORDER BY e.seq LIMIT $3"
     );
     on_conn!(conn, c => {

@@ -70,6 +70,7 @@ pub mod postgres;
 pub mod references;
 pub mod retention;
 pub mod rows;
+pub mod rule_proposals;
 pub mod schema;
 pub mod sessions;
 mod sql;
