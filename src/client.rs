@@ -5,9 +5,11 @@
 //! (or is further along), 1 when it is invalid or failed, 2 on a refused
 //! request. [`events`]: `importgate events tail`, following the event
 //! stream. [`revise`]: `importgate revise`, a revision of a job.
+//! [`rules`]: `importgate rules`, a module's rules shown and proposed.
 
 pub mod events;
 pub mod revise;
+pub mod rules;
 
 use std::path::Path;
 use std::time::Duration;
@@ -105,6 +107,20 @@ pub async fn run(u: Upload<'_>) -> anyhow::Result<i32> {
     report(&client, base, u.key, resp, u.wait).await
 }
 
+/// Prints a refused request's problem, naming the member at fault; the
+/// exit status of a refused request.
+pub(crate) fn refusal(status: reqwest::StatusCode, problem: &Value) -> i32 {
+    let member = problem["parameter"]
+        .as_str()
+        .map(|p| format!(" [{p}]"))
+        .unwrap_or_default();
+    eprintln!(
+        "refused ({status}){member}: {}",
+        problem["detail"].as_str().unwrap_or("")
+    );
+    2
+}
+
 /// Prints the job a request created (after its validation, with `wait`)
 /// and its first errors; the process exit status.
 pub(crate) async fn report(
@@ -117,15 +133,7 @@ pub(crate) async fn report(
     let status = resp.status();
     let mut job: Value = resp.json().await.unwrap_or(Value::Null);
     if !status.is_success() {
-        let member = job["parameter"]
-            .as_str()
-            .map(|p| format!(" [{p}]"))
-            .unwrap_or_default();
-        eprintln!(
-            "refused ({status}){member}: {}",
-            job["detail"].as_str().unwrap_or("")
-        );
-        return Ok(2);
+        return Ok(refusal(status, &job));
     }
     let id = job["id"].as_str().unwrap_or_default().to_string();
     if wait {

@@ -121,6 +121,12 @@ enum Command {
         #[arg(long)]
         wait: bool,
     },
+    /// Show a module's rules, or propose new ones for another person to
+    /// approve (a client of the API).
+    Rules {
+        #[command(subcommand)]
+        command: RulesCommand,
+    },
     /// Follow what happens in a running service (a client of the API).
     Events {
         #[command(subcommand)]
@@ -131,6 +137,48 @@ enum Command {
         #[command(subcommand)]
         command: LedgerCommand,
     },
+}
+
+#[derive(Subcommand)]
+enum RulesCommand {
+    /// Print the rule set in force (or at --version), one rule a line.
+    #[command(after_help = "Example:\n  \
+        IMPORTGATE_KEY=igk_… importgate rules show customers")]
+    Show {
+        /// Module key (customers, orders, …).
+        module: String,
+        /// An older version.
+        #[arg(long)]
+        version: Option<u32>,
+        #[command(flatten)]
+        service: ServiceArgs,
+    },
+    /// Propose a new rule set (an admin): FILE is the whole set, a JSON
+    /// array of rules. It waits at the gate for another person.
+    #[command(after_help = "Example:\n  \
+        importgate rules propose customers rules.json --comment 'WA numbers to +62'")]
+    Propose {
+        /// Module key.
+        module: String,
+        /// The JSON file of rules.
+        file: PathBuf,
+        /// Why, for the approver.
+        #[arg(long)]
+        comment: Option<String>,
+        #[command(flatten)]
+        service: ServiceArgs,
+    },
+}
+
+/// A running service and the key to call it with.
+#[derive(Args)]
+struct ServiceArgs {
+    /// The service's base URL.
+    #[arg(long, env = "IMPORTGATE_URL", default_value = "http://127.0.0.1:8080")]
+    url: String,
+    /// The API key (better given as IMPORTGATE_KEY than on a command line).
+    #[arg(long, env = "IMPORTGATE_KEY", hide_env_values = true)]
+    key: String,
 }
 
 #[derive(Subcommand)]
@@ -374,6 +422,35 @@ async fn main() -> anyhow::Result<()> {
             })
             .await?;
             std::process::exit(code)
+        }
+        Command::Rules { command } => {
+            use importgate::client::rules;
+            let code = match command {
+                RulesCommand::Show {
+                    module,
+                    version,
+                    service,
+                } => {
+                    let s = rules::Service {
+                        url: &service.url,
+                        key: &service.key,
+                    };
+                    rules::show(s, &module, version).await?
+                }
+                RulesCommand::Propose {
+                    module,
+                    file,
+                    comment,
+                    service,
+                } => {
+                    let s = rules::Service {
+                        url: &service.url,
+                        key: &service.key,
+                    };
+                    rules::propose(s, &module, &file, comment.as_deref()).await?
+                }
+            };
+            std::process::exit(code);
         }
         Command::Revise {
             job,

@@ -407,3 +407,76 @@ async fn the_revise_command_maps_fixes_and_leaves_rows_out() {
     let out = run(&[id, "--file", file.to_str().unwrap(), "--exclude", "2"]);
     assert_ne!(out.status.code(), Some(0), "a file carries only fixes");
 }
+
+/// `importgate rules propose` sends a file's rule set to the gate, a
+/// malformed rule refused naming it; `rules show` prints the set in force
+/// once another person approved it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rules_command_proposes_and_shows() {
+    let app = crate::common::spawn_app().await;
+    let apr = app.approver().await;
+    let run = |key: &str, args: &[&str]| {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("rules").args(args).args(["--url", &app.base]);
+        cmd.env("IMPORTGATE_KEY", key);
+        cmd.output().unwrap()
+    };
+    let file = app.dir().join("rules.json");
+    std::fs::write(
+        &file,
+        r#"[{"id": "wa", "column": "wa_number", "normalize": "phone_id"}]"#,
+    )
+    .unwrap();
+    let out = run(
+        &app.admin,
+        &[
+            "propose",
+            "customers",
+            file.to_str().unwrap(),
+            "--comment",
+            "nomor WA",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("proposes version 2"), "{stdout}");
+    assert!(stdout.contains("+ wa"), "{stdout}");
+    let id = stdout.split_whitespace().next().unwrap().to_string();
+    let resp = app
+        .client
+        .post(app.url(&format!("/api/rule-proposals/{id}/approve")))
+        .header("X-API-Key", &apr)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), reqwest::StatusCode::OK);
+    let out = run(&apr, &["show", "customers"]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout.contains("version 2"), "{stdout}");
+    assert!(
+        stdout.contains("normalize wa_number with phone_id"),
+        "{stdout}"
+    );
+
+    std::fs::write(
+        &file,
+        r#"[{"id": "x", "column": "nope", "normalize": "trim"}]"#,
+    )
+    .unwrap();
+    let out = run(
+        &app.admin,
+        &["propose", "customers", file.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("[rules[0]]") && stderr.contains("nope"),
+        "{stderr}"
+    );
+}
