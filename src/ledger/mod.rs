@@ -14,6 +14,7 @@ pub mod key_replay;
 pub mod outcome;
 pub mod replay;
 pub mod revision;
+pub mod rule_replay;
 
 use serde::{Deserialize, Serialize};
 

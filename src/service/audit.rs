@@ -1,12 +1,13 @@
 //! `importgate ledger verify`: reads the whole hash chain page by page and
 //! has the ledger's [`Verifier`] check each link under the ledger's key,
 //! compares the chain's head with the checkpoint kept outside the
-//! database, then checks every job row against the events it derives from.
+//! database, then checks every job row, key row and rule proposal against
+//! the events it derives from.
 
 use std::path::Path;
 
 use crate::ledger::chain::{ChainKey, Verdict, Verifier};
-use crate::ledger::{key_replay, replay};
+use crate::ledger::{key_replay, replay, rule_replay};
 use crate::store::{self, Db};
 
 /// Links or jobs read at a time.
@@ -57,6 +58,9 @@ pub async fn verify(db: &Db, key: &ChainKey, checkpoint: Option<&Path>) -> anyho
     if let Some(broken) = keys_against_events(&mut conn).await? {
         return Ok(broken);
     }
+    if let Some(broken) = rules_against_events(&mut conn).await? {
+        return Ok(broken);
+    }
     Ok(Verdict::Holds {
         links: verifier.links(),
         jobs,
@@ -73,6 +77,22 @@ async fn keys_against_events(conn: &mut store::Conn<'_>) -> anyhow::Result<Optio
             return Ok(Some(Verdict::Broken {
                 seq: 0,
                 job_id: key.id.to_string(),
+                n: 0,
+                why,
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// Every rule proposal against its events: the first that disagrees.
+async fn rules_against_events(conn: &mut store::Conn<'_>) -> anyhow::Result<Option<Verdict>> {
+    for p in store::rule_proposals::list(conn, None, None, i64::MAX).await? {
+        let events = store::ledger::events_of(conn, p.id.as_str()).await?;
+        if let Some(why) = rule_replay::mismatch(&p, &events) {
+            return Ok(Some(Verdict::Broken {
+                seq: 0,
+                job_id: p.id.to_string(),
                 n: 0,
                 why,
             }));

@@ -15,7 +15,7 @@ use super::{App, Error, Result};
 use crate::catalog::Module;
 use crate::ids::{ModuleKey, ProposalId};
 use crate::keys::{KeyRecord, Role};
-use crate::ledger::gate;
+use crate::ledger::{gate, rule_replay};
 use crate::rules::{self, Compiled, Diff, Proposal, ProposalState, Rule};
 use crate::store::{self, Conn, ledger::Entry};
 
@@ -99,7 +99,8 @@ pub async fn show(
 
 /// The compiled rules a validation of `module` applies now, and their
 /// version. A stored set that no longer compiles (the catalog dropped a
-/// column it names) is an error of the job's validation, not a panic.
+/// column it names), or whose row disagrees with its ledger events (it
+/// was changed behind the gate), is an error of the job's validation.
 pub async fn for_validation(app: &App, module: &Module) -> anyhow::Result<(u32, Arc<Compiled>)> {
     let mut c = app.db.acquire().await?;
     let mut conn = c.conn();
@@ -110,6 +111,12 @@ pub async fn for_validation(app: &App, module: &Module) -> anyhow::Result<(u32, 
         && let Some((_, compiled)) = app.catalog_rules.get(&module.key)
     {
         return Ok((1, Arc::clone(compiled)));
+    }
+    if let Some(p) = &set.proposal {
+        let events = store::ledger::events_of(&mut conn, p.id.as_str()).await?;
+        if let Some(why) = rule_replay::mismatch(p, &events) {
+            anyhow::bail!("the rules of {} cannot be trusted: {why}", module.key);
+        }
     }
     let compiled = rules::compile(module, &set.rules).map_err(|problems| {
         let list: Vec<String> = problems.iter().map(ToString::to_string).collect();

@@ -346,3 +346,26 @@ async fn a_rejected_proposal_changes_nothing_and_an_outdated_one_cannot_be_appro
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rules_changed_in_the_database_behind_the_gate_break_the_ledger() {
+    let app = spawn_app().await;
+    let apr = app.approver().await;
+    let p = proposed(&app, phone_rules()).await;
+    let id = p["id"].as_str().unwrap();
+    let resp = decide(&app, &apr, id, "approve").await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let (holds, out) = crate::ledger::verify(&app);
+    assert!(holds, "{out}");
+
+    app.sql(&format!(
+        "UPDATE ig_rule_proposals SET rules = '[]' WHERE id = '{id}'"
+    ))
+    .await;
+    let (holds, out) = crate::ledger::verify(&app);
+    assert!(!holds, "{out}");
+    assert!(
+        out.contains(id) && out.contains("changed in the database"),
+        "{out}"
+    );
+}
