@@ -20,6 +20,7 @@ fn usage() -> ! {
          [--modules orders,customers] [--bad 0.0] [--pg postgres://postgres@127.0.0.1:5432] [--dir DIR] [--bin PATH]\n\
          [--references 100000]: instead, validate orders with and without their sku reference\n\
          [--revisions 10]: instead, fail orders on that many bad rows, then time a revision fixing them\n\
+         [--rules]: instead, validate orders with and without two normalizers and three checks\n\
          against a products table of that many rows (API.md section 12), side by side"
     );
     std::process::exit(2)
@@ -41,6 +42,8 @@ struct Options {
     /// Bad rows in orders a revision then fixes; set, the harness runs
     /// the revision comparison only.
     revisions: Option<usize>,
+    /// Set, the harness runs the rules comparison only.
+    rules: bool,
 }
 
 fn options() -> Options {
@@ -63,6 +66,7 @@ fn options() -> Options {
         bin: default_bin,
         references: None,
         revisions: None,
+        rules: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let list = |s: &str| {
@@ -72,6 +76,11 @@ fn options() -> Options {
     };
     let mut i = 0;
     while i < args.len() {
+        if args[i] == "--rules" {
+            o.rules = true;
+            i += 1;
+            continue;
+        }
         let value = args.get(i + 1).cloned().unwrap_or_else(|| usage());
         match args[i].as_str() {
             "--rows" => {
@@ -566,6 +575,18 @@ impl Api {
         (t.elapsed(), job)
     }
 
+    /// A JSON request (no body for `null`); the answer's JSON.
+    async fn post(&self, key: &str, path: &str, body: &Value) -> Value {
+        let mut request = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("X-API-Key", key);
+        if !body.is_null() {
+            request = request.json(body);
+        }
+        request.send().await.unwrap().json().await.unwrap()
+    }
+
     async fn act(&self, key: &str, id: &str, action: &str) -> (Duration, Value) {
         let t = Instant::now();
         self.client
@@ -977,6 +998,83 @@ async fn references_comparison(o: &Options, products: usize) {
     }
 }
 
+/// The rule set of the rules comparison: two normalizers and three checks
+/// over orders (API.md section 14), all of which every generated row
+/// passes, so both sides stage the same rows.
+fn orders_rules() -> Value {
+    serde_json::json!([
+        {"id": "status", "column": "status", "normalize": "lower"},
+        {"id": "date", "column": "order_date", "normalize": "date_id"},
+        {"id": "qty", "check": "row.qty > 0", "message": "qty must be positive", "columns": ["qty"]},
+        {"id": "amount", "check": "row.amount_idr >= row.qty", "message": "amount below qty", "columns": ["amount_idr"]},
+        {"id": "status_known", "check": "row.status in ['paid', 'pending', 'shipped', 'cancelled']",
+         "message": "unknown status", "columns": ["status"]},
+    ])
+}
+
+/// One side of the rules comparison: a fresh database, the rule set
+/// proposed and approved when `rules`, then the orders validated; the
+/// validation's time.
+async fn validate_with_rules(
+    o: &Options,
+    backend: &str,
+    run: usize,
+    rules: bool,
+    orders: &Path,
+) -> f64 {
+    let db = fresh_db(o, backend, run);
+    let (server, _admin) = Server::start_with(&o.bin, &db, &o.dir, None);
+    let admin = server.key("Dewi Anggraini", "admin");
+    let sub = server.key("Budi Santoso", "submitter");
+    let apr = server.key("Siti Rahayu", "approver");
+    let api = Api {
+        client: reqwest::Client::new(),
+        base: server.base.clone(),
+    };
+    if rules {
+        let body = serde_json::json!({"rules": orders_rules()});
+        let proposal = api.post(&admin, "/api/modules/orders/rules", &body).await;
+        let id = proposal["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a proposal: {proposal}"));
+        let approve = format!("/api/rule-proposals/{id}/approve");
+        let decided = api.post(&apr, &approve, &Value::Null).await;
+        assert_eq!(decided["state"], "approved", "{decided}");
+    }
+    let (d, job) = api.upload(&sub, "orders", "", orders, "csv").await;
+    expect_state(&job, "awaiting_approval", "orders validation");
+    assert_eq!(job["counts"]["errors"], 0, "every row passes the rules");
+    d.as_secs_f64()
+}
+
+/// Validating orders with and without a rule set, side by side in each run.
+async fn rules_comparison(o: &Options) {
+    let set = dataset("orders");
+    println!(
+        "importgate benchmark — rules: orders validated with two normalizers and three checks, {} run(s), medians\n",
+        o.runs
+    );
+    println!("| rows | backend | without rules | with rules | ×without |");
+    println!("|---:|---|---:|---:|---:|");
+    for &rows in &o.rows {
+        let orders = set.write(&o.dir, rows, 0, 0.0, "csv");
+        for backend in &o.backends {
+            let (mut off, mut on) = (Vec::new(), Vec::new());
+            for run in 0..o.runs {
+                off.push(validate_with_rules(o, backend, run, false, &orders).await);
+                on.push(validate_with_rules(o, backend, run, true, &orders).await);
+            }
+            let (off, on) = (median(&off), median(&on));
+            println!(
+                "| {rows} | {backend} | {} | {} | {} |",
+                secs(off),
+                secs(on),
+                ratio(on, off)
+            );
+        }
+    }
+}
+
 /// Orders CSV of `rows` rows whose `qty` is not a number in `bad` rows,
 /// spread evenly; the file and the row numbers (header = row 1) to fix.
 fn orders_with_bad_rows(dir: &Path, rows: usize, bad: usize) -> (PathBuf, Vec<usize>) {
@@ -1147,6 +1245,10 @@ async fn main() {
     }
     if let Some(products) = o.references {
         references_comparison(&o, products).await;
+        return;
+    }
+    if o.rules {
+        rules_comparison(&o).await;
         return;
     }
     if let Some(bad) = o.revisions {
