@@ -359,6 +359,89 @@ async fn revise(
     Ok(new)
 }
 
+/// The demo's rules (API.md section 14), each module's set proposed by the
+/// admin and approved by an approver: customers' WhatsApp numbers to
+/// `+62…` and a warning for one name twice in a city, products' rupiah
+/// amounts as written, orders' Indonesian dates and a quantity check.
+const DEMO_RULES: [(&str, &str, &str); 3] = [
+    (
+        "customers",
+        r#"[{"id": "wa", "column": "wa_number", "normalize": "phone_id"},
+            {"id": "one_name_per_city", "unique": ["customer_name", "city"], "severity": "warning"}]"#,
+        "Nomor WA disamakan ke +62 agar pelanggan tidak dobel.",
+    ),
+    (
+        "products",
+        r#"[{"id": "price", "column": "price_idr", "normalize": "idr"},
+            {"id": "cost", "column": "cost_idr", "normalize": "idr"}]"#,
+        "Harga dari marketplace ditulis Rp1.250.000.",
+    ),
+    (
+        "orders",
+        r#"[{"id": "date", "column": "order_date", "normalize": "date_id"},
+            {"id": "qty_positive", "check": "row.qty > 0", "message": "qty harus lebih dari 0",
+             "columns": ["qty"], "severity": "error"}]"#,
+        "Tanggal ditulis 17 Agustus 2025 oleh tim toko.",
+    ),
+];
+
+/// A change left waiting for an approver.
+const WAITING_RULES: &str = r#"[{"id": "date", "column": "order_date", "normalize": "date_id"},
+    {"id": "qty_positive", "check": "row.qty > 0", "message": "qty harus lebih dari 0",
+     "columns": ["qty"], "severity": "error"},
+    {"id": "amount_per_item", "check": "row.amount_idr >= row.qty * 1000",
+     "message": "nilai order terlalu kecil untuk jumlahnya", "columns": ["amount_idr"], "severity": "warning"}]"#;
+
+async fn rules_in_force(app: &App, admin: &KeyRecord, approver: &KeyRecord) -> anyhow::Result<()> {
+    let fail = |e: service::Error| anyhow::anyhow!("demo rules: {e}");
+    for (module, rules, why) in DEMO_RULES {
+        let rules: serde_json::Value = serde_json::from_str(rules)?;
+        let (p, _) = service::rules::propose(app, admin, module, &rules, Some(why))
+            .await
+            .map_err(fail)?;
+        service::rules::decide(
+            app,
+            approver,
+            p.id.as_str(),
+            true,
+            Some("Sudah dicoba di file minggu lalu."),
+        )
+        .await
+        .map_err(fail)?;
+    }
+    let rules: serde_json::Value = serde_json::from_str(WAITING_RULES)?;
+    let why = Some("Tandai order yang nilainya tidak masuk akal.");
+    service::rules::propose(app, admin, "orders", &rules, why)
+        .await
+        .map_err(fail)?;
+    Ok(())
+}
+
+/// Customers CSV with some WhatsApp numbers written the ways people write
+/// them (`0812-3100-0101`, `+62 812 3100 0102`), and one name repeated in
+/// its city.
+fn as_people_write(csv: &str) -> String {
+    let mut lines: Vec<String> = csv.lines().map(str::to_string).collect();
+    for (i, line) in lines.iter_mut().enumerate().skip(1) {
+        let mut cells: Vec<String> = line.split(',').map(str::to_string).collect();
+        let digits = cells[1].clone();
+        cells[1] = match i % 3 {
+            1 => format!("{}-{}-{}", &digits[..4], &digits[4..8], &digits[8..]),
+            2 => format!("+62 {} {} {}", &digits[1..4], &digits[4..8], &digits[8..]),
+            _ => digits,
+        };
+        *line = cells.join(",");
+    }
+    if lines.len() > 3 {
+        let first: Vec<String> = lines[1].split(',').map(str::to_string).collect();
+        let mut twin: Vec<String> = lines[3].split(',').map(str::to_string).collect();
+        twin[0] = first[0].clone();
+        twin[2] = first[2].clone();
+        lines[3] = twin.join(",");
+    }
+    lines.join("\n") + "\n"
+}
+
 /// Makes the demo keys and the ledger's jobs. The app must be serving (its
 /// workers validate and commit). Returns when every persistent state exists;
 /// one job is left `validating` for [`HOLD`].
@@ -562,6 +645,9 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     let text = payments_csv(&mut d, 1, 18);
     story(app, file, text, &moves, State::RollbackPending).await?;
 
+    // Rules in force from here on, and one more waiting at the gate.
+    rules_in_force(app, &admin.0, &siti).await?;
+
     // Awaiting approval: orders with bad rows left out (on_error=skip).
     let mut text = orders_csv(&mut d, 200, 20);
     text.push_str("SO-2024-00221,CUST-0007,SKU-000003,dua,70000,2024-05-12,paid,QRIS\n");
@@ -574,9 +660,11 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     );
     story(app, file, text, &[], State::AwaitingApproval).await?;
 
-    // Awaiting approval: new customers from Budi, for the approver to decide.
+    // Awaiting approval: new customers from Budi, for the approver to
+    // decide; their WhatsApp numbers written as people write them, which
+    // the customers' rules normalize.
     let file = Upload(&budi, "customers", "", "pelanggan-baru-pameran.csv");
-    let text = customers_csv(&mut d, 100, 24);
+    let text = as_people_write(&customers_csv(&mut d, 100, 24));
     story(app, file, text, &[], State::AwaitingApproval).await?;
 
     // Awaiting approval, revised twice: a CRM export fixed inside importgate.

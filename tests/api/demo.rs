@@ -114,6 +114,30 @@ async fn the_demo_has_jobs_in_every_state_and_says_it_simulates() {
     assert_eq!(revised["revision"]["mapping"]["No. WA"], "wa_number");
     let modules: BTreeSet<&str> = jobs.iter().filter_map(|j| j["module"].as_str()).collect();
     assert!(modules.len() >= 5, "{modules:?}");
+    // Rules are in force for three modules, and a change waits at the gate.
+    for module in ["customers", "products", "orders"] {
+        let set: Value = client
+            .get(format!("{base}/api/modules/{module}/rules"))
+            .header("X-API-Key", &sub)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(set["version"], 2, "{set}");
+        assert_eq!(set["rules"].as_array().unwrap().len(), 2, "{set}");
+    }
+    let waiting_rules: Value = client
+        .get(format!("{base}/api/rule-proposals?state=awaiting_approval"))
+        .header("X-API-Key", &apr)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(waiting_rules["proposals"][0]["module"], "orders", "{waiting_rules}");
     // The approver has something to decide and the submitter may not.
     let waiting = jobs
         .iter()
