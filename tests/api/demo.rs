@@ -80,15 +80,7 @@ async fn the_demo_has_jobs_in_every_state_and_says_it_simulates() {
 
     let client = reqwest::Client::new();
     let base = demo.base.clone();
-    let body: Value = client
-        .get(format!("{base}/api/jobs?limit=200"))
-        .header("X-API-Key", &admin)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body: Value = get_json(&client, &format!("{base}/api/jobs?limit=200"), &admin).await;
     let jobs = body["jobs"].as_array().unwrap();
     let states: BTreeSet<&str> = jobs.iter().filter_map(|j| j["state"].as_str()).collect();
     for state in [
@@ -116,28 +108,21 @@ async fn the_demo_has_jobs_in_every_state_and_says_it_simulates() {
     assert!(modules.len() >= 5, "{modules:?}");
     // Rules are in force for three modules, and a change waits at the gate.
     for module in ["customers", "products", "orders"] {
-        let set: Value = client
-            .get(format!("{base}/api/modules/{module}/rules"))
-            .header("X-API-Key", &sub)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let set: Value =
+            get_json(&client, &format!("{base}/api/modules/{module}/rules"), &sub).await;
         assert_eq!(set["version"], 2, "{set}");
         assert_eq!(set["rules"].as_array().unwrap().len(), 2, "{set}");
     }
-    let waiting_rules: Value = client
-        .get(format!("{base}/api/rule-proposals?state=awaiting_approval"))
-        .header("X-API-Key", &apr)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(waiting_rules["proposals"][0]["module"], "orders", "{waiting_rules}");
+    let waiting_rules: Value = get_json(
+        &client,
+        &format!("{base}/api/rule-proposals?state=awaiting_approval"),
+        &apr,
+    )
+    .await;
+    assert_eq!(
+        waiting_rules["proposals"][0]["module"], "orders",
+        "{waiting_rules}"
+    );
     // The approver has something to decide and the submitter may not.
     let waiting = jobs
         .iter()
@@ -173,4 +158,15 @@ async fn the_demo_has_jobs_in_every_state_and_says_it_simulates() {
         .await
         .unwrap();
     assert!(page.contains("Simulation — nothing is written."), "{page}");
+}
+
+/// A GET that must answer JSON.
+async fn get_json(client: &reqwest::Client, url: &str, key: &str) -> Value {
+    let resp = client
+        .get(url)
+        .header("X-API-Key", key)
+        .send()
+        .await
+        .unwrap();
+    resp.json().await.unwrap()
 }
