@@ -658,3 +658,56 @@ async fn admins_manage_webhooks_in_the_console() {
         StatusCode::FORBIDDEN
     );
 }
+
+/// Rule proposals and decisions reach a receiver subscribed to them, for
+/// the module it names (API.md section 14).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rule_changes_reach_a_receiver_for_their_module() {
+    let app = service().await;
+    let (base, log) = receiver().await;
+    let apr = app.approver().await;
+    made(
+        &app,
+        json!({"url": format!("{base}/rules"), "events": ["rules.proposed", "rules.approved", "rules.rejected"],
+               "modules": ["customers"]}),
+    )
+    .await;
+    made(
+        &app,
+        json!({"url": format!("{base}/orders"), "events": ["rules.proposed"], "modules": ["orders"]}),
+    )
+    .await;
+    let resp = app
+        .client
+        .post(app.url("/api/modules/customers/rules"))
+        .header("X-API-Key", &app.admin)
+        .json(&json!({"rules": [{"id": "wa", "column": "wa_number", "normalize": "phone_id"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    let p: Value = resp.json().await.unwrap();
+    let id = p["id"].as_str().unwrap();
+    let resp = app
+        .client
+        .post(app.url(&format!("/api/rule-proposals/{id}/approve")))
+        .header("X-API-Key", &apr)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let got = log.wait("/rules", 2).await;
+    let types: Vec<&str> = got.iter().map(|g| g.1["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["rules.proposed", "rules.approved"]);
+    let shown = &got[1].1["data"]["rule_proposal"];
+    assert_eq!(shown["id"], id);
+    assert_eq!(shown["state"], "approved");
+    assert!(
+        shown["proposed_by"]["display"]
+            .as_str()
+            .unwrap()
+            .contains("***"),
+        "{shown}"
+    );
+    assert_eq!(log.count("/orders"), 0);
+}
