@@ -114,6 +114,10 @@ pub struct Counts {
     /// Rows a revision left out (API.md section 11); neither valid nor errors.
     #[serde(default)]
     pub excluded: i64,
+    /// Rows with a cell a normalizer of the module's rules rewrote (API.md
+    /// section 14), errors among them.
+    #[serde(default)]
+    pub normalized: i64,
 }
 
 impl Counts {

@@ -2,6 +2,7 @@
 //!
 //! - [`validation`]: read the stored file, check every row with
 //!   [`crate::validate`], compare with the target table, stage the preview;
+//! - [`apply`]: the module's rules applied to each row as it is read;
 //! - [`distinct`]: whether a validation's keys are certainly all
 //!   distinct, learned as they are staged;
 //! - [`references`]: the set-based checks of values that name rows of
@@ -13,6 +14,7 @@
 //! ([`crate::ledger::outcome`]) decide which move that makes, and the
 //! service records it.
 
+pub mod apply;
 pub mod commit;
 pub mod distinct;
 pub mod references;

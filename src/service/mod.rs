@@ -45,6 +45,7 @@ pub mod retention;
 pub mod retry;
 pub mod revisions;
 pub mod rows_file;
+pub mod rules_catalog;
 pub mod seal;
 pub mod seed;
 pub mod sessions;
@@ -73,6 +74,8 @@ use limits::Limiter;
 pub struct App {
     pub db: Db,
     pub catalog: Arc<Catalog>,
+    /// The rule sets the catalog ships as its modules' version 1.
+    pub catalog_rules: rules_catalog::CatalogRules,
     pub settings: Settings,
     /// Woken when a job needs a worker (an upload, an approval).
     pub work: Notify,
@@ -106,6 +109,7 @@ impl App {
             Some(path) => Catalog::from_file(path)?,
             None => Catalog::builtin(),
         };
+        let catalog_rules = rules_catalog::CatalogRules::compile(&catalog)?;
         let db = Db::connect_with(&settings.database, settings.sqlite_busy).await?;
         db.migrate(&catalog).await?;
         let seal = seal::Seal::open(&db, &settings).await?;
@@ -118,6 +122,7 @@ impl App {
             limiter,
             db,
             catalog: Arc::new(catalog),
+            catalog_rules,
             settings,
             work: Notify::new(),
             moves: moves::Moves::default(),

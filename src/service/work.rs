@@ -92,6 +92,8 @@ async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
             .collect(),
         lease: Some((owner.to_string(), app.settings.lease_ms)),
         disk_reserve: app.settings.disk_reserve_bytes,
+        // The rule set the validation applies: the catalog's version 1.
+        rules: app.catalog_rules.of(module.key.as_str()),
     };
     let started = Instant::now();
     let found = match read(app, module, job, &setup).await? {

@@ -37,6 +37,7 @@ mod replicas;
 mod retention;
 mod revisions;
 mod rows_file;
+mod rules;
 mod upserts;
 mod validation;
 mod webhooks;
