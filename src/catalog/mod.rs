@@ -114,6 +114,11 @@ pub struct Module {
     pub key_columns: Vec<usize>,
     /// Columns that name rows of other modules.
     pub references: Vec<Reference>,
+    /// The rules the catalog ships as the module's version 1 (API.md
+    /// section 14), as written: `crate::rules` reads and compiles them
+    /// (the service, when it starts), a layer above the catalog.
+    #[serde(skip)]
+    pub rules: Vec<serde_json::Value>,
 }
 
 impl Module {
@@ -169,6 +174,9 @@ struct ModuleFile {
     column: Vec<Column>,
     #[serde(default)]
     reference: Vec<ReferenceFile>,
+    /// `[[module.rules]]`: each a rule as API.md section 14 writes it.
+    #[serde(default)]
+    rules: Vec<serde_json::Value>,
 }
 
 /// A `[[module.reference]]` as written, with where it was written so that a
@@ -424,6 +432,7 @@ fn check_module(m: ModuleFile) -> Result<Module, CatalogError> {
         date_formats,
         key_columns,
         references: vec![],
+        rules: m.rules,
     })
 }
 

@@ -173,6 +173,7 @@ async fn render(
         let errors = PreviewFilter {
             action: Some(RowAction::Error),
             warned: false,
+            normalized: false,
         };
         let last_page = ((job.counts.errors - 1).max(0) / PAGE) * PAGE;
         let offset = entered.offset.clamp(0, last_page);

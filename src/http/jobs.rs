@@ -133,11 +133,13 @@ async fn one(
 struct PreviewParams {
     action: Option<RowAction>,
     warnings: Option<WarningsFilter>,
+    normalized: Option<WarningsFilter>,
     offset: Option<i64>,
     limit: Option<i64>,
 }
 
-/// `?warnings=only`: rows with at least one warning.
+/// `?warnings=only`: rows with at least one warning; `?normalized=only`:
+/// rows with a cell a normalizer rewrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 enum WarningsFilter {
@@ -150,7 +152,8 @@ enum WarningsFilter {
     params(
         ("id" = String, Path, description = "The job's id (`job_…`)"),
         ("action" = Option<RowAction>, Query, description = "Only rows with this action"),
-        ("warnings" = Option<WarningsFilter>, Query, description = "`only`: only rows with at least one warning (a reference the referenced table does not hold); `any` (the default): every row"),
+        ("warnings" = Option<WarningsFilter>, Query, description = "`only`: only rows with at least one warning (a reference the referenced table does not hold, a rule of severity `warning`); `any` (the default): every row"),
+        ("normalized" = Option<WarningsFilter>, Query, description = "`only`: only rows with a cell a normalizer of the module's rules rewrote (API.md section 14); `any` (the default): every row"),
         ("offset" = Option<i64>, Query, description = "Rows to skip (default 0)", minimum = 0),
         ("limit" = Option<i64>, Query, description = "Rows a page (default 100)", minimum = 0, maximum = 1000),
     ),
@@ -173,6 +176,7 @@ async fn preview(
     let filter = jobs::PreviewFilter {
         action: q.action,
         warned: q.warnings == Some(WarningsFilter::Only),
+        normalized: q.normalized == Some(WarningsFilter::Only),
     };
     let page = jobs::preview(&app, &job, filter, offset, limit).await?;
     let rows = page
@@ -186,6 +190,9 @@ async fn preview(
             errors: p.errors,
             warnings: p.warnings,
             fixed: (p.fixed.into_iter())
+                .map(|(column, was)| (column, serde_json::json!({ "was": was })))
+                .collect(),
+            normalized: (p.row.normalized.into_iter())
                 .map(|(column, was)| (column, serde_json::json!({ "was": was })))
                 .collect(),
         })

@@ -18,7 +18,7 @@ use super::extract::{Params, comment};
 use super::problem::{ApiResult, Problem};
 use crate::ledger::job::People;
 use crate::rules::{Diff, Proposal};
-use crate::service::views::{RuleProposalList, RuleProposalView, RuleSetView};
+use crate::service::views::{RuleProposalList, RuleProposalView, RuleSetView, TrialView};
 use crate::service::{App, rules};
 
 pub fn routes() -> OpenApiRouter<Arc<App>> {
@@ -28,6 +28,7 @@ pub fn routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(get))
         .routes(routes!(approve))
         .routes(routes!(reject))
+        .routes(routes!(try_on))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -195,6 +196,43 @@ async fn reject(
     body: Bytes,
 ) -> ApiResult<Json<RuleProposalView>> {
     decide(&app, &caller, &id, false, &body).await
+}
+
+/// Which job to try a proposal on.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TryOn {
+    /// A job of the proposal's module whose stored file is still kept.
+    #[schema(example = "job_01JD8Z3K6W0Q2T5N8XJ4R7M9C1")]
+    job: String,
+}
+
+/// Validates a job's stored file under the proposed rules without changing
+/// the job (an approver or admin within the module's scope): its counts
+/// under the version it was validated with and under the proposal, and the
+/// rows whose outcome changes.
+#[utoipa::path(post, path = "/api/rule-proposals/{id}/try", operation_id = "try_rule_proposal", tag = "rules",
+    params(("id" = String, Path, description = "The proposal's id (`rpr_…`)")),
+    request_body(content = TryOn, description = "The job to try it on"),
+    responses(
+        (status = 200, description = "What the proposal would do to the job's rows", body = TrialView),
+        (status = 400, description = "`bad_request`: the body is not such an object"),
+        (status = 403, description = "`forbidden`: not an approver or admin, or outside the key's scope"),
+        (status = 404, description = "`not_found`: no such proposal or job within the key's scope"),
+        (status = 410, description = "`purged`: the job's stored file is gone"),
+        (status = 422, description = "`invalid_parameter`: a job of another module, or whose file cannot be read"),
+    ))]
+async fn try_on(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<TrialView>> {
+    let req: TryOn = serde_json::from_slice(&body).map_err(|e| {
+        Problem::bad_request(format!("the body must be {{\"job\": \"job_…\"}}: {e}"))
+    })?;
+    let tried = rules::try_on(&app, &caller.0, &id, &req.job).await?;
+    Ok(Json(TrialView::new(tried)))
 }
 
 async fn decide(

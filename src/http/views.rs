@@ -70,6 +70,12 @@ pub struct PreviewRow {
     #[serde(skip_serializing_if = "Map::is_empty")]
     #[schema(value_type = Object)]
     pub fixed: Map<String, Value>,
+    /// Cells a normalizer of the module's rules rewrote (API.md section
+    /// 14), by column, with what the file said: `{"wa_number": {"was":
+    /// "0812-3456-7890"}}`; the values show the normalized value.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    #[schema(value_type = Object)]
+    pub normalized: Map<String, Value>,
 }
 
 /// A page of a job's preview.

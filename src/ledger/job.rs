@@ -114,6 +114,10 @@ pub struct Counts {
     /// Rows a revision left out (API.md section 11); neither valid nor errors.
     #[serde(default)]
     pub excluded: i64,
+    /// Rows with a cell a normalizer of the module's rules rewrote (API.md
+    /// section 14), errors among them.
+    #[serde(default)]
+    pub normalized: i64,
 }
 
 impl Counts {
@@ -499,6 +503,24 @@ impl Job {
             revision_of: Some(self.id.clone()),
             revision: Some(revision),
             ..Job::start(new, now)
+        }
+    }
+
+    /// How the job's stored file is read: its own options (delimiter,
+    /// encoding, sheet) within the service's limits.
+    pub fn read_options(
+        &self,
+        max_cell_bytes: usize,
+        max_columns: usize,
+        one_pass: bool,
+    ) -> crate::ingest::Options {
+        crate::ingest::Options {
+            delimiter: self.options.delimiter,
+            max_cell_bytes,
+            max_columns,
+            encoding: self.options.encoding.clone(),
+            sheet: self.options.sheet.clone(),
+            one_pass,
         }
     }
 

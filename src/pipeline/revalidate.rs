@@ -4,6 +4,10 @@
 //! sharing their keys, for `duplicate_in_file` — without reading the file.
 //! Ten fixes in a million rows are then a few queries, not a new pass.
 //!
+//! A module with rules takes the full pass instead: a unique rule
+//! compares a row with every other row of the file, which only reading
+//! the file does.
+//!
 //! Everything is written in one transaction with the revision's counts and
 //! what the file said in each fixed cell, so a run interrupted and run
 //! again finds the rows already as it left them and changes nothing more.
@@ -23,7 +27,9 @@ use crate::store::{self, Db};
 use crate::validate::{CheckedRow, HeaderMap, RowAction, Rules, check_row, value};
 
 /// Validates `job`, a revision of `parent`, from `parent`'s staged rows;
-/// `None` when it cannot be (it must then read the file).
+/// `None` when it cannot be (it must then read the file): a revision
+/// that changes more than fixes and exclusions, or one whose module has
+/// rules.
 pub async fn revalidate(
     db: &Db,
     module: &Module,
@@ -34,7 +40,7 @@ pub async fn revalidate(
     let Some(own) = job
         .revision
         .as_ref()
-        .filter(|_| revision::incremental(job, parent))
+        .filter(|_| setup.rules.is_empty() && revision::incremental(job, parent))
     else {
         return Ok(None);
     };
@@ -163,7 +169,22 @@ fn recheck(
         zone: setup.zone,
         max_cell_bytes: setup.max_cell_bytes,
     };
-    check_row(module, header, &rules, RawRow { row: row_no, cells })
+    let mut checked = check_row(module, header, &rules, RawRow { row: row_no, cells });
+    // The staged values are the normalized ones: what the file said in a
+    // cell no fix replaced is still what it said.
+    checked.normalized = (row.normalized.iter())
+        .filter(|(column, _)| {
+            !own.fixes
+                .iter()
+                .any(|f| f.row == row_no && f.column == *column)
+        })
+        .filter_map(|(column, was)| {
+            let k =
+                (header.provided.iter()).position(|&(c, _)| module.columns[c].name == *column)?;
+            Some((k, was.clone()))
+        })
+        .collect();
+    checked
 }
 
 /// A staged value as the cell it was read from: text as text, numbers
@@ -213,6 +234,9 @@ fn recount(base: &Counts, before: &[StoredRow], after: &[StagedRow]) -> Counts {
     let warned_before = before.iter().filter(|r| !r.warnings.is_empty()).count() as i64;
     let warned_after = after.iter().filter(|r| r.warns.is_some()).count() as i64;
     counts.warnings += warned_after - warned_before;
+    let normalized_before = before.iter().filter(|r| !r.normalized.is_empty()).count() as i64;
+    let normalized_after = after.iter().filter(|r| r.norm.is_some()).count() as i64;
+    counts.normalized += normalized_after - normalized_before;
     counts
 }
 
@@ -248,6 +272,7 @@ mod tests {
             vals: Default::default(),
             before: None,
             warnings: vec![],
+            normalized: vec![],
         };
         let now = |action| StagedRow {
             seq: 0,
@@ -259,6 +284,7 @@ mod tests {
             before: None,
             errors: vec![],
             warns: None,
+            norm: None,
         };
         let counts = recount(
             &base,

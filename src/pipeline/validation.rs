@@ -6,17 +6,20 @@
 //! a few batches whatever the file's size. Duplicate natural keys are found
 //! in the database at the end for the same reason.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value as Json;
 use tokio::sync::mpsc;
 
+use super::apply::Apply;
 use super::distinct::Distinct;
 use super::references::{Checks, Target};
 use crate::catalog::Module;
 use crate::ids::JobId;
 use crate::ingest::{self, FileCode, FileError, Format};
 use crate::ledger::{Counts, Job, Mode, Warning, WarningCode};
+use crate::rules::Compiled;
 use crate::store::blobs::BlobReader;
 use crate::store::load::{self, Loader};
 use crate::store::lookup;
@@ -68,6 +71,9 @@ pub struct Setup {
     /// Space kept free on the database's disk: a batch is not written
     /// below it ([`Db::room`]).
     pub disk_reserve: u64,
+    /// The module's rule set (API.md section 14), applied as rows are
+    /// read ([`super::apply`]); an empty set costs nothing.
+    pub rules: Arc<Compiled>,
 }
 
 /// Validates a job's file and stages its rows. Running it again starts over.
@@ -167,21 +173,18 @@ fn spawn_reader(
     let db = db.clone();
     let module = module.clone();
     let job = job.clone();
-    let options = ingest::Options {
-        delimiter: job.options.delimiter,
-        max_cell_bytes: setup.max_cell_bytes,
-        max_columns: setup.max_columns,
-        encoding: job.options.encoding.clone(),
-        sheet: job.options.sheet.clone(),
-        one_pass,
+    let options = job.read_options(setup.max_cell_bytes, setup.max_columns, one_pass);
+    let reading = Reading {
+        zone: setup.zone,
+        max_rows: setup.max_rows,
+        rules: Arc::clone(&setup.rules),
     };
-    let (zone, max_rows) = (setup.zone, setup.max_rows);
     let runtime = tokio::runtime::Handle::current();
     let reader = tokio::task::spawn_blocking(move || {
         let ahead = !job.file.format.streams();
         let blob = BlobReader::new(db, runtime, &job.file.sha256, ahead);
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            read_file(&module, &job, blob, &options, zone, max_rows, &tx)
+            read_file(&module, &job, blob, &options, &reading, &tx)
         }))
         .unwrap_or_else(|_| {
             Err(FileError::new(
@@ -316,14 +319,7 @@ pub async fn read_head(
     max_columns: usize,
     rows: usize,
 ) -> anyhow::Result<Result<Head, FileError>> {
-    let options = ingest::Options {
-        delimiter: job.options.delimiter,
-        max_cell_bytes,
-        max_columns,
-        encoding: job.options.encoding.clone(),
-        sheet: job.options.sheet.clone(),
-        one_pass: false,
-    };
+    let options = job.read_options(max_cell_bytes, max_columns, false);
     let (db, format, sha) = (db.clone(), job.file.format, job.file.sha256.clone());
     let runtime = tokio::runtime::Handle::current();
     Ok(tokio::task::spawn_blocking(move || {
@@ -451,23 +447,30 @@ async fn stage_rows(
     })
 }
 
+/// What the reader applies to the rows beyond the file's options.
+struct Reading {
+    zone: chrono_tz::Tz,
+    max_rows: u64,
+    rules: Arc<Compiled>,
+}
+
 /// The blocking half: parse, match the header, check rows, send batches.
 fn read_file(
     module: &Module,
     job: &Job,
     blob: BlobReader,
     options: &ingest::Options,
-    zone: chrono_tz::Tz,
-    max_rows: u64,
+    reading: &Reading,
     tx: &mpsc::Sender<Result<Msg, FileError>>,
 ) -> Result<(), FileError> {
+    let Reading {
+        zone,
+        max_rows,
+        ref rules,
+    } = *reading;
     let source = ingest::open(job.file.format, Box::new(blob), options)?;
     let header = match_header_with(module, &source.header, &job.mapping_in_force())?;
-    let fixes = Fixes::new(
-        module,
-        &header,
-        job.revision.as_ref().map_or(&[], |r| &r.fixes),
-    );
+    let fixes = Fixes::of(module, &header, job);
     if job.options.reject_unknown_columns && !header.unknown.is_empty() {
         return Err(FileError::new(
             FileCode::UnknownColumns,
@@ -478,7 +481,7 @@ fn read_file(
             ),
         ));
     }
-    let rules = Rules {
+    let parse = Rules {
         date_formats: &module.date_formats,
         zone,
         max_cell_bytes: options.max_cell_bytes,
@@ -486,6 +489,11 @@ fn read_file(
     if tx.blocking_send(Ok(Msg::Header(header.clone()))).is_err() {
         return Ok(());
     }
+    // Asked once: without rules each row is read as it always was.
+    let mut apply = Apply::new(module, rules.as_ref(), &header);
+    let excluded: std::collections::HashSet<u64> = (job.revision.iter())
+        .flat_map(|r| r.exclude.iter().copied())
+        .collect();
     let mut batch = Vec::with_capacity(BATCH);
     let mut n = 0u64;
     let mut was = Vec::new();
@@ -500,7 +508,13 @@ fn read_file(
             ));
         }
         let extra = extra_cells(&raw, source.header.len());
-        let mut checked = check_row(module, &header, &rules, raw);
+        let mut checked = match &mut apply {
+            None => check_row(module, &header, &parse, raw),
+            Some(apply) => {
+                let judged = !excluded.contains(&raw.row);
+                apply.check_row(&parse, raw, judged)
+            }
+        };
         checked.errors.extend(extra);
         batch.push(checked);
         if batch.len() == BATCH
@@ -522,9 +536,18 @@ fn read_file(
 
 /// A revision's fixes by row number, each as (file position, new text,
 /// index in the revision's list).
-struct Fixes(std::collections::HashMap<u64, Vec<(usize, Option<String>, usize)>>);
+pub(super) struct Fixes(std::collections::HashMap<u64, Vec<(usize, Option<String>, usize)>>);
 
 impl Fixes {
+    /// A job's revision's fixes (none for an upload).
+    pub(super) fn of(module: &Module, header: &HeaderMap, job: &Job) -> Fixes {
+        Fixes::new(
+            module,
+            header,
+            job.revision.as_ref().map_or(&[], |r| &r.fixes),
+        )
+    }
+
     fn new(module: &Module, header: &HeaderMap, fixes: &[crate::ledger::Fix]) -> Fixes {
         let mut by_row: std::collections::HashMap<u64, Vec<_>> = Default::default();
         for (i, f) in fixes.iter().enumerate() {
@@ -543,7 +566,7 @@ impl Fixes {
     }
 
     /// Sets the fixed cells of a row, noting what the file said.
-    fn apply(&self, raw: &mut ingest::RawRow, was: &mut Vec<(usize, String)>) {
+    pub(super) fn apply(&self, raw: &mut ingest::RawRow, was: &mut Vec<(usize, String)>) {
         let Some(fixes) = self.0.get(&raw.row) else {
             return;
         };
@@ -673,6 +696,7 @@ pub(super) async fn decide(
         let action = if excluded.contains(&row.row) {
             row.errors.clear();
             warnings.clear();
+            row.warnings.clear();
             RowAction::Excluded
         } else if !row.errors.is_empty() {
             RowAction::Error
@@ -708,6 +732,20 @@ pub(super) async fn decide(
                 }
             }
         };
+        // Rows no rule remarked on are staged as without rules.
+        let warns = if row.warnings.is_empty() {
+            rows::warns_text(&warnings)
+        } else {
+            rule_warnings(module, header, &mut row, &warnings)
+        };
+        let norm = if row.normalized.is_empty() {
+            None
+        } else {
+            rows::norm_text((row.normalized.iter()).map(|(k, was)| {
+                let column = &module.columns[header.provided[*k].0];
+                (column.name.as_str(), was.as_str())
+            }))
+        };
         staged.push(StagedRow {
             seq: *seq,
             row_no: row.row as i64,
@@ -718,11 +756,36 @@ pub(super) async fn decide(
             nkey,
             before,
             errors: row.errors,
-            warns: rows::warns_text(&warnings),
+            warns,
+            norm,
         });
         *seq += 1;
     }
     Ok(staged)
+}
+
+/// The warnings of a row a module's rule warns about, whole
+/// ([`rows::warns_json`]): its reference warnings (the columns in
+/// `references`), then the rules'.
+fn rule_warnings(
+    module: &Module,
+    header: &HeaderMap,
+    row: &mut CheckedRow,
+    references: &[&str],
+) -> Option<String> {
+    let mut all = Vec::with_capacity(references.len() + row.warnings.len());
+    for &column in references {
+        let value = (header.provided.iter())
+            .position(|&(c, _)| module.columns[c].name == column)
+            .and_then(|k| row.values.get(k)?.as_ref())
+            .map(Value::to_json);
+        let value = rows::reference_value(value.as_ref());
+        if let Some(r) = module.references.iter().find(|r| r.column == column) {
+            all.push(RowError::missing_reference(row.row, r, &value));
+        }
+    }
+    all.append(&mut row.warnings);
+    rows::warns_json(&all)
 }
 
 fn key_error(
@@ -745,6 +808,7 @@ fn key_error(
             module.table,
             mode.as_str()
         ),
+        rule: None,
     }
 }
 
@@ -780,6 +844,7 @@ fn tally(counts: &mut Counts, staged: &[StagedRow]) {
         counts.rows += 1;
         counts.add(r.action, 1);
         counts.warnings += i64::from(r.warns.is_some());
+        counts.normalized += i64::from(r.norm.is_some());
     }
 }
 
@@ -817,6 +882,7 @@ pub(super) fn duplicate_error(
             "row {row_no}: the key ({}) repeats row {first_row}",
             module.natural_key.join(", "),
         ),
+        rule: None,
     }
 }
 

@@ -107,6 +107,7 @@ pub fn row_error(
             names.join(", "),
             rule.id
         ),
+        rule: Some(rule.id.clone()),
     }
 }
 
@@ -181,6 +182,7 @@ mod tests {
         let first = t.feed_row(&rule, 7, row).unwrap();
         let e = row_error(module, &rule, 7, first, row);
         assert_eq!(e.code, RowErrorCode::DuplicateInFile);
+        assert_eq!(e.rule.as_deref(), Some("one_name_per_city"));
         assert_eq!(e.column.as_deref(), Some("customer_name"));
         assert_eq!(e.value.as_deref(), Some("Budi"));
         assert_eq!(

@@ -108,6 +108,8 @@ pub struct PreviewFilter {
     pub action: Option<RowAction>,
     /// Only rows with at least one warning.
     pub warned: bool,
+    /// Only rows with a cell a normalizer of the module's rules rewrote.
+    pub normalized: bool,
 }
 
 /// A page of a job's preview.
@@ -149,8 +151,12 @@ pub async fn preview(
             rows: vec![],
         });
     };
-    let (total, page) = if filter.warned {
-        rows::page_warned(&mut c.conn(), &stage, filter.action, offset, limit).await?
+    let marked = rows::Marked {
+        warned: filter.warned,
+        normalized: filter.normalized,
+    };
+    let (total, page) = if marked != rows::Marked::default() {
+        rows::page_marked(&mut c.conn(), &stage, marked, filter.action, offset, limit).await?
     } else if filter.action.is_none() && job.counts.excluded > 0 {
         rows::page_included(&mut c.conn(), &stage, offset, limit).await?
     } else {

@@ -47,6 +47,7 @@ pub mod retry;
 pub mod revisions;
 pub mod rows_file;
 pub mod rules;
+pub mod rules_catalog;
 pub mod seal;
 pub mod seed;
 pub mod sessions;
@@ -75,6 +76,8 @@ use limits::Limiter;
 pub struct App {
     pub db: Db,
     pub catalog: Arc<Catalog>,
+    /// The rule sets the catalog ships as its modules' version 1.
+    pub catalog_rules: rules_catalog::CatalogRules,
     pub settings: Settings,
     /// Woken when a job needs a worker (an upload, an approval).
     pub work: Notify,
@@ -99,10 +102,6 @@ pub struct App {
     pub streams: events::Streams,
     /// The ledger's newest events, read once for every live stream.
     pub tail: tail::Tail,
-    /// Version 1 of each module's rules: what its catalog entry ships, as
-    /// written and compiled (API.md section 14). A module without rules
-    /// has no entry.
-    pub catalog_rules: HashMap<ModuleKey, (Vec<crate::rules::Rule>, Arc<crate::rules::Compiled>)>,
 }
 
 impl App {
@@ -112,6 +111,7 @@ impl App {
             Some(path) => Catalog::from_file(path)?,
             None => Catalog::builtin(),
         };
+        let catalog_rules = rules_catalog::CatalogRules::compile(&catalog)?;
         let db = Db::connect_with(&settings.database, settings.sqlite_busy).await?;
         db.migrate(&catalog).await?;
         let seal = seal::Seal::open(&db, &settings).await?;
@@ -124,6 +124,7 @@ impl App {
             limiter,
             db,
             catalog: Arc::new(catalog),
+            catalog_rules,
             settings,
             work: Notify::new(),
             moves: moves::Moves::default(),
@@ -133,7 +134,6 @@ impl App {
             checked_keys: keys::CheckedKeys::default(),
             streams: events::Streams::default(),
             tail: tail::Tail::default(),
-            catalog_rules: HashMap::new(),
         }))
     }
 

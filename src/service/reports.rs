@@ -143,11 +143,16 @@ async fn xlsx_download(
     })
 }
 
+/// The error report's columns: `rule` is the id of the module's rule a
+/// `rule` or `duplicate_in_file` error broke (API.md section 14), empty
+/// for every other error.
+const ERRORS_HEADER: [&str; 6] = ["row", "column", "value", "code", "message", "rule"];
+
 /// The whole error report as XLSX. Cells are written as strings, never as
 /// formulas, so a spreadsheet shows `=HYPERLINK(…)` as the text the file
 /// held and runs nothing; the values stay exactly as in the other reports.
 async fn errors_xlsx(app: &App, job: &Job) -> Result<Download> {
-    let mut book = report_book("errors", &["row", "column", "value", "code", "message"])?;
+    let mut book = report_book("errors", &ERRORS_HEADER)?;
     let sheet = book.worksheet_from_index(0).map_err(Error::internal)?;
     let mut row = 1u32;
     let mut written = 0i64;
@@ -166,6 +171,7 @@ async fn errors_xlsx(app: &App, job: &Job) -> Result<Download> {
                 .and_then(|s| s.write_string(row, 2, e.value.as_deref().unwrap_or("")))
                 .and_then(|s| s.write_string(row, 3, e.code.as_str()))
                 .and_then(|s| s.write_string(row, 4, &e.message))
+                .and_then(|s| s.write_string(row, 5, e.rule.as_deref().unwrap_or("")))
                 .map_err(Error::internal)?;
             row += 1;
             written += 1;
@@ -277,7 +283,7 @@ fn csv_download(file_name: &'static str) -> (CsvSink, Download) {
 fn errors_csv(app: Arc<App>, job: Job) -> Download {
     let (sink, download) = csv_download("errors.csv");
     tokio::spawn(async move {
-        let head = ["row", "column", "value", "code", "message"].map(String::from);
+        let head = ERRORS_HEADER.map(String::from);
         if !sink.records([head.to_vec()]).await {
             return;
         }
@@ -295,6 +301,7 @@ fn errors_csv(app: Arc<App>, job: Job) -> Download {
                     neutralise(e.value.as_deref().unwrap_or("")),
                     e.code.as_str().to_string(),
                     neutralise(&e.message),
+                    neutralise(e.rule.as_deref().unwrap_or("")),
                 ]
             });
             if !sink.records(records).await {

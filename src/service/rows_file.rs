@@ -469,6 +469,7 @@ mod tests {
             value: Some("Z".into()),
             code: RowErrorCode::NotAllowed,
             message: "row 3, column grade: must be one of A, B".into(),
+            rule: None,
         };
         assert_eq!(own_message(&e), "must be one of A, B");
         let key = RowError {

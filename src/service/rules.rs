@@ -13,9 +13,10 @@ use serde_json::json;
 
 use super::{App, Error, Result};
 use crate::catalog::Module;
-use crate::ids::{ModuleKey, ProposalId};
+use crate::ids::{JobId, ModuleKey, ProposalId};
 use crate::keys::{KeyRecord, Role};
 use crate::ledger::{gate, rule_replay};
+use crate::pipeline::trial::{self, Trial};
 use crate::rules::{self, Compiled, Diff, Proposal, ProposalState, Rule};
 use crate::store::{self, Conn, ledger::Entry};
 
@@ -34,10 +35,7 @@ pub struct RuleSetShown {
 
 /// Version 1 of a module: the rules its catalog entry ships.
 pub fn first_version(app: &App, module: &Module) -> Vec<Rule> {
-    app.catalog_rules
-        .get(&module.key)
-        .map(|(rules, _)| rules.clone())
-        .unwrap_or_default()
+    app.catalog_rules.rules_of(module.key.as_str())
 }
 
 /// The version of `module`'s rules in force.
@@ -107,10 +105,8 @@ pub async fn for_validation(app: &App, module: &Module) -> anyhow::Result<(u32, 
     let Some(set) = at_version(app, &mut conn, module, None).await? else {
         return Ok((1, Arc::default()));
     };
-    if set.version == 1
-        && let Some((_, compiled)) = app.catalog_rules.get(&module.key)
-    {
-        return Ok((1, Arc::clone(compiled)));
+    if set.version == 1 {
+        return Ok((1, app.catalog_rules.of(module.key.as_str())));
     }
     if let Some(p) = &set.proposal {
         let events = store::ledger::events_of(&mut conn, p.id.as_str()).await?;
@@ -385,4 +381,77 @@ async fn log(
         module: Some(p.module.as_str()),
     };
     Ok(store::ledger::append(conn, &app.seal.key, entry).await?)
+}
+
+/// What trying a proposal on a job found (API.md section 14, `try`): the
+/// rows' outcome under the version the job was validated with and under
+/// the proposal.
+#[derive(Debug, Clone)]
+pub struct Tried {
+    pub proposal: Proposal,
+    pub job: JobId,
+    /// The version the job was validated with.
+    pub version: u32,
+    pub trial: Trial,
+}
+
+/// Validates a job's stored file under a proposal's rules without changing
+/// the job (an approver or admin within the module's scope, before
+/// deciding): its counts under both sets and the rows whose outcome
+/// changes.
+pub async fn try_on(app: &App, actor: &KeyRecord, id: &str, job: &str) -> Result<Tried> {
+    if !matches!(actor.role, Role::Approver | Role::Admin) {
+        return Err(Error::Forbidden(
+            "only an approver or an admin key may try a rule proposal".into(),
+        ));
+    }
+    let (proposal, _) = get(app, actor, id).await?;
+    let job_id = JobId::parse(job).ok_or_else(|| {
+        Error::invalid("job", format!("job must be a job id (job_…), not {job:?}"))
+    })?;
+    let job = super::jobs::get(app, actor, &job_id).await?;
+    if job.module != proposal.module {
+        return Err(Error::invalid(
+            "job",
+            format!(
+                "{} is a job of {}, and the proposal is for {}",
+                job.id, job.module, proposal.module
+            ),
+        ));
+    }
+    if let Some(at) = job.purged_at {
+        return Err(Error::purged(&job, at, app.settings.limits.retention_secs));
+    }
+    let module = app.module(proposal.module.as_str())?.clone();
+    let version = job.rules_version.unwrap_or(1);
+    let now = {
+        let mut c = app.db.acquire().await?;
+        let set = at_version(app, &mut c.conn(), &module, Some(version)).await?;
+        compiled(&module, set.map(|s| s.rules).unwrap_or_default())?
+    };
+    let proposed = compiled(&module, proposal.rules.clone())?;
+    let limits = &app.settings.limits;
+    let options = job.read_options(limits.cell_bytes, limits.columns, false);
+    let zone = app.settings.zone;
+    let trial = trial::try_rules(&app.db, &module, &job, options, zone, (now, proposed))
+        .await
+        .map_err(Error::internal)?
+        .map_err(|e| {
+            Error::invalid(
+                "job",
+                format!("the file of {} cannot be read: {}", job.id, e.message),
+            )
+        })?;
+    Ok(Tried {
+        proposal,
+        job: job.id,
+        version,
+        trial,
+    })
+}
+
+/// A set compiled for a trial; one the module no longer fits is an error
+/// naming why.
+fn compiled(module: &Module, set: Vec<Rule>) -> Result<Arc<Compiled>> {
+    rules::compile(module, &set).map(Arc::new).map_err(refused)
 }

@@ -6,7 +6,7 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::rules::RuleSetShown;
+use super::rules::{RuleSetShown, Tried};
 use crate::ids::{JobId, KeyId, ModuleKey, ProposalId};
 use crate::ingest::Format;
 use crate::keys::{KeyRecord, KeyRequest, Person, RequestState, Role};
@@ -14,6 +14,7 @@ use crate::ledger::job::{People, time};
 use crate::ledger::{
     Counts, DecisionKind, GateAction, Job, JobProblem, JobState, Mode, OnError, Warning,
 };
+use crate::pipeline::trial::{TrialCounts, TrialRow};
 use crate::rules::{Diff, Proposal, ProposalState, Rule};
 
 /// A job (API.md section 4).
@@ -401,4 +402,51 @@ impl RuleProposalView {
 #[schema(as = RuleProposalList)]
 pub struct RuleProposalList {
     pub proposals: Vec<RuleProposalView>,
+}
+
+/// The counts of a file under one version of the rules.
+#[derive(Debug, Serialize, ToSchema, Clone)]
+pub struct TrialSide {
+    #[schema(minimum = 1)]
+    pub version: u32,
+    pub counts: TrialCounts,
+}
+
+/// What a rule proposal would do to a job's file (API.md section 14,
+/// `try`): its rows under the version the job was validated with (`now`)
+/// and under the proposal, and the rows whose outcome changes (the first
+/// 100 of each kind). The table's own checks (a key already there or
+/// missing, references) are the job's validation's, not compared here.
+#[derive(Debug, Serialize, ToSchema, Clone)]
+#[schema(as = RuleTrial)]
+pub struct TrialView {
+    #[schema(value_type = String)]
+    pub proposal: ProposalId,
+    #[schema(value_type = String)]
+    pub job: JobId,
+    pub now: TrialSide,
+    pub proposed: TrialSide,
+    pub newly_failing: Vec<TrialRow>,
+    pub newly_passing: Vec<TrialRow>,
+    pub newly_normalized: Vec<TrialRow>,
+}
+
+impl TrialView {
+    pub fn new(t: Tried) -> TrialView {
+        TrialView {
+            now: TrialSide {
+                version: t.version,
+                counts: t.trial.now,
+            },
+            proposed: TrialSide {
+                version: t.proposal.version,
+                counts: t.trial.proposed,
+            },
+            proposal: t.proposal.id,
+            job: t.job,
+            newly_failing: t.trial.newly_failing,
+            newly_passing: t.trial.newly_passing,
+            newly_normalized: t.trial.newly_normalized,
+        }
+    }
 }

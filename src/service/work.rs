@@ -75,7 +75,7 @@ fn module_of<'a>(app: &'a App, job: &Job) -> anyhow::Result<&'a Module> {
 async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
     let module = module_of(app, job)?;
     let mut job = with_saved_mapping(app, module, job).await?;
-    let (rules_version, _rules) = super::rules::for_validation(app, module).await?;
+    let (rules_version, rules) = super::rules::for_validation(app, module).await?;
     {
         let mut c = app.db.acquire().await?;
         store::jobs::set_rules_version(&mut c.conn(), &job.id, rules_version).await?;
@@ -99,6 +99,8 @@ async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
             .collect(),
         lease: Some((owner.to_string(), app.settings.lease_ms)),
         disk_reserve: app.settings.disk_reserve_bytes,
+        // The version of the module's rules in force, recorded on the job.
+        rules,
     };
     let started = Instant::now();
     let found = match read(app, module, job, &setup).await? {

@@ -31,6 +31,8 @@ pub struct StoredRow {
     pub before: Option<serde_json::Map<String, serde_json::Value>>,
     /// Remarks that leave the row valid, staged with it.
     pub warnings: Vec<RowError>,
+    /// Cells the module's normalizers rewrote: column, what the file said.
+    pub normalized: Vec<(String, String)>,
 }
 
 /// A row's warnings as the stage's `warns` column holds them: the
@@ -38,8 +40,8 @@ pub struct StoredRow {
 /// commas (catalog column names are `[a-z0-9_]`), null when there are none.
 /// The rest of each warning is the row's own: the value is the row's value
 /// of the column and the message is [`RowError::missing_reference`]'s, made
-/// again when the row is read ([`warnings_of`]). Reference warnings are the
-/// only row warnings there are.
+/// again when the row is read ([`warnings_of`]). A row that a module's rule
+/// warns about has its warnings whole instead ([`warns_json`]).
 ///
 /// Why in the row and not a table of their own: a file whose every row
 /// names a product nobody has (a marketplace export before its products
@@ -62,6 +64,28 @@ pub fn warns_text(columns: &[&str]) -> Option<String> {
     }
 }
 
+/// A row's warnings whole, as a JSON array of row errors: how `warns`
+/// holds the warnings of a row a module's rule warns about (a text
+/// starting with `[`, which no column name does). Rare enough that
+/// [`warns_text`]'s cost stays the one of every other row.
+pub fn warns_json(warnings: &[RowError]) -> Option<String> {
+    match warnings {
+        [] => None,
+        _ => Some(serde_json::to_string(warnings).unwrap_or_else(|_| "[]".into())),
+    }
+}
+
+/// The text of a referencing column's value, as [`warnings_of`] reads it
+/// from the preview's values: text as it is, other values as JSON writes
+/// them, nothing for null.
+pub fn reference_value(value: Option<&serde_json::Value>) -> String {
+    match value {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
 /// The warnings of the row numbered `row_no`, whose values (by column, as
 /// the preview shows them) are `vals`, from its `warns` text.
 pub fn warnings_of(
@@ -69,19 +93,18 @@ pub fn warnings_of(
     vals: &serde_json::Map<String, serde_json::Value>,
     warns: Option<&str>,
     row_no: i64,
-) -> Vec<RowError> {
+) -> Result<Vec<RowError>> {
     let Some(warns) = warns else {
-        return vec![];
+        return Ok(vec![]);
     };
+    if warns.starts_with('[') {
+        return json_col(warns, "warns");
+    }
     let row = row_no as u64;
-    warns
+    Ok(warns
         .split(',')
         .map(|column| {
-            let value = match vals.get(column) {
-                Some(serde_json::Value::String(s)) => s.clone(),
-                Some(serde_json::Value::Null) | None => String::new(),
-                Some(other) => other.to_string(),
-            };
+            let value = reference_value(vals.get(column));
             match module.references.iter().find(|r| r.column == column) {
                 Some(r) => RowError::missing_reference(row, r, &value),
                 // A catalog that no longer has the reference.
@@ -94,10 +117,33 @@ pub fn warnings_of(
                     ),
                     value: Some(value),
                     code: crate::validate::RowErrorCode::Reference,
+                    rule: None,
                 },
             }
         })
-        .collect()
+        .collect())
+}
+
+/// A row's normalized cells as the stage's `norm` column holds them: a
+/// JSON object of column → what the file said, null when there are none.
+pub fn norm_text<'a>(cells: impl IntoIterator<Item = (&'a str, &'a str)>) -> Option<String> {
+    let map: serde_json::Map<String, serde_json::Value> = (cells.into_iter())
+        .map(|(column, was)| (column.to_string(), was.into()))
+        .collect();
+    (!map.is_empty()).then(|| serde_json::Value::Object(map).to_string())
+}
+
+/// A row's normalized cells from its `norm` text: column, what the file
+/// said, in the stage's order.
+fn normalized_of(norm: Option<&str>) -> Result<Vec<(String, String)>> {
+    let Some(norm) = norm else {
+        return Ok(vec![]);
+    };
+    let map: serde_json::Map<String, serde_json::Value> = json_col(norm, "norm")?;
+    Ok(map
+        .into_iter()
+        .map(|(column, was)| (column, reference_value(Some(&was))))
+        .collect())
 }
 
 /// Stores a batch of rows and their errors, as each backend loads them
@@ -195,10 +241,11 @@ pub async fn mark_error(
         .bind(stage.job).bind(seq).execute(c).await.map(|r| r.rows_affected()))?;
     let e = error;
     on_conn!(conn, c => sqlx::query(
-        "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
+        "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message, rule) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)")
         .bind(job_id).bind(seq).bind(n).bind(e.row as i64).bind(&e.column).bind(&e.value)
-        .bind(e.code.as_str()).bind(&e.message).execute(c).await.map(|r| r.rows_affected()))?;
+        .bind(e.code.as_str()).bind(&e.message).bind(&e.rule)
+        .execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
 }
 
@@ -206,7 +253,7 @@ pub async fn mark_error(
 /// columns, then the provided columns' typed values and before-images.
 fn select(stage: &Stage<'_>) -> String {
     format!(
-        "SELECT seq, row_no, action, nkey, vals, warns{} FROM {}",
+        "SELECT seq, row_no, action, nkey, vals, warns, norm{} FROM {}",
         stage.read_list(),
         stage.table()
     )
@@ -224,7 +271,7 @@ where
 {
     let vals: Option<String> = r.try_get("vals")?;
     let action = action_of(&r.try_get::<String, _>("action")?)?;
-    // The typed columns follow the row's own six (see `select`).
+    // The typed columns follow the row's own seven (see `select`).
     let image = |from: usize| -> Result<serde_json::Map<String, serde_json::Value>> {
         (stage.provided.iter().enumerate())
             .map(|(k, &i)| {
@@ -239,45 +286,66 @@ where
     };
     let vals = match vals {
         Some(v) => json_col(&v, "vals")?,
-        None => image(6)?,
+        None => image(OWN)?,
     };
     let before = match action {
-        RowAction::Update => Some(image(6 + stage.provided.len())?),
+        RowAction::Update => Some(image(OWN + stage.provided.len())?),
         _ => None,
     };
     let row_no: i64 = r.try_get("row_no")?;
     let warns: Option<String> = r.try_get("warns")?;
+    let norm: Option<String> = r.try_get("norm")?;
     Ok(StoredRow {
         seq: r.try_get("seq")?,
         row_no,
         action,
         nkey: r.try_get("nkey")?,
-        warnings: warnings_of(stage.module, &vals, warns.as_deref(), row_no),
+        warnings: warnings_of(stage.module, &vals, warns.as_deref(), row_no)?,
+        normalized: normalized_of(norm.as_deref())?,
         vals,
         before,
     })
 }
+
+/// The row's own columns [`select`] reads before the typed ones.
+const OWN: usize = 7;
 
 /// A staged row's action, from its spelling in the stage.
 fn action_of(action: &str) -> Result<RowAction> {
     RowAction::parse(action).ok_or_else(|| StoreError::Corrupt(format!("row action {action:?}")))
 }
 
-/// A page of the preview of the rows with warnings (optionally only one
-/// action), in file order.
-pub async fn page_warned(
+/// Which remarks a page of the preview asks its rows to have.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Marked {
+    /// At least one warning.
+    pub warned: bool,
+    /// At least one cell a normalizer rewrote.
+    pub normalized: bool,
+}
+
+/// A page of the preview of the rows with the remarks `marked` asks for
+/// (optionally only one action), in file order.
+pub async fn page_marked(
     conn: &mut Conn<'_>,
     stage: &Stage<'_>,
+    marked: Marked,
     action: Option<RowAction>,
     offset: i64,
     limit: i64,
 ) -> Result<(i64, Vec<StoredRow>)> {
     let t = stage.table();
     // The action, when asked for, is a literal of the enum's own spelling.
-    let filter = action
+    let mut filter = action
         .map(|a| format!(" AND {}", action_is("", a)))
         .unwrap_or_default();
-    let rows = format!("WHERE job = $1 AND warns IS NOT NULL{filter}");
+    if marked.warned {
+        filter.push_str(" AND warns IS NOT NULL");
+    }
+    if marked.normalized {
+        filter.push_str(" AND norm IS NOT NULL");
+    }
+    let rows = format!("WHERE job = $1{filter}");
     let count = format!("SELECT COUNT(*) FROM {t} {rows}");
     let page = format!("{} {rows} ORDER BY seq LIMIT $2 OFFSET $3", select(stage));
     on_conn!(conn, c => {
@@ -389,7 +457,7 @@ pub async fn errors_of(
     from_seq: i64,
     to_seq: i64,
 ) -> Result<Vec<(i64, RowError)>> {
-    let sql = "SELECT seq, row_no, col, value, code, message FROM ig_job_errors \
+    let sql = "SELECT seq, row_no, col, value, code, message, rule FROM ig_job_errors \
                WHERE job_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq, n";
     on_conn!(conn, c => {
         let rows = sqlx::query(sql)
@@ -412,6 +480,7 @@ where
         code: RowErrorCode::parse(&code)
             .ok_or_else(|| StoreError::Corrupt(format!("row error code {code:?}")))?,
         message: r.try_get("message")?,
+        rule: r.try_get("rule")?,
     })
 }
 
@@ -426,7 +495,7 @@ pub async fn errors(
         let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM ig_job_errors WHERE job_id = $1")
             .bind(job_id).fetch_one(&mut *c).await?;
         let rows = sqlx::query(
-            "SELECT row_no, col, value, code, message FROM ig_job_errors WHERE job_id = $1 \
+            "SELECT row_no, col, value, code, message, rule FROM ig_job_errors WHERE job_id = $1 \
              ORDER BY seq, n LIMIT $2 OFFSET $3")
             .bind(job_id).bind(limit).bind(offset).fetch_all(&mut *c).await?;
         let list = rows.iter().map(row_error).collect::<Result<Vec<_>>>()?;
@@ -585,15 +654,21 @@ pub async fn rows_at(
 mod tests {
     use crate::validate::RowError;
 
+    /// The orders module and its reference of products by sku.
+    fn orders() -> std::sync::Arc<crate::catalog::Module> {
+        let catalog = crate::catalog::Catalog::builtin();
+        catalog.get("orders").expect("orders").clone()
+    }
+
+    fn sku(orders: &crate::catalog::Module) -> &crate::catalog::Reference {
+        let mut references = orders.references.iter();
+        references.find(|r| r.column == "sku").expect("a reference")
+    }
+
     #[test]
     fn warnings_come_back_from_the_row_as_they_were_staged() {
-        let catalog = crate::catalog::Catalog::builtin();
-        let orders = catalog.get("orders").expect("orders");
-        let sku = orders
-            .references
-            .iter()
-            .find(|r| r.column == "sku")
-            .unwrap();
+        let orders = &orders();
+        let sku = sku(orders);
         assert_eq!(super::warns_text(&[]), None, "no warnings: null");
         let staged = vec![RowError::missing_reference(7, sku, "P-\"7\" Ü")];
         let text = super::warns_text(&["sku"]).expect("a text");
@@ -605,12 +680,48 @@ mod tests {
         let mut vals = serde_json::Map::new();
         vals.insert("sku".into(), "P-\"7\" Ü".into());
         vals.insert("qty".into(), 3.into());
-        assert_eq!(super::warnings_of(orders, &vals, Some(&text), 7), staged);
-        assert!(super::warnings_of(orders, &vals, None, 7).is_empty());
+        assert_eq!(
+            super::warnings_of(orders, &vals, Some(&text), 7).unwrap(),
+            staged
+        );
+        assert!(
+            super::warnings_of(orders, &vals, None, 7)
+                .unwrap()
+                .is_empty()
+        );
         // A column whose reference the catalog no longer has still says
         // what was found, with the row's value.
-        let gone = super::warnings_of(orders, &vals, Some("qty"), 7);
+        let gone = super::warnings_of(orders, &vals, Some("qty"), 7).unwrap();
         assert_eq!(gone[0].value.as_deref(), Some("3"));
         assert_eq!(gone[0].code, crate::validate::RowErrorCode::Reference);
+    }
+
+    #[test]
+    fn a_rule_warning_keeps_the_row_warnings_whole() {
+        let orders = &orders();
+        let sku = sku(orders);
+        let mut rule = RowError::missing_reference(7, sku, "P-7");
+        rule.code = crate::validate::RowErrorCode::Rule;
+        rule.rule = Some("qty_small".into());
+        let both = vec![RowError::missing_reference(7, sku, "P-7"), rule];
+        let text = super::warns_json(&both).expect("a text");
+        assert!(text.starts_with('['), "{text}");
+        let vals = serde_json::Map::new();
+        assert_eq!(
+            super::warnings_of(orders, &vals, Some(&text), 7).unwrap(),
+            both
+        );
+        assert_eq!(super::warns_json(&[]), None);
+    }
+
+    #[test]
+    fn normalized_cells_read_back_in_order() {
+        let text = super::norm_text([("wa_number", "0812-3456-7890"), ("city", " Bandung")]);
+        let text = text.expect("a text");
+        let back = super::normalized_of(Some(&text)).unwrap();
+        assert_eq!(back.len(), 2);
+        assert!(back.contains(&("city".to_string(), " Bandung".to_string())));
+        assert_eq!(super::norm_text([]), None);
+        assert!(super::normalized_of(None).unwrap().is_empty());
     }
 }

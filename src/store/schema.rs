@@ -129,6 +129,7 @@ async fn migrate(db: &Db, catalog: &Catalog) -> Result<()> {
             }
             let own = [
                 ("warns".to_string(), ColumnType::Text),
+                ("norm".to_string(), ColumnType::Text),
                 (super::stage::SAME.to_string(), ColumnType::Bigint),
             ];
             add_missing_columns(&mut conn, &stage_name, &own).await?;

@@ -11,7 +11,7 @@ pub mod value;
 use std::collections::HashMap;
 
 use crate::catalog::{Module, Reference};
-use crate::ingest::{FileCode, FileError, RawRow};
+use crate::ingest::{Cell, FileCode, FileError, RawRow};
 pub use value::{CellError, Rules, Value};
 
 /// How the file's columns map onto the module's columns.
@@ -114,9 +114,7 @@ pub fn match_header_with(
             Some(&col) => position[col] = Some(file_idx),
             // Shown in warnings and messages: shortened, and without NULs
             // (which no database text column holds).
-            None => unknown.push(value::cell_text(&crate::ingest::Cell::Text(
-                h.trim().to_string(),
-            ))),
+            None => unknown.push(value::cell_text(&Cell::Text(h.trim().to_string()))),
         }
     }
     let missing: Vec<&str> = module
@@ -259,7 +257,7 @@ impl std::fmt::Display for RowErrorCode {
 }
 
 /// One row error, as the errors report shows it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct RowError {
     /// The row as a person sees it in the file (CSV and Excel: the header
     /// is row 1; JSON: the object's 1-based position).
@@ -270,6 +268,11 @@ pub struct RowError {
     pub value: Option<String>,
     pub code: RowErrorCode,
     pub message: String,
+    /// The id of the module's rule (API.md section 14) a `rule` or
+    /// `duplicate_in_file` error of a check or unique rule broke.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub rule: Option<String>,
 }
 
 impl RowError {
@@ -285,6 +288,7 @@ impl RowError {
                 "row {row}: {} {value} is not in {}",
                 reference.column, reference.module
             ),
+            rule: None,
         }
     }
 }
@@ -299,6 +303,12 @@ pub struct CheckedRow {
     pub errors: Vec<RowError>,
     /// The raw text of cells that failed, so the preview shows what was there.
     pub raw: Vec<(usize, String)>,
+    /// Cells a normalizer of the module's rules rewrote: their place among
+    /// the provided columns and what the file said.
+    pub normalized: Vec<(usize, String)>,
+    /// Remarks of the module's rules that leave the row valid (checks and
+    /// unique rules of severity `warning`).
+    pub warnings: Vec<RowError>,
 }
 
 impl CheckedRow {
@@ -355,29 +365,56 @@ pub fn key_text<'v>(values: impl IntoIterator<Item = &'v Value>) -> String {
 /// Type-checks one row of the file, whose cells it takes: its text cells
 /// become its values ([`value::parse`]).
 pub fn check_row(module: &Module, header: &HeaderMap, rules: &Rules, raw: RawRow) -> CheckedRow {
+    check_row_with(module, header, rules, raw, |_, _| Ok(None))
+}
+
+/// [`check_row`], each provided cell first given to `prepare` with its
+/// module column: it may rewrite the cell in place (a module's
+/// normalizers, `pipeline::apply`) and answer what the file said, or
+/// refuse the cell, which is then the column's row error. A row error of
+/// a rewritten cell shows what the file said. A `prepare` that does
+/// nothing costs nothing: the closure is inlined away.
+pub fn check_row_with(
+    module: &Module,
+    header: &HeaderMap,
+    rules: &Rules,
+    raw: RawRow,
+    mut prepare: impl FnMut(usize, &mut Cell) -> Result<Option<String>, CellError>,
+) -> CheckedRow {
     let RawRow { row, mut cells } = raw;
     let mut values = Vec::with_capacity(header.provided.len());
     let mut errors = Vec::new();
     let mut failed = Vec::new();
+    let mut normalized = Vec::new();
     // A short row's missing cells are empty.
     let width = header.provided.iter().map(|&(_, pos)| pos + 1).max();
     if let Some(width) = width.filter(|&w| w > cells.len()) {
-        cells.resize(width, crate::ingest::Cell::Empty);
+        cells.resize(width, Cell::Empty);
     }
     for (i, &(col, pos)) in header.provided.iter().enumerate() {
         let column = &module.columns[col];
         // Each file position serves one column at most (`match_header_with`).
         let cell = &mut cells[pos];
-        match value::parse(cell, column, rules) {
-            Ok(v) => values.push(v),
+        let (parsed, was) = match prepare(col, cell) {
+            Ok(was) => (value::parse(cell, column, rules), was),
+            Err(e) => (Err(e), None),
+        };
+        match parsed {
+            Ok(v) => {
+                if let Some(was) = was {
+                    normalized.push((i, was));
+                }
+                values.push(v);
+            }
             Err(CellError { code, message }) => {
-                let text = value::cell_text(cell);
+                let text = was.unwrap_or_else(|| value::cell_text(cell));
                 errors.push(RowError {
                     row,
                     column: Some(column.name.clone()),
                     value: Some(text.clone()),
                     code,
                     message: format!("row {row}, column {}: {message}", column.name),
+                    rule: None,
                 });
                 failed.push((i, text));
                 values.push(None);
@@ -389,6 +426,8 @@ pub fn check_row(module: &Module, header: &HeaderMap, rules: &Rules, raw: RawRow
         values,
         errors,
         raw: failed,
+        normalized,
+        warnings: Vec::new(),
     }
 }
 
@@ -399,7 +438,7 @@ pub fn extra_cells(raw: &RawRow, width: usize) -> Option<RowError> {
     let extra = raw
         .cells
         .get(width..)
-        .filter(|x| x.iter().any(|c| *c != crate::ingest::Cell::Empty))?;
+        .filter(|x| x.iter().any(|c| *c != Cell::Empty))?;
     Some(RowError {
         row: raw.row,
         column: None,
@@ -410,6 +449,7 @@ pub fn extra_cells(raw: &RawRow, width: usize) -> Option<RowError> {
             raw.row,
             extra.len(),
         ),
+        rule: None,
     })
 }
 

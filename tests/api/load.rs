@@ -32,6 +32,7 @@ fn batch(b: usize) -> Vec<StagedRow> {
                 before: None,
                 errors: vec![],
                 warns: rows::warns_text(&["wa_number"]),
+                norm: None,
             }
         })
         .collect()

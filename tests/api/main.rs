@@ -38,6 +38,7 @@ mod retention;
 mod revisions;
 mod rows_file;
 mod rule_proposals;
+mod rules;
 mod upserts;
 mod validation;
 mod webhooks;

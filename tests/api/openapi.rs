@@ -32,7 +32,7 @@ async fn document(app: &TestApp) -> Value {
 /// The contract's sections the service does not serve yet (rules, export,
 /// workbooks, sign-in with an identity provider): their endpoints are left
 /// out of the check until they are built.
-const NOT_SERVED_YET: [&str; 4] = ["## 14.", "## 15.", "## 16.", "## 17."];
+const NOT_SERVED_YET: [&str; 3] = ["## 15.", "## 16.", "## 17."];
 
 /// API.md without the sections of [`NOT_SERVED_YET`].
 fn served_sections(text: &str) -> String {

@@ -369,3 +369,83 @@ async fn rules_changed_in_the_database_behind_the_gate_break_the_ledger() {
         "{out}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trying_a_proposal_on_a_job_names_the_rows_it_would_change() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let apr = app.approver().await;
+    let csv = "customer_name,wa_number,city,consumable_cycle_days\n\
+        Andi Wijaya,0812-3456-7890,Jakarta,30\n\
+        Budi Hartono,+62 812 3456 7890,Bandung,30\n\
+        Citra Lestari,bukan nomor,Surabaya,400\n\
+        Dewi Anggraini,081100000004,Medan,14\n";
+    let job = app.upload(&sub, "customers", "", csv).await;
+    assert_eq!(job["counts"]["valid"], 4, "{job}");
+    let job_id = job["id"].as_str().unwrap();
+    let p = proposed(&app, phone_rules()).await;
+    let id = p["id"].as_str().unwrap();
+    let try_on = |key: &str, body: Value| {
+        app.client
+            .post(app.url(&format!("/api/rule-proposals/{id}/try")))
+            .header("X-API-Key", key)
+            .json(&body)
+            .send()
+    };
+    let resp = try_on(&apr, json!({"job": job_id})).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let t: Value = resp.json().await.unwrap();
+    assert_eq!(t["now"]["version"], 1);
+    assert_eq!(t["now"]["counts"]["valid"], 4, "{t}");
+    assert_eq!(t["proposed"]["version"], 2);
+    assert_eq!(t["proposed"]["counts"]["errors"], 2, "{t}");
+    assert_eq!(t["proposed"]["counts"]["normalized"], 3, "{t}");
+    let failing: Vec<u64> = t["newly_failing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["row"].as_u64().unwrap())
+        .collect();
+    assert_eq!(failing, [3, 4], "{t}");
+    let codes: Vec<&str> = t["newly_failing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| {
+            r["errors_proposed"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["code"].as_str().unwrap())
+        })
+        .collect();
+    assert!(
+        codes.contains(&"duplicate_in_file") && codes.contains(&"phone") && codes.contains(&"rule"),
+        "{codes:?}"
+    );
+    let normalized = &t["newly_normalized"][0]["normalized"][0];
+    assert_eq!(normalized["was"], "0812-3456-7890");
+    assert_eq!(normalized["now"], "+6281234567890");
+    // Nothing changed: the job and the rules are as they were.
+    let again = app.job(&sub, job_id).await;
+    assert_eq!(again["counts"], job["counts"]);
+    assert_eq!(again["version"], job["version"]);
+    assert_eq!(
+        app.get_json(&apr, "/api/modules/customers/rules").await["version"],
+        1
+    );
+    // A submitter may not try it; a job of another module is refused.
+    problem(
+        try_on(&sub, json!({"job": job_id})).await.unwrap(),
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    let orders = app.upload(&sub, "orders", "", "order_no,customer_id,sku,qty,amount_idr,order_date\nSO-1,C-1,SKU-1,1,1000,2024-01-01\n").await;
+    let resp = try_on(&apr, json!({"job": orders["id"]})).await.unwrap();
+    problem(resp, StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter").await;
+    let resp = try_on(&apr, json!({"job": "nope"})).await.unwrap();
+    problem(resp, StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter").await;
+    let resp = try_on(&apr, json!({"jobs": job_id})).await.unwrap();
+    problem(resp, StatusCode::BAD_REQUEST, "bad_request").await;
+}

@@ -70,6 +70,7 @@ async fn render_detail(
     let filter = PreviewFilter {
         action: given(&q.action).and_then(RowAction::parse),
         warned: given(&q.warnings) == Some("only"),
+        normalized: false,
     };
     let total = match (filter.warned, filter.action) {
         (true, _) => job.counts.warnings,

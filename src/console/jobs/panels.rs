@@ -184,6 +184,7 @@ pub(super) fn revision_panel(job: &Job, people: &People) -> Markup {
         PreviewFilter {
             action: Some(RowAction::Excluded),
             warned: false,
+            normalized: false,
         },
         0,
     );

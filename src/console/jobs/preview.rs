@@ -82,6 +82,7 @@ pub(super) fn preview_section(
     let by = |action| PreviewFilter {
         action,
         warned: false,
+        normalized: false,
     };
     let mut tabs = vec![
         (by(None), t!("tab-all"), c.rows - c.excluded),
@@ -102,6 +103,7 @@ pub(super) fn preview_section(
         let warned = PreviewFilter {
             action: None,
             warned: true,
+            normalized: false,
         };
         tabs.push((warned, t!("count-warnings"), c.warnings));
     }

@@ -118,6 +118,11 @@ impl Check {
         }
     }
 
+    /// The module columns the expression reads.
+    pub fn columns(&self) -> impl Iterator<Item = usize> + '_ {
+        self.fields.iter().map(|&(_, c)| c)
+    }
+
     /// Evaluates the check over one row. Allocates only what the CEL
     /// interpreter allocates: the row is read in place.
     pub fn eval(&self, row: Row<'_>) -> Verdict {
@@ -167,6 +172,7 @@ impl Check {
             value,
             code: RowErrorCode::Rule,
             message: format!("{place}: {} (rule {}){because}", self.message, self.id),
+            rule: Some(self.id.clone()),
         }
     }
 }

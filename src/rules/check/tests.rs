@@ -300,6 +300,7 @@ fn the_row_error_names_the_rule_and_says_why_it_was_not_evaluated() {
     let verdict = c.eval(values.row());
     let error = c.row_error(5, values.row(), &m, &verdict);
     assert_eq!(error.code, RowErrorCode::Rule);
+    assert_eq!(error.rule.as_deref(), Some("amount_is_qty_times_price"));
     assert_eq!(error.column.as_deref(), Some("amount_idr"));
     assert_eq!(error.value.as_deref(), Some("10"));
     assert_eq!(

@@ -28,6 +28,7 @@ pub async fn insert_batch(
         data.opt_text(r.nkey.as_deref());
         data.opt_text(r.vals.as_deref());
         data.opt_text(r.warns.as_deref());
+        data.opt_text(r.norm.as_deref());
         data.opt_int(r.same());
         for k in 0..stage.provided.len() {
             data.value(r.typed(k).0);
@@ -38,7 +39,7 @@ pub async fn insert_batch(
         data.end_row();
     }
     let sql = format!(
-        "COPY {} (job, seq, row_no, action, nkey, vals, warns{}) FROM STDIN",
+        "COPY {} (job, seq, row_no, action, nkey, vals, warns, norm{}) FROM STDIN",
         stage.table(),
         stage.written_list()
     );
@@ -61,12 +62,12 @@ async fn copy_errors(c: &mut PgConnection, job_id: &JobId, rows: &[StagedRow]) -
             data.opt_text(e.value.as_deref());
             data.text(e.code.as_str());
             data.text(&e.message);
+            data.opt_text(e.rule.as_deref());
             data.end_row();
         }
     }
     if !data.is_empty() {
-        let sql =
-            "COPY ig_job_errors (job_id, seq, n, row_no, col, value, code, message) FROM STDIN";
+        let sql = "COPY ig_job_errors (job_id, seq, n, row_no, col, value, code, message, rule) FROM STDIN";
         let mut copy = c.copy_in_raw(sql).await?;
         copy.send(data.into_bytes()).await?;
         copy.finish().await?;

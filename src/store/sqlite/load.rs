@@ -115,10 +115,10 @@ struct Plan {
 
 impl Plan {
     fn new(stage: &Stage<'_>, job_id: &JobId, lease: Lease) -> Plan {
-        let width = 8 + 2 * stage.provided.len();
+        let width = 9 + 2 * stage.provided.len();
         let marks = vec!["?"; width].join(", ");
         let insert = format!(
-            "INSERT INTO {} (job, seq, row_no, action, nkey, vals, warns{}) VALUES ",
+            "INSERT INTO {} (job, seq, row_no, action, nkey, vals, warns, norm{}) VALUES ",
             stage.table(),
             stage.written_list()
         );
@@ -131,8 +131,8 @@ impl Plan {
             at_once,
             width,
             errors_sql:
-                "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message) \
-                         VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message, rule) \
+                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
                     .into(),
             job_id: job_id.clone(),
             stage_job: stage.job,
@@ -200,6 +200,7 @@ fn push<'r>(params: &mut Vec<Param<'r>>, plan: &Plan, r: &'r StagedRow) {
         Param::from(r.nkey.as_deref()),
         Param::from(r.vals.as_deref()),
         Param::from(r.warns.as_deref()),
+        Param::from(r.norm.as_deref()),
         Param::from(r.same()),
     ]);
     let typed = (0..plan.provided).map(|k| r.typed(k));
@@ -262,7 +263,8 @@ fn write(
                 e.column,
                 e.value,
                 e.code.as_str(),
-                e.message
+                e.message,
+                e.rule
             ])?;
         }
     }

@@ -20,13 +20,13 @@ pub async fn insert_batch(
     job_id: &JobId,
     rows: &[StagedRow],
 ) -> Result<()> {
-    let width = 8 + 2 * stage.provided.len();
+    let width = 9 + 2 * stage.provided.len();
     // Well under SQLite's 32,766 parameters, whatever the module.
     let per_statement = (30_000 / width).clamp(1, BATCH);
     for range in pieces(rows.len(), per_statement) {
         let part = &rows[range];
         let sql = format!(
-            "INSERT INTO {} (job, seq, row_no, action, nkey, vals, warns{}) VALUES {}",
+            "INSERT INTO {} (job, seq, row_no, action, nkey, vals, warns, norm{}) VALUES {}",
             stage.table(),
             stage.written_list(),
             Dialect::Sqlite.tuples(part.len(), width)
@@ -41,6 +41,7 @@ pub async fn insert_batch(
                 .bind(&r.nkey)
                 .bind(&r.vals)
                 .bind(&r.warns)
+                .bind(&r.norm)
                 .bind(r.same());
             for (k, &i) in stage.provided.iter().enumerate() {
                 q = q.bind_value(r.typed(k).0, stage.module.columns[i].ty);
@@ -67,8 +68,9 @@ async fn insert_errors(
     for range in pieces(list.len(), BATCH) {
         let part = &list[range];
         let sql = format!(
-            "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message) VALUES {}",
-            Dialect::Sqlite.tuples(part.len(), 8)
+            "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message, rule) \
+             VALUES {}",
+            Dialect::Sqlite.tuples(part.len(), 9)
         );
         let mut q = sqlx::query(&sql);
         for (seq, n, e) in part {
@@ -80,7 +82,8 @@ async fn insert_errors(
                 .bind(&e.column)
                 .bind(&e.value)
                 .bind(e.code.as_str())
-                .bind(&e.message);
+                .bind(&e.message)
+                .bind(&e.rule);
         }
         q.execute(&mut *c).await?;
     }

@@ -188,6 +188,9 @@ pub struct StagedRow {
     /// `on_missing = "warn"`), as the stage holds them ([`warns_text`](super::rows::warns_text)):
     /// made where the row is decided, not by the stage's writer.
     pub warns: Option<String>,
+    /// Cells the module's normalizers rewrote, with what the file said
+    /// ([`norm_text`](super::rows::norm_text)); null when none were.
+    pub norm: Option<String>,
 }
 
 /// An update's before-image as it is staged: only where the update
@@ -364,8 +367,12 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
         // Rows with errors: the row as the preview shows it, JSON.
         "vals TEXT".into(),
         // The row's warnings: the columns naming what their referenced
-        // module lacks (`rows::warns_text`); null for none.
+        // module lacks, or the warnings whole when a rule made one
+        // (`rows::warns_text`); null for none.
         "warns TEXT".into(),
+        // Cells the module's normalizers rewrote: column → what the file
+        // said (`rows::norm_text`); null for none.
+        "norm TEXT".into(),
         // Updates: the columns they leave as they are (see [`SAME`]).
         format!("{SAME} BIGINT"),
     ];
@@ -450,7 +457,7 @@ pub fn retired_indexes(module: &Module) -> [String; 2] {
 
 /// Hands a job's staged rows to its revision (API.md section 11): the
 /// revision takes the stage number and the columns (the rows' warnings
-/// are in the rows), and a copy of the row errors; the revised job keeps
+/// and normalized cells are in the rows), and a copy of the row errors; the revised job keeps
 /// its own error list but no longer a preview. Done once: false (and
 /// nothing changed) when the revision has a stage already or the job none.
 pub async fn hand_over(conn: &mut Conn<'_>, from_job: &JobId, to_job: &JobId) -> Result<bool> {
@@ -467,8 +474,9 @@ pub async fn hand_over(conn: &mut Conn<'_>, from_job: &JobId, to_job: &JobId) ->
     on_conn!(conn, c => sqlx::query("UPDATE ig_jobs SET stage = NULL WHERE id = $1")
         .bind(from_job).execute(c).await.map(|r| r.rows_affected()))?;
     on_conn!(conn, c => sqlx::query(
-        "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message) \
-         SELECT $1, seq, n, row_no, col, value, code, message FROM ig_job_errors WHERE job_id = $2")
+        "INSERT INTO ig_job_errors (job_id, seq, n, row_no, col, value, code, message, rule) \
+         SELECT $1, seq, n, row_no, col, value, code, message, rule FROM ig_job_errors \
+         WHERE job_id = $2")
         .bind(to_job).bind(from_job).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(true)
 }
