@@ -176,11 +176,12 @@ async fn render(
     refused: Option<Refused>,
     status: StatusCode,
 ) -> PageResult {
-    let set = rules::show(app, &signed.key, module, version).await?;
-    let in_force = match version {
-        None => set.version,
-        Some(_) => rules::show(app, &signed.key, module, None).await?.version,
+    let current = rules::show(app, &signed.key, module, None).await?;
+    let set = match version {
+        Some(v) if v != current.version => rules::show(app, &signed.key, module, version).await?,
+        _ => current.clone(),
     };
+    let in_force = current.version;
     let proposals = rules::list(app, &signed.key, Some(module), None).await?;
     let proposals: Vec<&Proposal> = proposals.iter().map(|(p, _)| p).collect();
     let names = app.names().await?;
@@ -222,7 +223,7 @@ async fn render(
             (proposal_table(&ctx, &people, &proposals, false))
         }
         @if ctx.is_admin() {
-            (propose_form(signed, module, &set, refused.as_ref()))
+            (propose_form(signed, module, &current, refused.as_ref()))
         }
     };
     Ok((status, layout::page(&ctx, &title, content)).into_response())
@@ -367,8 +368,8 @@ fn rule_table(list: &[Rule]) -> Markup {
     }
 }
 
-/// The form that proposes a whole new set, prefilled with the set shown
-/// (or with what was sent, after a refusal).
+/// The form that proposes a whole new set, prefilled with the set in
+/// force (or with what was sent, after a refusal).
 fn propose_form(signed: &Signed, module: &str, set: &RuleSetShown, r: Option<&Refused>) -> Markup {
     let text = match r {
         Some(r) => r.rules.clone(),

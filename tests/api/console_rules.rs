@@ -192,6 +192,12 @@ async fn an_admin_proposes_in_the_console_and_another_person_decides() {
         .await;
     assert_eq!(set["version"], 2);
     assert_eq!(set["rules"], phone_rules());
+    // The form starts from the set in force, even beside an older one.
+    let old = admin.page(&format!("{RULES}?version=1")).await;
+    assert!(
+        old.contains("&quot;normalize&quot;: &quot;phone_id&quot;"),
+        "{old}"
+    );
 
     // A change of one rule and the removal of another, rejected: shown as
     // was → now, and the set in force stays.
