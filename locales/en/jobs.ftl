@@ -222,3 +222,8 @@ revision-excluded = { $n ->
 revision-excluded-rows = Row numbers:
 revision-excluded-see = see them in the preview
 revision-revisers = Revised by
+jobs-rules-waiting = { $count ->
+    [one] 1 rule proposal awaits a decision.
+   *[other] { $count_text } rule proposals await a decision.
+}
+jobs-rules-waiting-link = See the proposals

@@ -224,3 +224,5 @@ revision-excluded = { $n_text } baris dikeluarkan
 revision-excluded-rows = Nomor baris:
 revision-excluded-see = lihat di pratinjau
 revision-revisers = Direvisi oleh
+jobs-rules-waiting = { $count_text } usulan aturan menunggu keputusan.
+jobs-rules-waiting-link = Lihat usulan

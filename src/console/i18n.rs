@@ -230,6 +230,12 @@ impl From<i64> for Arg<'static> {
     }
 }
 
+impl From<u32> for Arg<'static> {
+    fn from(n: u32) -> Arg<'static> {
+        Arg::Number(i64::from(n))
+    }
+}
+
 impl From<u64> for Arg<'static> {
     fn from(n: u64) -> Arg<'static> {
         Arg::Number(i64::try_from(n).unwrap_or(i64::MAX))

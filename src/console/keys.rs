@@ -15,7 +15,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::layout::{self, Ctx, Nav, person};
-use super::session::{CsrfOnly, Signed};
+use super::session::{CsrfOnly, DecideForm, Signed};
 use super::{Fail, PageResult, Shown};
 use crate::ids::KeyId;
 use crate::keys::{self, KeyRecord, KeyRequest, Person, RequestState};
@@ -453,14 +453,6 @@ async fn revoke(
             render(&app, &signed, Some(Notice::Refused(shown)), status).await
         }
     }
-}
-
-#[derive(Deserialize)]
-struct DecideForm {
-    #[serde(rename = "_csrf")]
-    csrf: String,
-    #[serde(default)]
-    comment: Option<String>,
 }
 
 async fn decide(

@@ -11,10 +11,12 @@
 //! Where things are:
 //! - [`session`]: sign-in with a key, the server-side session, CSRF;
 //! - [`layout`]: the page shell and small shared pieces (badges, people, time);
-//! - [`jobs`], [`fix`], [`upload`], [`keys`], [`developers`]: the pages;
+//! - [`jobs`], [`fix`], [`upload`], [`keys`], [`rules`], [`developers`]:
+//!   the pages;
 //! - [`assets`]: the stylesheet, the script and the icon.
 //!
-//! Pages live at `/`, `/jobs`, `/upload`, `/keys`, `/developers`; the few
+//! Pages live at `/`, `/jobs`, `/upload`, `/keys`, `/rules` (with
+//! `/modules/{module}/rules` and `/rule-proposals/{id}`), `/developers`; the few
 //! JSON endpoints the script calls live under `/console/`; assets under
 //! `/assets/`. Every console answer carries a strict Content-Security-Policy.
 
@@ -27,6 +29,7 @@ pub mod keys;
 pub mod layout;
 pub mod notes;
 pub mod request;
+pub mod rules;
 pub mod session;
 pub mod upload;
 pub mod webhooks;
@@ -58,6 +61,7 @@ pub fn routes() -> Router<Arc<App>> {
         .merge(upload::routes())
         .merge(keys::routes())
         .merge(webhooks::routes())
+        .merge(rules::routes())
         .merge(developers::routes())
         .merge(assets::routes())
         .route("/language", post(i18n::choose))

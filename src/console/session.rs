@@ -336,6 +336,15 @@ pub struct CsrfOnly {
     pub csrf: String,
 }
 
+/// A decision's form: the token and an optional comment.
+#[derive(Deserialize)]
+pub struct DecideForm {
+    #[serde(rename = "_csrf")]
+    pub csrf: String,
+    #[serde(default)]
+    pub comment: Option<String>,
+}
+
 async fn signout(
     State(app): State<Arc<App>>,
     signed: Signed,

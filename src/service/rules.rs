@@ -338,6 +338,17 @@ fn not_awaiting(p: &Proposal) -> Error {
     }
 }
 
+/// Whether four-eyes bars the key from deciding `p`, which awaits a
+/// decision (its person proposed it): what a page says instead of offering
+/// the decision.
+pub async fn self_barred(app: &App, actor: &KeyRecord, p: &Proposal) -> Result<bool> {
+    match check_four_eyes(app, actor, p).await {
+        Ok(()) => Ok(false),
+        Err(Error::SelfApproval) => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
 /// Four-eyes by person: the proposer's person, and keys that person
 /// issued after proposing, may not decide.
 async fn check_four_eyes(app: &App, actor: &KeyRecord, p: &Proposal) -> Result<()> {

@@ -911,3 +911,63 @@ async fn browser_the_corrected_failing_rows_go_back_from_the_fix_page() {
     assert!(revision.contains("diperbaiki di Excel"), "{revision}");
     b.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_an_admin_proposes_rules_and_an_approver_approves_them() {
+    let app = spawn_app().await;
+    let apr = app.approver().await;
+    let b = Browser::start(&app.base, 1280, 900).await;
+
+    // The admin finds the module's rules from the navigation and proposes
+    // a normalizer for WhatsApp numbers.
+    b.sign_in(&app.admin).await;
+    b.click("nav a[href='/rules']").await;
+    b.click("a[href='/modules/customers/rules']").await;
+    b.wait_text("h1", "Rules of customers").await;
+    assert_eq!(b.value("#rules-json").await, "[]");
+    let rules = r#"[{"id": "wa", "column": "wa_number", "normalize": "phone_id"}]"#;
+    b.type_into("#rules-json", rules).await;
+    b.type_into("#rules-comment", "WA numbers as E.164").await;
+    b.click("#propose button[type=submit]").await;
+    b.wait_path("/rule-proposals/rpr_").await;
+    let id = b
+        .path()
+        .await
+        .trim_start_matches("/rule-proposals/")
+        .to_string();
+    b.wait_text("#diff-added", "phone_id").await;
+    assert!(
+        b.text(".actions")
+            .await
+            .contains("another approver decides it")
+    );
+    b.shot("rules-proposed-1280").await;
+    b.sign_out().await;
+
+    // The approver sees it waiting from the job list, reads it, approves.
+    b.sign_in(&apr).await;
+    b.wait_text("#rules-waiting", "1 rule proposal awaits a decision")
+        .await;
+    b.click("#rules-waiting a").await;
+    b.click(&format!("a[href='/rule-proposals/{id}']")).await;
+    b.type_into("#comment-approve", "checked with the CRM export")
+        .await;
+    b.click("form.action-approve button[type=submit]").await;
+    b.wait_text(".alert-ok", "these rules are in force now")
+        .await;
+    b.click(".crumbs a[href='/modules/customers/rules']").await;
+    b.wait_text("#set-title", "Version 2, in force").await;
+    let set = b.text("table.rules").await;
+    assert!(
+        set.contains("wa_number") && set.contains("phone_id"),
+        "{set}"
+    );
+    assert!(b.text(".rule-history").await.contains("version 1"));
+    b.shot("rules-approved-1280").await;
+    let api = app
+        .get_json(&app.admin, "/api/modules/customers/rules")
+        .await;
+    assert_eq!(api["version"], 2);
+    assert!(api["approved_by"]["display"].as_str().is_some(), "{api}");
+    b.close().await;
+}

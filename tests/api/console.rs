@@ -138,7 +138,7 @@ impl<'a> Console<'a> {
     }
 }
 
-fn location(resp: &Response) -> String {
+pub fn location(resp: &Response) -> String {
     resp.headers()
         .get("location")
         .and_then(|v| v.to_str().ok())

@@ -12,8 +12,10 @@ use super::{given, short_id};
 use crate::console::PageResult;
 use crate::console::layout::{self, Nav, badge, count, person};
 use crate::console::session::Signed;
+use crate::keys::{KeyRecord, Role};
 use crate::ledger::job::People;
 use crate::ledger::{ALL_STATES, JobState};
+use crate::rules::ProposalState;
 use crate::service::jobs::{self, ListQuery};
 use crate::service::{self, App};
 use crate::t;
@@ -51,6 +53,7 @@ pub(super) async fn list(
         limit: LIST_PAGE,
     };
     let page = jobs::list(&app, caller, query).await?;
+    let rules_waiting = rule_proposals_waiting(&app, caller).await?;
     let (jobs, older) = (page.jobs, page.next);
     let names = app.names().await?;
     let people = People(&names);
@@ -82,6 +85,12 @@ pub(super) async fn list(
         div.page-head {
             h1 { (t!("jobs-title")) }
             a.btn.btn-primary href="/upload" { (t!("jobs-upload-a-file")) }
+        }
+        @if rules_waiting > 0 {
+            p.alert.alert-info #rules-waiting role="status" {
+                (t!("jobs-rules-waiting", count = rules_waiting)) " "
+                a href="/rules" { (t!("jobs-rules-waiting-link")) }
+            }
         }
         form.filters method="get" action="/jobs" aria-label=(t!("jobs-filter-label")) {
             div.field {
@@ -151,4 +160,16 @@ pub(super) async fn list(
         }
     };
     Ok(layout::page(&ctx, &t!("jobs-title"), content).into_response())
+}
+
+/// How many rule proposals wait at the gate for a key that may decide them
+/// (approvers and admins; none for submitters).
+async fn rule_proposals_waiting(app: &App, key: &KeyRecord) -> service::Result<usize> {
+    if !matches!(key.role, Role::Approver | Role::Admin) {
+        return Ok(0);
+    }
+    let waiting = ProposalState::AwaitingApproval.as_str();
+    Ok(service::rules::list(app, key, None, Some(waiting))
+        .await?
+        .len())
 }
