@@ -360,10 +360,11 @@ async fn the_job_page_shows_normalized_cells_as_was_and_now() {
         decide(&mut a, &id, "approve").await.status(),
         StatusCode::SEE_OTHER
     );
-    let job = app
-        .upload(&sub, "customers", "?on_error=skip", WA_FILE)
-        .await;
-    assert_eq!(job["counts"]["normalized"], 2, "{job}");
+    // A cycle over a year breaks the warning rule, which the page names.
+    let csv = format!("{WA_FILE}Eka Putri,0815-0000-1111,Denpasar,400\n");
+    let job = app.upload(&sub, "customers", "?on_error=skip", &csv).await;
+    assert_eq!(job["counts"]["normalized"], 3, "{job}");
+    assert_eq!(job["counts"]["warnings"], 1, "{job}");
     assert_eq!(job["rules_version"], 2, "{job}");
     let job_id = job["id"].as_str().unwrap();
     let path = format!("/jobs/{job_id}");
@@ -373,7 +374,8 @@ async fn the_job_page_shows_normalized_cells_as_was_and_now() {
         "<del>0812-3456-7890</del>",
         "<ins>+6281234567890</ins>",
         "normalized from",
-        "<dt>Normalized</dt><dd>2</dd>",
+        "<dt>Normalized</dt><dd>3</dd>",
+        "a cycle is at most a year (rule short_cycle)",
         "Only normalized rows",
         "normalized=only",
         "href=\"/modules/customers/rules?version=2\"",
@@ -393,6 +395,7 @@ async fn the_job_page_shows_normalized_cells_as_was_and_now() {
         "dinormalkan dari",
         "Hanya baris yang dinormalkan",
         "Versi aturan 2",
+        "(aturan short_cycle)",
         "<dt>Dinormalkan</dt>",
     ] {
         assert!(html.contains(shown), "{shown} not on the page");
