@@ -485,6 +485,8 @@ async fn render_proposal(
 ) -> PageResult {
     let (p, diff) = rules::get(app, &signed.key, id).await?;
     let trial = match tried {
+        // Refused to a key offered no try: the page is the refusal.
+        Some(job) if !decides(signed) => Some(Ok(rules::try_on(app, &signed.key, id, job).await?)),
         Some(job) => Some(rules::try_on(app, &signed.key, id, job).await),
         None => None,
     };

@@ -347,6 +347,9 @@ async fn an_approver_tries_a_proposal_on_a_recent_job_beside_its_diff() {
     s.sign_in(&sub).await;
     let html = s.page(&path).await;
     assert!(!html.contains("id=\"try\""));
+    let resp = s.get(&format!("{path}?try={job_id}")).await;
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+    assert!(resp.text().await.unwrap().contains("approver or an admin"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
