@@ -227,3 +227,9 @@ jobs-rules-waiting = { $count ->
    *[other] { $count_text } rule proposals await a decision.
 }
 jobs-rules-waiting-link = See the proposals
+# Cells the module's rules normalized, and the rules a job was validated with.
+tab-normalized = Only normalized rows
+count-normalized = Normalized
+preview-normalized-was = normalized from
+note-with-rule = { $note } (rule { $rule })
+job-meta-rules-version = Rules version { $version }

@@ -226,3 +226,9 @@ revision-excluded-see = lihat di pratinjau
 revision-revisers = Direvisi oleh
 jobs-rules-waiting = { $count_text } usulan aturan menunggu keputusan.
 jobs-rules-waiting-link = Lihat usulan
+# Sel yang dinormalkan aturan modul, dan versi aturan saat job divalidasi.
+tab-normalized = Hanya baris yang dinormalkan
+count-normalized = Dinormalkan
+preview-normalized-was = dinormalkan dari
+note-with-rule = { $note } (aturan { $rule })
+job-meta-rules-version = Versi aturan { $version }

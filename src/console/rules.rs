@@ -19,11 +19,15 @@ use super::layout::{self, Ctx, Nav, person};
 use super::session::{DecideForm, Signed};
 use super::{PageResult, Shown};
 use crate::keys::Role;
+use crate::ledger::Job;
 use crate::ledger::job::People;
 use crate::rules::{Diff, Proposal, ProposalState, Rule, RuleKind, Severity};
+use crate::service::jobs::ListQuery;
 use crate::service::rules::{self, RuleSetShown};
+use crate::service::views::{TrialRow, TrialView};
 use crate::service::{self, App};
 use crate::t;
+use crate::validate::RowError;
 
 pub fn routes() -> Router<Arc<App>> {
     Router::new()
@@ -445,6 +449,9 @@ async fn propose(
 #[derive(Deserialize, Default)]
 struct ProposalQuery {
     done: Option<String>,
+    /// A job to try the proposal on (`job_…`).
+    #[serde(rename = "try")]
+    try_on: Option<String>,
 }
 
 /// What the proposal's page says above everything after a decision.
@@ -464,7 +471,8 @@ async fn proposal(
         Some("reject") => Some(Notice::Done(t!("rules-done-reject"))),
         _ => None,
     };
-    render_proposal(&app, &signed, &id, notice, StatusCode::OK).await
+    let tried = q.try_on.as_deref().map(str::trim).filter(|j| !j.is_empty());
+    render_proposal(&app, &signed, &id, notice, tried, StatusCode::OK).await
 }
 
 async fn render_proposal(
@@ -472,9 +480,22 @@ async fn render_proposal(
     signed: &Signed,
     id: &str,
     notice: Option<Notice>,
+    tried: Option<&str>,
     status: StatusCode,
 ) -> PageResult {
     let (p, diff) = rules::get(app, &signed.key, id).await?;
+    let trial = match tried {
+        // Refused to a key offered no try: the page is the refusal.
+        Some(job) if !decides(signed) => Some(Ok(rules::try_on(app, &signed.key, id, job).await?)),
+        Some(job) => Some(rules::try_on(app, &signed.key, id, job).await),
+        None => None,
+    };
+    let trial = trial.map(|t| t.map(TrialView::new).map_err(Shown::from));
+    let recent = if decides(signed) {
+        recent_jobs(app, signed, p.module.as_str()).await?
+    } else {
+        vec![]
+    };
     let waiting = p.state == ProposalState::AwaitingApproval;
     let barred = waiting && decides(signed) && rules::self_barred(app, &signed.key, &p).await?;
     let names = app.names().await?;
@@ -513,6 +534,9 @@ async fn render_proposal(
         section.panel aria-labelledby="diff-title" {
             h2 #diff-title { (t!("rules-diff-title", version = p.base_version())) }
             (diff_panel(&diff))
+        }
+        @if decides(signed) {
+            (try_panel(&ctx, &p, &recent, tried, trial.as_ref()))
         }
         @if waiting && decides(signed) {
             (decision_panel(signed, &p, barred))
@@ -619,7 +643,166 @@ async fn decide(
         Err(e) => {
             let shown = Shown::from(e);
             let status = shown.status;
-            render_proposal(&app, &signed, &id, Some(Notice::Refused(shown)), status).await
+            let notice = Some(Notice::Refused(shown));
+            render_proposal(&app, &signed, &id, notice, None, status).await
+        }
+    }
+}
+
+/// Jobs offered to try a proposal on.
+const RECENT: usize = 10;
+
+/// The module's latest jobs whose file is still kept, newest first.
+async fn recent_jobs(app: &App, signed: &Signed, module: &str) -> service::Result<Vec<Job>> {
+    let page = service::jobs::list(
+        app,
+        &signed.key,
+        ListQuery {
+            module: Some(module.to_string()),
+            limit: 50,
+            ..ListQuery::default()
+        },
+    )
+    .await?;
+    Ok((page.jobs.into_iter())
+        .filter(|j| j.purged_at.is_none())
+        .take(RECENT)
+        .collect())
+}
+
+/// A form choosing one of the module's recent jobs to validate again
+/// under the proposal, and what the try found (or why it could not).
+fn try_panel(
+    ctx: &Ctx,
+    p: &Proposal,
+    recent: &[Job],
+    tried: Option<&str>,
+    trial: Option<&Result<TrialView, Shown>>,
+) -> Markup {
+    html! {
+        section.panel #try aria-labelledby="try-title" {
+            h2 #try-title { (t!("rules-try-title")) }
+            p { (t!("rules-try-lead")) }
+            @if recent.is_empty() {
+                p.empty #try-no-jobs { (t!("rules-try-no-jobs")) }
+            } @else {
+                form.try-form method="get" action=(format!("/rule-proposals/{}#try", p.id)) {
+                    div.field {
+                        label for="try-job" { (t!("rules-try-job")) }
+                        select #try-job name="try" {
+                            @for j in recent {
+                                option value=(j.id) selected[tried == Some(j.id.as_str())] {
+                                    (j.id) " · " (j.file.name.as_deref().unwrap_or("—"))
+                                    " · " (ctx.when(&j.created_at))
+                                }
+                            }
+                        }
+                    }
+                    button.btn #try-button type="submit" { (t!("rules-try-submit")) }
+                }
+            }
+            @match trial {
+                Some(Ok(t)) => (trial_result(t)),
+                Some(Err(s)) => div.alert.alert-error #try-error role="alert" { strong { (s.title) } ": " (s.detail) },
+                None => {},
+            }
+        }
+    }
+}
+
+/// The counts under both versions and the rows whose outcome changes.
+fn trial_result(trial: &TrialView) -> Markup {
+    let (now, proposed) = (&trial.now.counts, &trial.proposed.counts);
+    let counts = [
+        (t!("rules-try-rows"), now.rows, proposed.rows),
+        (t!("rules-try-valid"), now.valid, proposed.valid),
+        (t!("rules-try-errors"), now.errors, proposed.errors),
+        (t!("rules-try-warnings"), now.warnings, proposed.warnings),
+        (
+            t!("rules-try-normalized"),
+            now.normalized,
+            proposed.normalized,
+        ),
+    ];
+    let heads = [
+        String::new(),
+        t!("rules-try-under-job", version = trial.now.version),
+        t!("rules-try-under-proposal", version = trial.proposed.version),
+    ];
+    html! {
+        div #try-result data-job=(trial.job) {
+            h3 { (t!("rules-try-result", job = trial.job.as_str())) }
+            div.table-wrap {
+                table.small #try-counts {
+                    (layout::table_head(&heads.each_ref().map(String::as_str)))
+                    tbody {
+                        @for (label, a, b) in counts {
+                            tr.changed[a != b] { th scope="row" { (label) } td { (a) } td { (b) } }
+                        }
+                    }
+                }
+            }
+            (trial_rows("try-failing", &t!("rules-try-failing"), &trial.newly_failing, |r| &r.errors_proposed))
+            (trial_rows("try-passing", &t!("rules-try-passing"), &trial.newly_passing, |r| &r.errors_now))
+            h3 { (t!("rules-try-normalized-rows")) }
+            @if trial.newly_normalized.is_empty() {
+                p.empty { (t!("rules-try-none")) }
+            } @else {
+                ul #try-normalized {
+                    @for r in &trial.newly_normalized {
+                        @for c in &r.normalized {
+                            li data-row=(r.row) {
+                                (t!("rules-try-row", row = r.row)) " · " code { (c.column) } ": "
+                                span.sr-only { (t!("rules-was")) " " }
+                                del { (c.was) }
+                                span aria-hidden="true" { " → " }
+                                span.sr-only { ", " (t!("rules-now")) " " }
+                                ins { (c.now) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Rows newly failing (with their errors under the proposal) or newly
+/// passing (with the errors they had).
+fn trial_rows(
+    id: &str,
+    title: &str,
+    rows: &[TrialRow],
+    errors: impl Fn(&TrialRow) -> &Vec<RowError>,
+) -> Markup {
+    let heads = [
+        t!("rules-try-col-row"),
+        t!("rules-try-col-column"),
+        t!("rules-try-col-code"),
+        t!("rules-try-col-message"),
+    ];
+    html! {
+        h3 { (title) " " span.tab-count { (rows.len()) } }
+        @if rows.is_empty() {
+            p.empty { (t!("rules-try-none")) }
+        } @else {
+            div.table-wrap {
+                table.small id=(id) {
+                    (layout::table_head(&heads.each_ref().map(String::as_str)))
+                    tbody {
+                        @for r in rows {
+                            @for e in errors(r) {
+                                tr data-row=(r.row) {
+                                    th scope="row" { (r.row) }
+                                    td { code { (e.column.as_deref().unwrap_or("—")) } }
+                                    td { code { (e.code.as_str()) } @if let Some(rule) = &e.rule { " · " code { (rule) } } }
+                                    td { (e.message) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
 }

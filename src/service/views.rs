@@ -14,7 +14,7 @@ use crate::ledger::job::{People, time};
 use crate::ledger::{
     Counts, DecisionKind, GateAction, Job, JobProblem, JobState, Mode, OnError, Warning,
 };
-use crate::pipeline::trial::{TrialCounts, TrialRow};
+pub use crate::pipeline::trial::{TrialCounts, TrialRow};
 use crate::rules::{Diff, Proposal, ProposalState, Rule};
 
 /// A job (API.md section 4).

@@ -915,7 +915,12 @@ async fn browser_the_corrected_failing_rows_go_back_from_the_fix_page() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browser_an_admin_proposes_rules_and_an_approver_approves_them() {
     let app = spawn_app().await;
-    let apr = app.approver().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let csv = "customer_name,wa_number,city\n\
+        Andi Wijaya,0812-3456-7890,Jakarta\n\
+        Citra Lestari,bukan nomor,Surabaya\n";
+    let job = app.upload(&sub, "customers", "", csv).await;
+    let job_id = job["id"].as_str().unwrap().to_string();
     let b = Browser::start(&app.base, 1280, 900).await;
 
     // The admin finds the module's rules from the navigation and proposes
@@ -950,6 +955,17 @@ async fn browser_an_admin_proposes_rules_and_an_approver_approves_them() {
         .await;
     b.click("#rules-waiting a").await;
     b.click(&format!("a[href='/rule-proposals/{id}']")).await;
+    // Before deciding, tries it on the submitter's recent upload.
+    assert_eq!(b.value("#try-job").await, job_id);
+    b.click("#try-button").await;
+    b.wait_text("#try-result", "Newly failing").await;
+    let tried = b.text("#try-result").await;
+    assert!(
+        tried.contains("0812-3456-7890") && tried.contains("+6281234567890"),
+        "{tried}"
+    );
+    assert!(b.text("#try-failing").await.contains("phone"));
+    b.shot("rules-tried-1280").await;
     b.type_into("#comment-approve", "checked with the CRM export")
         .await;
     b.click("form.action-approve button[type=submit]").await;

@@ -262,3 +262,154 @@ async fn the_rules_pages_speak_indonesian() {
     let resp = propose(&mut admin, "nope", "").await;
     assert_eq!(resp.status(), StatusCode::UNPROCESSABLE_ENTITY);
 }
+
+/// A customers file with WA numbers written three ways, one no number at
+/// all and one with markup.
+const WA_FILE: &str = "customer_name,wa_number,city,consumable_cycle_days\n\
+    Andi Wijaya,0812-3456-7890,Jakarta,30\n\
+    Budi Hartono,+62 812 3456 7890,Bandung,30\n\
+    Citra Lestari,bukan nomor,Surabaya,30\n\
+    Dewi <i>Anggraini</i>,<i>tidak</i>,Medan,14\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approver_tries_a_proposal_on_a_recent_job_beside_its_diff() {
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let job = app.upload(&sub, "customers", "", WA_FILE).await;
+    assert_eq!(job["counts"]["valid"], 4, "{job}");
+    let job_id = job["id"].as_str().unwrap().to_string();
+    let id = proposed_by_api(&app, &app.admin, phone_rules()).await;
+    let path = format!("/rule-proposals/{id}");
+
+    let mut a = Console::new(&app);
+    a.sign_in(&apr).await;
+    // The form offers the module's recent jobs.
+    let html = a.page(&path).await;
+    assert!(html.contains("id=\"try\""), "{html}");
+    assert!(
+        html.contains(&format!("<option value=\"{job_id}\"")),
+        "{html}"
+    );
+    assert!(!html.contains("id=\"try-result\""));
+
+    let html = a.page(&format!("{path}?try={job_id}")).await;
+    assert!(html.contains("id=\"try-result\""), "{html}");
+    assert!(html.contains("Version 1 (the job&#39;s)") || html.contains("Version 1 (the job's)"));
+    assert!(html.contains("Proposed version 2"));
+    // Counts: 4 valid now; under the proposal the second WA number is the
+    // first's, and two are no numbers; two rows are normalized.
+    let counts = between(&html, "id=\"try-counts\"", "</table>");
+    for shown in [
+        "<th scope=\"row\">Valid</th><td>4</td><td>1</td>",
+        "<th scope=\"row\">Errors</th><td>0</td><td>3</td>",
+        "<th scope=\"row\">Normalized</th><td>0</td><td>2</td>",
+    ] {
+        assert!(counts.contains(shown), "{shown}: {counts}");
+    }
+    let failing = between(&html, "id=\"try-failing\"", "</table>");
+    for shown in [
+        "data-row=\"3\"",
+        "data-row=\"4\"",
+        "data-row=\"5\"",
+        "<code>phone</code>",
+        "<code>wa_number</code>",
+    ] {
+        assert!(failing.contains(shown), "{shown}: {failing}");
+    }
+    assert!(!failing.contains("data-row=\"2\""));
+    let normalized = between(&html, "id=\"try-normalized\"", "</ul>");
+    assert!(
+        normalized.contains("<del>0812-3456-7890</del>")
+            && normalized.contains("<ins>+6281234567890</ins>"),
+        "{normalized}"
+    );
+    // Escaped throughout.
+    assert!(!html.contains("<i>tidak"), "{html}");
+
+    // Errors as the console shows them: no such job, another module's.
+    let html = a.page(&format!("{path}?try=job_nope")).await;
+    assert!(html.contains("id=\"try-error\""), "{html}");
+    let other = app
+        .upload(&sub, "orders", "", "order_no,customer_name\nA-1,Andi\n")
+        .await;
+    let other_id = other["id"].as_str().unwrap();
+    let html = a.page(&format!("{path}?try={other_id}")).await;
+    let error = between(&html, "id=\"try-error\"", "</div>");
+    assert!(error.contains("the proposal is for customers"), "{error}");
+    // Indonesian.
+    a.speak("id");
+    let html = a.page(&format!("{path}?try={job_id}")).await;
+    for shown in ["Coba pada job terbaru", "Baru gagal", "Baru dinormalkan"] {
+        assert!(html.contains(shown), "{shown}");
+    }
+    // A submitter is offered no try, and one asked for anyway is refused.
+    let mut s = Console::new(&app);
+    s.sign_in(&sub).await;
+    let html = s.page(&path).await;
+    assert!(!html.contains("id=\"try\""));
+    let resp = s.get(&format!("{path}?try={job_id}")).await;
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+    assert!(resp.text().await.unwrap().contains("approver or an admin"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_job_page_shows_normalized_cells_as_was_and_now() {
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let id = proposed_by_api(&app, &app.admin, phone_rules()).await;
+    let mut a = Console::new(&app);
+    a.sign_in(&apr).await;
+    assert_eq!(
+        decide(&mut a, &id, "approve").await.status(),
+        StatusCode::SEE_OTHER
+    );
+    // A cycle over a year breaks the warning rule, which the page names.
+    let csv = format!("{WA_FILE}Eka Putri,0815-0000-1111,Denpasar,400\n");
+    let job = app.upload(&sub, "customers", "?on_error=skip", &csv).await;
+    assert_eq!(job["counts"]["normalized"], 3, "{job}");
+    assert_eq!(job["counts"]["warnings"], 1, "{job}");
+    assert_eq!(job["rules_version"], 2, "{job}");
+    let job_id = job["id"].as_str().unwrap();
+    let path = format!("/jobs/{job_id}");
+
+    let html = a.page(&path).await;
+    for shown in [
+        "<del>0812-3456-7890</del>",
+        "<ins>+6281234567890</ins>",
+        "normalized from",
+        "<dt>Normalized</dt><dd>3</dd>",
+        "a cycle is at most a year (rule short_cycle)",
+        "Only normalized rows",
+        "normalized=only",
+        "href=\"/modules/customers/rules?version=2\"",
+        "Rules version 2",
+    ] {
+        assert!(html.contains(shown), "{shown} not on the page: {html}");
+    }
+    assert!(!html.contains("<i>tidak"));
+    // Only the normalized rows.
+    let only = a.page(&format!("{path}?normalized=only")).await;
+    let preview = between(&only, "id=\"preview\"", "</section>");
+    assert!(preview.contains("0812-3456-7890"), "{preview}");
+    assert!(!preview.contains("Citra Lestari"), "{preview}");
+    a.speak("id");
+    let html = a.page(&path).await;
+    for shown in [
+        "dinormalkan dari",
+        "Hanya baris yang dinormalkan",
+        "Versi aturan 2",
+        "(aturan short_cycle)",
+        "<dt>Dinormalkan</dt>",
+    ] {
+        assert!(html.contains(shown), "{shown} not on the page");
+    }
+}
+
+/// The text of `html` from `start` to the first `end` after it.
+fn between<'a>(html: &'a str, start: &str, end: &str) -> &'a str {
+    let from = html
+        .find(start)
+        .unwrap_or_else(|| panic!("{start} not in {html}"));
+    let rest = &html[from..];
+    &rest[..rest.find(end).map_or(rest.len(), |e| e + end.len())]
+}

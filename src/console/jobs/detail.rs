@@ -30,6 +30,7 @@ use crate::validate::RowAction;
 pub struct DetailQuery {
     action: Option<String>,
     warnings: Option<String>,
+    normalized: Option<String>,
     offset: Option<i64>,
     done: Option<String>,
 }
@@ -70,9 +71,10 @@ async fn render_detail(
     let filter = PreviewFilter {
         action: given(&q.action).and_then(RowAction::parse),
         warned: given(&q.warnings) == Some("only"),
-        normalized: false,
+        normalized: given(&q.normalized) == Some("only"),
     };
     let total = match (filter.warned, filter.action) {
+        _ if filter.normalized => job.counts.normalized,
         (true, _) => job.counts.warnings,
         (_, Some(RowAction::Insert)) => job.counts.insert,
         (_, Some(RowAction::Update)) => job.counts.update,
@@ -125,6 +127,11 @@ async fn render_detail(
                 " · " (t!("job-meta-on-error")) " " strong { (job.on_error.as_str()) }
                 " · " (t!("job-meta-submitted-by")) " " (person(&people.person(&job.submitter)))
                 " · " (ctx.when(&job.created_at))
+                @if let Some(v) = job.rules_version {
+                    " · " a #rules-version href=(format!("/modules/{}/rules?version={v}", job.module)) {
+                        (t!("job-meta-rules-version", version = v))
+                    }
+                }
             }
             @if job.simulated {
                 p.note { (t!("job-simulated")) }

@@ -38,6 +38,9 @@ pub(super) fn counts_panel(job: &Job) -> Markup {
     if c.excluded > 0 {
         items.push((t!("count-excluded"), c.excluded, ""));
     }
+    if c.normalized > 0 {
+        items.push((t!("count-normalized"), c.normalized, "stat-normalized"));
+    }
     html! {
         dl.stats aria-label=(t!("job-counts")) {
             @for (label, n, class) in items {

@@ -58,6 +58,9 @@ pub(super) fn preview_link(job: &Job, filter: PreviewFilter, offset: i64) -> Str
     if filter.warned {
         params.push(("warnings", "only".to_string()));
     }
+    if filter.normalized {
+        params.push(("normalized", "only".to_string()));
+    }
     if offset > 0 {
         params.push(("offset", offset.to_string()));
     }
@@ -99,13 +102,18 @@ pub(super) fn preview_section(
         let excluded = by(Some(RowAction::Excluded));
         tabs.push((excluded, t!("count-excluded"), c.excluded));
     }
+    // Rows marked with a warning or a normalized cell, whatever their action.
+    let marked = |warned, normalized| PreviewFilter {
+        action: None,
+        warned,
+        normalized,
+    };
     if c.warnings > 0 {
-        let warned = PreviewFilter {
-            action: None,
-            warned: true,
-            normalized: false,
-        };
-        tabs.push((warned, t!("count-warnings"), c.warnings));
+        tabs.push((marked(true, false), t!("count-warnings"), c.warnings));
+    }
+    if c.normalized > 0 {
+        let label = t!("tab-normalized");
+        tabs.push((marked(false, true), label, c.normalized));
     }
     let cols = shown_columns(module, rows);
     let first = if total == 0 { 0 } else { offset + 1 };
@@ -170,7 +178,14 @@ fn preview_row(module: &Module, zone: Tz, r: &PreviewRow, cols: &[&str]) -> Mark
     let mut row_notes: Vec<String> = Vec::new();
     for (list, place) in [(&r.errors, &mut by_col), (&r.warnings, &mut warned)] {
         for e in list {
-            let said = notes::row_note(module, e);
+            let said = match &e.rule {
+                Some(rule) => t!(
+                    "note-with-rule",
+                    note = notes::row_note(module, e),
+                    rule = rule.as_str()
+                ),
+                None => notes::row_note(module, e),
+            };
             match e.column.as_deref().filter(|c| cols.contains(c)) {
                 Some(c) => place.entry(c).or_default().push(said),
                 None => row_notes.push(said),
@@ -195,22 +210,36 @@ fn preview_row(module: &Module, zone: Tz, r: &PreviewRow, cols: &[&str]) -> Mark
                 @let was = r.fixed.iter().find(|(c, _)| c == col).map(|(_, was)| was);
                 @let fixed = was.is_some();
                 @let mark = was.map(|w| fixed_mark(w.as_deref()));
+                @let normalized = row.normalized.iter().find(|(c, _)| c == col).map(|(_, was)| was.as_str());
+                @let norm = normalized.map(normalized_mark);
                 @if let Some(msgs) = by_col.get(col) {
                     td.cell-error.cell-fixed[fixed] {
                         (cell_value(after))
                         @for m in msgs { span.cell-msg { (m) } }
                         @if let Some(m) = &mark { (m) }
+                        @if let Some(m) = &norm { (m) }
                     }
                 } @else if let Some(msgs) = warned.get(col) {
                     td.cell-warn.cell-fixed[fixed] {
                         (cell_value(after))
                         @for m in msgs { span.cell-msg { (m) } }
                         @if let Some(m) = &mark { (m) }
+                        @if let Some(m) = &norm { (m) }
                     }
                 } @else if row.action == RowAction::Update && row.before.as_ref().is_some_and(|b| b.contains_key(*col)) && before != after {
                     td.cell-changed.cell-fixed[fixed] {
                         span.sr-only { (t!("preview-was")) " " }
                         del { (shown(col, before)) }
+                        span aria-hidden="true" { " → " }
+                        span.sr-only { ", " (t!("preview-becomes")) " " }
+                        ins { (shown(col, after)) }
+                        @if let Some(m) = &mark { (m) }
+                        @if let Some(m) = &norm { (m) }
+                    }
+                } @else if let Some(was) = normalized {
+                    td.cell-normalized.cell-fixed[fixed] {
+                        span.sr-only { (t!("preview-normalized-was")) " " }
+                        del { (was) }
                         span aria-hidden="true" { " → " }
                         span.sr-only { ", " (t!("preview-becomes")) " " }
                         ins { (shown(col, after)) }
@@ -237,6 +266,17 @@ fn fixed_mark(was: Option<&str>) -> Markup {
                 Some(w) if !w.is_empty() => del { (w) },
                 _ => span.null { (t!("empty-value")) },
             }
+        }
+    }
+}
+
+/// What the file said in a cell a normalizer of the module's rules
+/// rewrote (the value shown is the normalized one): was → now.
+fn normalized_mark(was: &str) -> Markup {
+    html! {
+        span.cell-was.cell-normalized-was {
+            (t!("preview-normalized-was")) " "
+            @if was.is_empty() { span.null { (t!("empty-value")) } } @else { del { (was) } }
         }
     }
 }
