@@ -168,6 +168,19 @@ enum RulesCommand {
         #[command(flatten)]
         service: ServiceArgs,
     },
+    /// Show what a proposal would do to a job's rows (an approver or
+    /// admin): counts under both versions, rows newly failing, passing or
+    /// normalized. The job does not change.
+    #[command(after_help = "Example:\n  \
+        importgate rules try rpr_01J… job_01J…")]
+    Try {
+        /// The proposal (rpr_…).
+        proposal: String,
+        /// A job of the proposal's module (job_…).
+        job: String,
+        #[command(flatten)]
+        service: ServiceArgs,
+    },
 }
 
 /// A running service and the key to call it with.
@@ -448,6 +461,17 @@ async fn main() -> anyhow::Result<()> {
                         key: &service.key,
                     };
                     rules::propose(s, &module, &file, comment.as_deref()).await?
+                }
+                RulesCommand::Try {
+                    proposal,
+                    job,
+                    service,
+                } => {
+                    let s = rules::Service {
+                        url: &service.url,
+                        key: &service.key,
+                    };
+                    rules::try_on(s, &proposal, &job).await?
                 }
             };
             std::process::exit(code);

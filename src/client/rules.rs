@@ -1,7 +1,7 @@
 //! `importgate rules`: a module's rules from a terminal (API.md section
-//! 14) — the set in force or at a version (`show`), and a new set proposed
+//! 14) — the set in force or at a version (`show`), a new set proposed
 //! from a JSON file (`propose`), which then waits at the gate for another
-//! person. Exit status 0, or 2 on a refused request (a malformed rule is
+//! person, and what a proposal would do to a job's rows (`try`). Exit status 0, or 2 on a refused request (a malformed rule is
 //! named with what is wrong with it).
 
 use std::path::Path;
@@ -121,6 +121,52 @@ pub async fn propose(
     }
     for c in p["diff"]["changed"].as_array().into_iter().flatten() {
         println!("  ~ {}", line(&c["now"]));
+    }
+    Ok(0)
+}
+
+/// `rules try PROPOSAL JOB`: what a proposal would do to a job's rows,
+/// the job unchanged.
+pub async fn try_on(s: Service<'_>, proposal: &str, job: &str) -> anyhow::Result<i32> {
+    let resp = reqwest::Client::new()
+        .post(format!("{}/api/rule-proposals/{proposal}/try", s.base()))
+        .header("X-API-Key", s.key)
+        .json(&json!({"job": job}))
+        .send()
+        .await?;
+    if !resp.status().is_success() {
+        return Ok(refused(resp).await);
+    }
+    let t: Value = resp.json().await?;
+    for side in ["now", "proposed"] {
+        let c = &t[side]["counts"];
+        println!(
+            "version {:<3} rows {}  valid {}  errors {}  warnings {}  normalized {}",
+            t[side]["version"], c["rows"], c["valid"], c["errors"], c["warnings"], c["normalized"]
+        );
+    }
+    for (title, list, errors) in [
+        ("newly failing", "newly_failing", "errors_proposed"),
+        ("newly passing", "newly_passing", "errors_now"),
+    ] {
+        for r in t[list].as_array().into_iter().flatten() {
+            let why: Vec<&str> = (r[errors].as_array().into_iter().flatten())
+                .filter_map(|e| e["message"].as_str())
+                .collect();
+            println!("{title:<14} row {}: {}", r["row"], why.join("; "));
+        }
+    }
+    for r in t["newly_normalized"].as_array().into_iter().flatten() {
+        for n in r["normalized"].as_array().into_iter().flatten() {
+            let text = |k: &str| n[k].as_str().unwrap_or("").to_string();
+            println!(
+                "normalized     row {}, {}: {} → {}",
+                r["row"],
+                text("column"),
+                text("was"),
+                text("now")
+            );
+        }
     }
     Ok(0)
 }

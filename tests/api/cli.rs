@@ -415,6 +415,10 @@ async fn the_revise_command_maps_fixes_and_leaves_rows_out() {
 async fn the_rules_command_proposes_and_shows() {
     let app = crate::common::spawn_app().await;
     let apr = app.approver().await;
+    let sub = app.submitter().await;
+    let csv = "customer_name,wa_number\nAndi,0812-3456-7890\nBudi,bukan nomor\n";
+    let job = app.upload(&sub, "customers", "", csv).await;
+    let job_id = job["id"].as_str().unwrap();
     let run = |key: &str, args: &[&str]| {
         let mut cmd = Command::new(BIN);
         cmd.arg("rules").args(args).args(["--url", &app.base]);
@@ -463,6 +467,40 @@ async fn the_rules_command_proposes_and_shows() {
         stdout.contains("normalize wa_number with phone_id"),
         "{stdout}"
     );
+
+    // Tried on a job validated before any rule, before anyone decides:
+    // what would change, the job not.
+    std::fs::write(
+        &file,
+        r#"[{"id": "wa", "column": "wa_number", "normalize": "phone_id"},
+            {"id": "city", "column": "city", "normalize": "title"}]"#,
+    )
+    .unwrap();
+    let out = run(
+        &app.admin,
+        &["propose", "customers", file.to_str().unwrap()],
+    );
+    let third = String::from_utf8_lossy(&out.stdout);
+    let third = third.split_whitespace().next().unwrap().to_string();
+    let out = run(&apr, &["try", &third, job_id]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("version 1") && stdout.contains("version 3"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("newly failing  row 3"), "{stdout}");
+    assert!(
+        stdout.contains("0812-3456-7890 → +6281234567890"),
+        "{stdout}"
+    );
+    let out = run(&sub, &["try", &third, job_id]);
+    assert_eq!(out.status.code(), Some(2));
 
     std::fs::write(
         &file,
