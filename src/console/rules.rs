@@ -67,7 +67,7 @@ fn decides(signed: &Signed) -> bool {
 /// `/rules`: the modules the key covers, each linking to its rules, and the
 /// proposals that wait for a decision.
 async fn index(State(app): State<Arc<App>>, signed: Signed) -> PageResult {
-    let waiting = rules::list(
+    let waiting = rules::proposals(
         &app,
         &signed.key,
         None,
@@ -86,7 +86,7 @@ async fn index(State(app): State<Arc<App>>, signed: Signed) -> PageResult {
         p.lead { (t!("rules-index-lead")) }
         section.panel aria-labelledby="waiting-title" {
             h2 #waiting-title { (t!("rules-waiting-title")) }
-            (proposal_table(&ctx, &people, &waiting.iter().map(|(p, _)| p).collect::<Vec<_>>(), true))
+            (proposal_table(&ctx, &people, &waiting.iter().collect::<Vec<_>>(), true))
         }
         section.panel aria-labelledby="modules-title" {
             h2 #modules-title { (t!("rules-modules-title")) }
@@ -186,8 +186,8 @@ async fn render(
         _ => current.clone(),
     };
     let in_force = current.version;
-    let proposals = rules::list(app, &signed.key, Some(module), None).await?;
-    let proposals: Vec<&Proposal> = proposals.iter().map(|(p, _)| p).collect();
+    let proposals = rules::proposals(app, &signed.key, Some(module), None).await?;
+    let proposals: Vec<&Proposal> = proposals.iter().collect();
     let names = app.names().await?;
     let people = People(&names);
     let ctx = signed.ctx(app, Nav::Rules);

@@ -135,7 +135,9 @@ pub fn revised(job: &Job, revision_id: &JobId, by: &KeyRecord, now: DateTime<Utc
 /// exclusions (the same mapping), and `parent` was read whole against a
 /// table the revision may trust as far as `parent` did (row errors, or a
 /// request cancelled by this revision). A stale preview is read again:
-/// the table moved under every row, not only the touched ones.
+/// the table moved under every row, not only the touched ones. So is a
+/// parent checked under another version of the module's rules than the
+/// revision's: its staged rows stand for that version only.
 pub fn incremental(job: &Job, parent: &Job) -> bool {
     let (Some(own), Some(of)) = (&job.revision, &job.revision_of) else {
         return false;
@@ -152,6 +154,7 @@ pub fn incremental(job: &Job, parent: &Job) -> bool {
         && read_whole
         && parent.counts.rows > 0
         && parent.purged_at.is_none()
+        && parent.rules_version.unwrap_or(1) == job.rules_version.unwrap_or(1)
 }
 
 /// The rows a revision changes beyond its parent's: cells fixed anew or
@@ -315,6 +318,12 @@ mod tests {
             "a stale preview reads it too"
         );
         parent.problem.as_mut().unwrap().code = ProblemCode::RowErrors;
+        let mut newer_rules = revision.clone();
+        newer_rules.rules_version = Some(2);
+        assert!(
+            !incremental(&newer_rules, &parent),
+            "rows checked under other rules read it too"
+        );
         parent.purged_at = Some(Utc::now());
         assert!(!incremental(&revision, &parent));
 

@@ -6,7 +6,9 @@
 //!
 //! A module with rules takes the full pass instead: a unique rule
 //! compares a row with every other row of the file, which only reading
-//! the file does.
+//! the file does. So the rows checked here were checked without rules
+//! (`revision::incremental` asks for the parent's rules version to be the
+//! revision's), and none has a normalized cell.
 //!
 //! Everything is written in one transaction with the revision's counts and
 //! what the file said in each fixed cell, so a run interrupted and run
@@ -169,22 +171,7 @@ fn recheck(
         zone: setup.zone,
         max_cell_bytes: setup.max_cell_bytes,
     };
-    let mut checked = check_row(module, header, &rules, RawRow { row: row_no, cells });
-    // The staged values are the normalized ones: what the file said in a
-    // cell no fix replaced is still what it said.
-    checked.normalized = (row.normalized.iter())
-        .filter(|(column, _)| {
-            !own.fixes
-                .iter()
-                .any(|f| f.row == row_no && f.column == *column)
-        })
-        .filter_map(|(column, was)| {
-            let k =
-                (header.provided.iter()).position(|&(c, _)| module.columns[c].name == *column)?;
-            Some((k, was.clone()))
-        })
-        .collect();
-    checked
+    check_row(module, header, &rules, RawRow { row: row_no, cells })
 }
 
 /// A staged value as the cell it was read from: text as text, numbers
@@ -234,9 +221,6 @@ fn recount(base: &Counts, before: &[StoredRow], after: &[StagedRow]) -> Counts {
     let warned_before = before.iter().filter(|r| !r.warnings.is_empty()).count() as i64;
     let warned_after = after.iter().filter(|r| r.warns.is_some()).count() as i64;
     counts.warnings += warned_after - warned_before;
-    let normalized_before = before.iter().filter(|r| !r.normalized.is_empty()).count() as i64;
-    let normalized_after = after.iter().filter(|r| r.norm.is_some()).count() as i64;
-    counts.normalized += normalized_after - normalized_before;
     counts
 }
 

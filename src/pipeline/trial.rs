@@ -25,7 +25,7 @@ use crate::rules::{Compiled, Severity, UniqueRule};
 use crate::store::Db;
 use crate::store::blobs::BlobReader;
 use crate::validate::{
-    CheckedRow, HeaderMap, RowError, Rules, check_row, extra_cells, match_header_with,
+    CheckedRow, HeaderMap, RowError, Rules, check_row, extra_cells, key_text, match_header_with,
 };
 
 /// Rows of each kind a trial names at most.
@@ -132,8 +132,14 @@ fn compare(
         zone,
         max_cell_bytes: options.max_cell_bytes,
     };
-    let key = natural_key(module);
-    let places = places(module.columns.len(), &header.provided);
+    let file = File {
+        module,
+        header: &header,
+        parse,
+        key: natural_key(module),
+        places: places(module.columns.len(), &header.provided),
+        key_at: module.key_places(header.provided.iter().map(|&(c, _)| c)),
+    };
     let mut sides = [now, proposed].map(|set| Side {
         apply: Apply::new(module, set, &header),
         keys: Tracker::new(),
@@ -150,16 +156,8 @@ fn compare(
         }
         let extra = extra_cells(&raw, source.header.len());
         let [a, b] = &mut sides;
-        let was = a.check(
-            module,
-            &header,
-            &parse,
-            raw.clone(),
-            extra.clone(),
-            &key,
-            &places,
-        );
-        let will = b.check(module, &header, &parse, raw, extra, &key, &places);
+        let was = file.check(a, raw.clone(), extra.clone());
+        let will = file.check(b, raw, extra);
         note(&mut trial, module, &header, was, will);
     }
     let [a, b] = sides;
@@ -178,35 +176,43 @@ fn natural_key(module: &Module) -> UniqueRule {
     }
 }
 
-impl Side<'_> {
-    #[allow(clippy::too_many_arguments)]
+/// What checking a row of this file needs, whichever side checks it.
+struct File<'a> {
+    module: &'a Module,
+    header: &'a HeaderMap,
+    parse: Rules<'a>,
+    key: UniqueRule,
+    /// Each module column's place among the provided columns.
+    places: Vec<Option<usize>>,
+    /// The natural key's places among them, when the file has it whole.
+    key_at: Option<Vec<usize>>,
+}
+
+impl File<'_> {
+    /// Checks one row under `side`'s rules and counts it there.
     fn check(
-        &mut self,
-        module: &Module,
-        header: &HeaderMap,
-        parse: &Rules,
+        &self,
+        side: &mut Side<'_>,
         raw: ingest::RawRow,
         extra: Option<RowError>,
-        key: &UniqueRule,
-        places: &[Option<usize>],
     ) -> CheckedRow {
-        let mut row = match &mut self.apply {
-            Some(apply) => apply.check_row(parse, raw, true),
-            None => check_row(module, header, parse, raw),
+        let mut row = match &mut side.apply {
+            Some(apply) => apply.check_row(&self.parse, raw, true),
+            None => check_row(self.module, self.header, &self.parse, raw),
         };
         row.errors.extend(extra);
-        if let Some(first) = self
-            .keys
-            .feed_row(key, row.row, Row::new(places, &row.values))
-        {
+        let seen = Row::new(&self.places, &row.values);
+        if let Some(first) = side.keys.feed_row(&self.key, row.row, seen) {
+            let key_at = self.key_at.as_deref().unwrap_or_default();
+            let nkey = key_text(key_at.iter().filter_map(|&p| row.values[p].as_ref()));
             row.errors.push(super::validation::duplicate_error(
-                module,
+                self.module,
                 row.row as i64,
-                &key_names(module, &row, header),
+                &nkey,
                 first as i64,
             ));
         }
-        let c = &mut self.counts;
+        let c = &mut side.counts;
         c.rows += 1;
         if row.errors.is_empty() {
             c.valid += 1;
@@ -219,26 +225,16 @@ impl Side<'_> {
     }
 }
 
-/// The row's natural key as the staged rows name keys.
-fn key_names(module: &Module, row: &CheckedRow, header: &HeaderMap) -> String {
-    let provided = header.provided.iter().map(|&(c, _)| c);
-    let places = module.key_places(provided).unwrap_or_default();
-    crate::validate::key_text(places.iter().filter_map(|&p| row.values[p].as_ref()))
-}
-
 /// Records a row whose outcome differs between the two sides.
 fn note(trial: &mut Trial, module: &Module, header: &HeaderMap, was: CheckedRow, will: CheckedRow) {
+    let room = |list: &Vec<TrialRow>| list.len() < SHOWN;
     let failing = was.errors.is_empty() && !will.errors.is_empty();
     let passing = !was.errors.is_empty() && will.errors.is_empty();
-    let renormalized = was.normalized != will.normalized;
-    let room = |list: &Vec<TrialRow>, yes: bool| yes && list.len() < SHOWN;
-    let wanted = room(&trial.newly_failing, failing)
-        || room(&trial.newly_passing, passing)
-        || room(
-            &trial.newly_normalized,
-            renormalized && !will.normalized.is_empty(),
-        );
-    if !wanted {
+    let normalized = was.normalized != will.normalized && !will.normalized.is_empty();
+    let into_failing = failing && room(&trial.newly_failing);
+    let into_passing = passing && room(&trial.newly_passing);
+    let into_normalized = normalized && room(&trial.newly_normalized);
+    if !(into_failing || into_passing || into_normalized) {
         return;
     }
     let shown = TrialRow {
@@ -247,15 +243,12 @@ fn note(trial: &mut Trial, module: &Module, header: &HeaderMap, was: CheckedRow,
         errors_now: was.errors,
         errors_proposed: will.errors,
     };
-    if room(
-        &trial.newly_normalized,
-        renormalized && !shown.normalized.is_empty(),
-    ) {
+    if into_normalized {
         trial.newly_normalized.push(shown.clone());
     }
-    if room(&trial.newly_failing, failing) {
+    if into_failing {
         trial.newly_failing.push(shown);
-    } else if room(&trial.newly_passing, passing) {
+    } else if into_passing {
         trial.newly_passing.push(shown);
     }
 }

@@ -102,17 +102,12 @@ pub async fn show(
 pub async fn for_validation(app: &App, module: &Module) -> anyhow::Result<(u32, Arc<Compiled>)> {
     let mut c = app.db.acquire().await?;
     let mut conn = c.conn();
-    let Some(set) = at_version(app, &mut conn, module, None).await? else {
-        return Ok((1, Arc::default()));
-    };
-    if set.version == 1 {
+    let Some(set) = store::rule_proposals::rule_set(&mut conn, &module.key, None).await? else {
         return Ok((1, app.catalog_rules.of(module.key.as_str())));
-    }
-    if let Some(p) = &set.proposal {
-        let events = store::ledger::events_of(&mut conn, p.id.as_str()).await?;
-        if let Some(why) = rule_replay::mismatch(p, &events) {
-            anyhow::bail!("the rules of {} cannot be trusted: {why}", module.key);
-        }
+    };
+    let events = store::ledger::events_of(&mut conn, set.id.as_str()).await?;
+    if let Some(why) = rule_replay::mismatch(&set, &events) {
+        anyhow::bail!("the rules of {} cannot be trusted: {why}", module.key);
     }
     let compiled = rules::compile(module, &set.rules).map_err(|problems| {
         let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
@@ -201,15 +196,20 @@ fn refused(problems: Vec<rules::RuleProblem>) -> Error {
 /// One proposal of a module the key covers, with what it changes from the
 /// version before it.
 pub async fn get(app: &App, actor: &KeyRecord, id: &str) -> Result<(Proposal, Diff)> {
+    let p = find(app, actor, id).await?;
+    let mut c = app.db.acquire().await?;
+    let diff = diff_of(app, &mut c.conn(), &p).await?;
+    Ok((p, diff))
+}
+
+/// One proposal of a module the key covers.
+async fn find(app: &App, actor: &KeyRecord, id: &str) -> Result<Proposal> {
     let id = ProposalId::parse(id).ok_or_else(|| Error::not_found("rule proposal", id))?;
     let mut c = app.db.acquire().await?;
-    let mut conn = c.conn();
-    let p = store::rule_proposals::get(&mut conn, &id)
+    store::rule_proposals::get(&mut c.conn(), &id)
         .await?
         .filter(|p| actor.covers(&p.module))
-        .ok_or_else(|| Error::not_found("rule proposal", id.as_str()))?;
-    let diff = diff_of(app, &mut conn, &p).await?;
-    Ok((p, diff))
+        .ok_or_else(|| Error::not_found("rule proposal", id.as_str()))
 }
 
 /// What `p` changes from the version it was proposed against.
@@ -223,13 +223,31 @@ async fn diff_of(app: &App, conn: &mut Conn<'_>, p: &Proposal) -> Result<Diff> {
 }
 
 /// Proposals of the modules the key covers, newest first, of one module
-/// or state when asked.
+/// or state when asked, each with what it changes.
 pub async fn list(
     app: &App,
     actor: &KeyRecord,
     module: Option<&str>,
     state: Option<&str>,
 ) -> Result<Vec<(Proposal, Diff)>> {
+    let found = proposals(app, actor, module, state).await?;
+    let mut c = app.db.acquire().await?;
+    let mut out = Vec::with_capacity(found.len());
+    for p in found {
+        let diff = diff_of(app, &mut c.conn(), &p).await?;
+        out.push((p, diff));
+    }
+    Ok(out)
+}
+
+/// [`list`] without what each proposal changes: for lists and counts that
+/// do not show it.
+pub async fn proposals(
+    app: &App,
+    actor: &KeyRecord,
+    module: Option<&str>,
+    state: Option<&str>,
+) -> Result<Vec<Proposal>> {
     let state = state
         .map(|s| {
             ProposalState::parse(s).ok_or_else(|| {
@@ -251,15 +269,19 @@ pub async fn list(
             .map(|s| s.into_iter().map(ModuleKey::from_stored).collect()),
     };
     let mut c = app.db.acquire().await?;
-    let mut conn = c.conn();
-    let found =
-        store::rule_proposals::list(&mut conn, modules.as_deref(), state, LIST_LIMIT).await?;
-    let mut out = Vec::with_capacity(found.len());
-    for p in found {
-        let diff = diff_of(app, &mut conn, &p).await?;
-        out.push((p, diff));
+    let modules = modules.as_deref();
+    Ok(store::rule_proposals::list(&mut c.conn(), modules, state, LIST_LIMIT).await?)
+}
+
+/// [`Error::Forbidden`] unless the key is an approver's or an admin's, the
+/// keys that decide and try proposals.
+fn deciders_only(actor: &KeyRecord, what: &str) -> Result<()> {
+    match actor.role {
+        Role::Approver | Role::Admin => Ok(()),
+        _ => Err(Error::Forbidden(format!(
+            "only an approver or an admin key may {what} a rule proposal"
+        ))),
     }
-    Ok(out)
 }
 
 /// Approves or rejects a proposal awaiting a decision: an approver or an
@@ -273,13 +295,9 @@ pub async fn decide(
     approve: bool,
     comment: Option<&str>,
 ) -> Result<(Proposal, Diff)> {
-    if !matches!(actor.role, Role::Approver | Role::Admin) {
-        return Err(Error::Forbidden(
-            "only an approver or an admin key may decide a rule proposal".into(),
-        ));
-    }
+    deciders_only(actor, "decide")?;
     let comment = super::comment(comment)?;
-    let (p, _) = get(app, actor, id).await?;
+    let p = find(app, actor, id).await?;
     check_four_eyes(app, actor, &p).await?;
     let mut tx = app.db.begin().await?;
     let mut c = tx.conn();
@@ -411,12 +429,8 @@ pub struct Tried {
 /// deciding): its counts under both sets and the rows whose outcome
 /// changes.
 pub async fn try_on(app: &App, actor: &KeyRecord, id: &str, job: &str) -> Result<Tried> {
-    if !matches!(actor.role, Role::Approver | Role::Admin) {
-        return Err(Error::Forbidden(
-            "only an approver or an admin key may try a rule proposal".into(),
-        ));
-    }
-    let (proposal, _) = get(app, actor, id).await?;
+    deciders_only(actor, "try")?;
+    let proposal = find(app, actor, id).await?;
     let job_id = JobId::parse(job).ok_or_else(|| {
         Error::invalid("job", format!("job must be a job id (job_…), not {job:?}"))
     })?;

@@ -203,10 +203,7 @@ async fn read(
 ) -> anyhow::Result<validation::Outcome> {
     if let Some(parent_id) = &job.revision_of {
         let parent = store::jobs::get(&mut app.db.acquire().await?.conn(), parent_id).await?;
-        // A parent's staged rows were checked under its rules: only under
-        // the same version do they stand for the revision's.
         if let Some(parent) = parent
-            && parent.rules_version.unwrap_or(1) == job.rules_version.unwrap_or(1)
             && let Some(found) =
                 crate::pipeline::revalidate::revalidate(&app.db, module, job, &parent, setup)
                     .await?

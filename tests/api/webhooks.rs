@@ -709,5 +709,18 @@ async fn rule_changes_reach_a_receiver_for_their_module() {
             .contains("***"),
         "{shown}"
     );
-    assert_eq!(log.count("/orders"), 0);
+    // An orders proposal reaches the orders endpoint, and it is the only
+    // one that did: the customers events before it were not for it.
+    let resp = app
+        .client
+        .post(app.url("/api/modules/orders/rules"))
+        .header("X-API-Key", &app.admin)
+        .json(&json!({"rules": [{"id": "qty", "check": "row.qty > 0", "message": "qty", "columns": ["qty"]}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    let orders = log.wait("/orders", 1).await;
+    assert_eq!(orders.len(), 1);
+    assert_eq!(orders[0].1["data"]["rule_proposal"]["module"], "orders");
 }

@@ -169,7 +169,7 @@ async fn rule_proposals_waiting(app: &App, key: &KeyRecord) -> service::Result<u
         return Ok(0);
     }
     let waiting = ProposalState::AwaitingApproval.as_str();
-    Ok(service::rules::list(app, key, None, Some(waiting))
+    Ok(service::rules::proposals(app, key, None, Some(waiting))
         .await?
         .len())
 }
