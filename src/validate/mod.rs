@@ -7,12 +7,14 @@
 
 pub mod suggest;
 pub mod value;
+pub mod version;
 
 use std::collections::HashMap;
 
 use crate::catalog::{Module, Reference};
 use crate::ingest::{Cell, FileCode, FileError, RawRow};
 pub use value::{CellError, Rules, Value};
+pub use version::version_of;
 
 /// How the file's columns map onto the module's columns.
 #[derive(Debug, Clone)]
