@@ -139,6 +139,21 @@ impl ProposalId {
 }
 
 id_type!(
+    /// An export's id (API.md section 15): `exp_` and a ULID. The ledger
+    /// names an export by it.
+    ExportId
+);
+
+impl ExportId {
+    const PREFIX: &str = "exp_";
+
+    /// A new id, later in order than every id made before it.
+    pub fn generate() -> ExportId {
+        ExportId(format!("{}{}", Self::PREFIX, ulid::Ulid::generate()))
+    }
+}
+
+id_type!(
     /// A module's key (`customers`), as the catalog names the module.
     ModuleKey
 );

@@ -13,13 +13,16 @@ use utoipa_axum::routes;
 
 use super::openapi;
 use super::problem::{ApiResult, Problem};
-use super::{events, imports, jobs, key_requests, keys, modules, revisions, rules, webhooks};
+use super::{
+    events, export, imports, jobs, key_requests, keys, modules, revisions, rules, webhooks,
+};
 use crate::service::App;
 
 /// Every `/api` route, each with its part of the document.
 pub fn routes() -> OpenApiRouter<Arc<App>> {
     OpenApiRouter::with_openapi(openapi::base())
         .merge(modules::routes())
+        .merge(export::routes())
         .merge(imports::routes())
         .merge(jobs::routes())
         .merge(revisions::routes())

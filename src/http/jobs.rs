@@ -309,7 +309,8 @@ async fn errors(
     .into_response())
 }
 
-/// A report as a download: the whole file, or its pages as they come.
+/// A download (a report, an export): the whole file, or its pages as they
+/// come.
 pub fn download_response(d: Download) -> Response {
     let headers = [
         (header::CONTENT_TYPE, d.content_type.to_string()),

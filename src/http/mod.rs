@@ -8,6 +8,7 @@ pub mod answer;
 pub mod api;
 pub mod auth;
 pub mod events;
+pub mod export;
 pub mod extract;
 pub mod health;
 pub mod imports;

@@ -38,6 +38,7 @@ const SCHEME: &str = "api_key";
         crate::keys::RequestState,
         crate::rules::ProposalState,
         crate::service::modules::TemplateFormat,
+        crate::ledger::export::ExportFormat,
         crate::ingest::decode::Label,
     )),
     tags(
@@ -45,6 +46,7 @@ const SCHEME: &str = "api_key";
         (name = "jobs", description = "Jobs, their preview, errors and ledger"),
         (name = "gate", description = "The Human-Gate: approve, reject, cancel, roll back"),
         (name = "modules", description = "The catalog and its templates"),
+        (name = "export", description = "A module's rows as a file to edit and import again"),
         (name = "rules", description = "A module's rules, changed through the gate"),
         (name = "keys", description = "API keys (admins)"),
         (name = "key requests", description = "Asking for a key without one"),

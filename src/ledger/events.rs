@@ -4,7 +4,7 @@
 //! service's private notes (`interrupted`) are not events.
 
 /// Every event type a client may see or subscribe to.
-pub const TYPES: [&str; 23] = [
+pub const TYPES: [&str; 24] = [
     "job.created",
     "job.awaiting_approval",
     "job.invalid",
@@ -27,6 +27,7 @@ pub const TYPES: [&str; 23] = [
     "rules.proposed",
     "rules.approved",
     "rules.rejected",
+    "module.exported",
     // A delivery a person asked for to try an endpoint (webhooks only).
     "webhook.test",
 ];
@@ -58,6 +59,7 @@ pub fn client_type(event: &str, to_state: &str) -> Option<&'static str> {
         "rules_proposed" => "rules.proposed",
         "rules_approved" => "rules.approved",
         "rules_rejected" => "rules.rejected",
+        "module_exported" => "module.exported",
         _ => return None,
     })
 }
@@ -66,6 +68,12 @@ pub fn client_type(event: &str, to_state: &str) -> Option<&'static str> {
 /// module's scope, as its jobs are).
 pub fn about_rules(client_type: &str) -> bool {
     client_type.starts_with("rules.")
+}
+
+/// Whether a client's name is about an export of a module's rows (seen
+/// within the module's scope, as its jobs are).
+pub fn about_exports(client_type: &str) -> bool {
+    client_type.starts_with("module.")
 }
 
 /// Whether a client's name is about keys (seen by admins only).
@@ -94,5 +102,8 @@ mod tests {
         }
         assert_eq!(client_type("key_created", "active"), Some("key.created"));
         assert!(about_keys("key_request.decided") && !about_keys("job.created"));
+        let exported = client_type("module_exported", "exported");
+        assert!(exported.is_some_and(|t| TYPES.contains(&t) && about_exports(t)));
+        assert!(!about_exports("job.committed") && !about_exports("rules.approved"));
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod chain;
 pub mod events;
+pub mod export;
 pub mod gate;
 pub mod job;
 pub mod key_replay;

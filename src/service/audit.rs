@@ -1,13 +1,13 @@
 //! `importgate ledger verify`: reads the whole hash chain page by page and
 //! has the ledger's [`Verifier`] check each link under the ledger's key,
 //! compares the chain's head with the checkpoint kept outside the
-//! database, then checks every job row, key row and rule proposal against
-//! the events it derives from.
+//! database, then checks every job row, key row, rule proposal and export
+//! against the events it derives from.
 
 use std::path::Path;
 
 use crate::ledger::chain::{ChainKey, Verdict, Verifier};
-use crate::ledger::{key_replay, replay, rule_replay};
+use crate::ledger::{export, key_replay, replay, rule_replay};
 use crate::store::{self, Db};
 
 /// Links or jobs read at a time.
@@ -61,6 +61,9 @@ pub async fn verify(db: &Db, key: &ChainKey, checkpoint: Option<&Path>) -> anyho
     if let Some(broken) = rules_against_events(&mut conn).await? {
         return Ok(broken);
     }
+    if let Some(broken) = exports_against_events(&mut conn).await? {
+        return Ok(broken);
+    }
     Ok(Verdict::Holds {
         links: verifier.links(),
         jobs,
@@ -99,6 +102,30 @@ async fn rules_against_events(conn: &mut store::Conn<'_>) -> anyhow::Result<Opti
         }
     }
     Ok(None)
+}
+
+/// Every export row against its event, page by page: the first that
+/// disagrees.
+async fn exports_against_events(conn: &mut store::Conn<'_>) -> anyhow::Result<Option<Verdict>> {
+    let mut after = String::new();
+    loop {
+        let page = store::exports::page(conn, &after, PAGE).await?;
+        let Some(last) = page.last() else {
+            return Ok(None);
+        };
+        after = last.id.to_string();
+        for e in &page {
+            let events = store::ledger::events_of(conn, e.id.as_str()).await?;
+            if let Some(why) = export::mismatch(e, &events) {
+                return Ok(Some(Verdict::Broken {
+                    seq: 0,
+                    job_id: e.id.to_string(),
+                    n: 0,
+                    why,
+                }));
+            }
+        }
+    }
 }
 
 /// The chain must still hold the head the checkpoint last recorded: a

@@ -9,9 +9,9 @@
 //! nothing and repeats nothing. `data` shows the job, key or key request as
 //! it is when the event is read, people masked.
 //!
-//! Scope: a key sees the events of jobs and rule proposals of the modules
-//! it covers (a rule proposal's event carries no diff: the proposal's own
-//! answer has it); events
+//! Scope: a key sees the events of jobs, rule proposals and exports of the
+//! modules it covers (a rule proposal's event carries no diff: the
+//! proposal's own answer has it); events
 //! about keys and key requests are for admins only, and an admin with a
 //! module scope sees them only for keys and requests within it
 //! ([`super::keys::within_scope`]).
@@ -22,12 +22,14 @@ use std::time::{Duration, Instant};
 
 use futures::Stream;
 
-use super::views::{EventData, FeedEvent, JobView, KeyBrief, KeyRequestBrief, RuleProposalView};
+use super::views::{
+    EventData, ExportView, FeedEvent, JobView, KeyBrief, KeyRequestBrief, RuleProposalView,
+};
 use super::{App, Error, Result};
-use crate::ids::{JobId, KeyId, ProposalId};
+use crate::ids::{ExportId, JobId, KeyId, ProposalId};
 use crate::keys::{KeyRecord, Role};
 use crate::ledger::chain::Event;
-use crate::ledger::events::{about_keys, about_rules, client_type};
+use crate::ledger::events::{about_exports, about_keys, about_rules, client_type};
 use crate::ledger::job::{People, time};
 use crate::store::{self, Conn, ledger::FeedScope};
 
@@ -199,7 +201,7 @@ pub(super) async fn shown(
     let people = People(names);
     let job_ids: Vec<JobId> = links
         .iter()
-        .filter(|(_, t)| !about_keys(t) && !about_rules(t))
+        .filter(|(_, t)| !about_keys(t) && !about_rules(t) && !about_exports(t))
         .map(|(e, _)| JobId::from_stored(e.job_id.as_str()))
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
@@ -211,7 +213,17 @@ pub(super) async fn shown(
         .collect();
     let mut out = Vec::with_capacity(links.len());
     for (link, ty) in links {
-        let (data, modules) = if about_rules(ty) {
+        let (data, modules) = if about_exports(ty) {
+            let id = ExportId::from_stored(link.job_id.as_str());
+            let Some(e) = store::exports::get(c, &id).await? else {
+                continue;
+            };
+            let data = EventData {
+                export: Some(ExportView::new(&e, &people)),
+                ..EventData::default()
+            };
+            (data, None)
+        } else if about_rules(ty) {
             let id = ProposalId::from_stored(link.job_id.as_str());
             let Some(p) = store::rule_proposals::get(c, &id).await? else {
                 continue;

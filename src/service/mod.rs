@@ -14,6 +14,7 @@
 //! - [`retention`]: purging what jobs past retention or their rollback window left;
 //! - [`keys`] and [`key_requests`]: credentials;
 //! - [`modules`]: the catalog and its templates;
+//! - [`export`]: a module's rows as a file to edit and import again;
 //! - [`sessions`]: the console's sign-in;
 //! - [`audit`]: checking the ledger's hash chain and the jobs against it;
 //! - [`seal`]: the ledger's key and checkpoint, kept outside the database;
@@ -31,6 +32,7 @@
 pub mod audit;
 pub mod error;
 pub mod events;
+pub mod export;
 pub mod formula;
 pub mod gate;
 pub mod jobs;

@@ -35,7 +35,7 @@ pub enum FileFormat {
 /// A report ready to send.
 pub struct Download {
     pub content_type: &'static str,
-    pub file_name: &'static str,
+    pub file_name: String,
     pub body: DownloadBody,
 }
 
@@ -138,7 +138,7 @@ async fn xlsx_download(
     .map_err(Error::internal)?;
     Ok(Download {
         content_type: XLSX_TYPE,
-        file_name,
+        file_name: file_name.to_string(),
         body: DownloadBody::Spooled(spooled),
     })
 }
@@ -273,7 +273,7 @@ fn csv_download(file_name: &'static str) -> (CsvSink, Download) {
     let (tx, rx) = mpsc::channel(4);
     let download = Download {
         content_type: "text/csv; charset=utf-8",
-        file_name,
+        file_name: file_name.to_string(),
         body: DownloadBody::Pages(rx),
     };
     (CsvSink(tx), download)

@@ -7,9 +7,10 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::rules::{RuleSetShown, Tried};
-use crate::ids::{JobId, KeyId, ModuleKey, ProposalId};
+use crate::ids::{ExportId, JobId, KeyId, ModuleKey, ProposalId};
 use crate::ingest::Format;
 use crate::keys::{KeyRecord, KeyRequest, Person, RequestState, Role};
+use crate::ledger::export::{Export, ExportFormat};
 use crate::ledger::job::{People, time};
 use crate::ledger::{
     Counts, DecisionKind, GateAction, Job, JobProblem, JobState, Mode, OnError, Warning,
@@ -259,6 +260,52 @@ pub struct EventData {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub rule_proposal: Option<RuleProposalView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub export: Option<ExportView>,
+}
+
+/// An export of a module's rows (API.md section 15), in its
+/// `module.exported` event: who, which module, which filters, how many
+/// rows; the person masked.
+#[derive(Debug, Serialize, ToSchema, Clone)]
+#[schema(as = Export)]
+pub struct ExportView {
+    #[schema(value_type = String, example = "exp_01JD8Z3K6W0Q2T5N8XJ4R7M9C1")]
+    pub id: ExportId,
+    #[schema(value_type = String)]
+    pub module: ModuleKey,
+    pub format: ExportFormat,
+    /// The filters as asked, each only when given: `{"where": {column:
+    /// value}, "job": "job_…", "limit": n}`.
+    #[schema(value_type = Object)]
+    pub filters: serde_json::Value,
+    /// Rows written to the body.
+    pub rows: u64,
+    /// Whether the body was sent to its end; false when the client left or
+    /// reading the table failed after `rows` rows.
+    pub complete: bool,
+    pub by: Person,
+    #[schema(format = DateTime)]
+    pub started_at: String,
+    #[schema(format = DateTime)]
+    pub finished_at: String,
+}
+
+impl ExportView {
+    pub fn new(e: &Export, people: &People) -> ExportView {
+        ExportView {
+            id: e.id.clone(),
+            module: e.module.clone(),
+            format: e.format,
+            filters: e.filters.clone(),
+            rows: e.rows,
+            complete: e.complete,
+            by: people.person(&e.by),
+            started_at: time(&e.started_at),
+            finished_at: time(&e.finished_at),
+        }
+    }
 }
 
 /// A key in an event: never the secret; the holder masked.

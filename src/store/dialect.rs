@@ -75,6 +75,17 @@ impl Dialect {
         }
     }
 
+    /// `column` holds the value of parameter `param` (of a column of type
+    /// `ty`), as far as the database can tell: every row that holds it
+    /// matches, and a row whose value only resembles it may too (the caller
+    /// confirms each with `Value::same`).
+    pub fn equals(self, column: &str, param: &str, ty: ColumnType) -> String {
+        match self {
+            Dialect::Sqlite => sqlite::sql::equals(column, param, ty),
+            Dialect::Postgres => postgres::sql::equals(column, param),
+        }
+    }
+
     /// A subquery of the texts of the JSON array of strings in parameter
     /// `param`.
     pub fn json_text_list(self, param: &str) -> String {

@@ -162,8 +162,8 @@ pub async fn links_numbered(conn: &mut Conn<'_>, seqs: &[i64]) -> Result<Vec<Eve
     })
 }
 
-/// Which links a reader of the event feed may see: the events of jobs and
-/// rule proposals of these modules (`None`: every module), and whether the
+/// Which links a reader of the event feed may see: the events of jobs,
+/// rule proposals and exports of these modules (`None`: every module), and whether the
 /// events of keys and key requests.
 #[derive(Debug, Clone, Copy)]
 pub struct FeedScope<'a> {
@@ -178,8 +178,8 @@ pub async fn last_seq(conn: &mut Conn<'_>) -> Result<i64> {
 }
 
 /// A page of the links numbered after `after_seq` and at most `upto`, in
-/// chain order, that `scope` may see, each with its job's or rule
-/// proposal's module (`None` for a key or a key request). The filter is in the statement and the
+/// chain order, that `scope` may see, each with its job's, rule
+/// proposal's or export's module (`None` for a key or a key request). The filter is in the statement and the
 /// walk follows the unique index on `seq`: a page costs the links it
 /// passes over, never the table. Read the head first ([`last_seq`]) and
 /// give it as `upto`: every link up to it is committed (links are appended
@@ -193,9 +193,9 @@ pub async fn feed(
     limit: i64,
 ) -> Result<Vec<(Event, Option<String>)>> {
     let modules = scope.modules.unwrap_or(&[]);
-    // A link's module: its job's, or its rule proposal's; a key's or a
-    // key request's has none.
-    let module = "COALESCE(j.module, p.module)";
+    // A link's module: its job's, its rule proposal's or its export's; a
+    // key's or a key request's has none.
+    let module = "COALESCE(j.module, p.module, x.module)";
     let in_modules = if modules.is_empty() {
         "1 = 0".to_string()
     } else {
@@ -213,6 +213,7 @@ pub async fn feed(
                 e.detail, e.seq, {module} AS module \
          FROM ig_job_events e LEFT JOIN ig_jobs j ON j.id = e.job_id \
               LEFT JOIN ig_rule_proposals p ON p.id = e.job_id \
+              LEFT JOIN ig_exports x ON x.id = e.job_id \
          WHERE e.seq > $1 AND e.seq <= $2 AND {filter} ORDER BY e.seq LIMIT $3"
     );
     on_conn!(conn, c => {

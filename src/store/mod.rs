@@ -57,6 +57,7 @@ pub mod blobs;
 mod db;
 mod dialect;
 mod error;
+pub mod exports;
 mod found;
 pub mod idempotency;
 pub mod jobs;

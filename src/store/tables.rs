@@ -6,6 +6,7 @@
 use serde_json::{Map, Value as Json};
 
 use super::db::Conn;
+use super::dialect::Dialect;
 use super::error::Result;
 use super::found::KeyPlan;
 use super::sql::{BATCH, ident, pieces};
@@ -189,6 +190,114 @@ fn set_cell_sql(module: &Module, set: usize) -> String {
     )
 }
 
+/// Which rows of a module table an export reads (API.md section 15).
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// Columns that must hold a value: a catalog position and the value
+    /// (`None`: null). The database matches numerics as numbers, so on
+    /// SQLite a row may match whose value only resembles the one asked
+    /// for ([`Dialect::equals`](super::Dialect::equals)): the caller
+    /// confirms each row with `Value::same`.
+    pub equal: Vec<(usize, Option<Value>)>,
+    /// A job's stage number: only rows whose natural key the job's staged
+    /// inserts and updates hold (the rows its commit wrote).
+    pub stage: Option<i64>,
+}
+
+/// Up to `limit` rows of `selection` in natural-key order, after the row
+/// whose key is `after` (the key columns' values, in the order of the
+/// module's natural key; `None`: from the first). Each call is one
+/// statement along the natural key's unique index, so a reader that
+/// pages through a table holds a connection for one page at a time and
+/// never skips or repeats a row that stays.
+///
+/// The order is the database's order of the stored keys: text in the
+/// database's collation (PostgreSQL's default one, SQLite's bytes), and on
+/// SQLite a `numeric`, `date` or `timestamptz` key by its stored text.
+///
+/// With [`Selection::stage`] each page reads the job's staged rows once
+/// (no index holds them by key, see `stage::retired_indexes`): a job's
+/// export costs its staged rows times its pages.
+pub async fn page_after(
+    conn: &mut Conn<'_>,
+    module: &Module,
+    selection: &Selection,
+    after: Option<&[Value]>,
+    limit: i64,
+) -> Result<Vec<TableRow>> {
+    let sql = page_sql(module, conn.dialect(), selection, after.is_some());
+    on_conn!(conn, c => {
+        let mut q = sqlx::query(&sql);
+        for (v, &i) in after.unwrap_or_default().iter().zip(&module.key_columns) {
+            q = q.bind_value(Some(v), module.columns[i].ty);
+        }
+        for (i, v) in &selection.equal {
+            if v.is_some() {
+                q = q.bind_value(v.as_ref(), module.columns[*i].ty);
+            }
+        }
+        if let Some(stage) = selection.stage {
+            q = q.bind(stage);
+        }
+        let rows = q.bind(limit).fetch_all(c).await?;
+        rows.iter().map(|r| table_row(module, r, 0)).collect()
+    })
+}
+
+/// The statement of [`page_after`]; its parameters, each used once and in
+/// this order: the key after which it reads, the values of
+/// [`Selection::equal`] that are not null, the stage number, the limit.
+fn page_sql(module: &Module, dialect: Dialect, selection: &Selection, after: bool) -> String {
+    let mut n = 0;
+    let mut param = || {
+        n += 1;
+        dialect.param(n)
+    };
+    let key: Vec<String> = (module.key_columns.iter())
+        .map(|&i| format!("t.{}", ident(&module.columns[i].name)))
+        .collect();
+    let tuple = |items: &[String]| match items {
+        [one] => one.clone(),
+        many => format!("({})", many.join(", ")),
+    };
+    let mut filters = Vec::new();
+    if after {
+        let marks: Vec<String> = key.iter().map(|_| param()).collect();
+        filters.push(format!("{} > {}", tuple(&key), tuple(&marks)));
+    }
+    for (i, v) in &selection.equal {
+        let column = &module.columns[*i];
+        let name = format!("t.{}", ident(&column.name));
+        filters.push(match v {
+            Some(_) => dialect.equals(&name, &param(), column.ty),
+            None => format!("{name} IS NULL"),
+        });
+    }
+    if selection.stage.is_some() {
+        let staged: Vec<String> = (module.key_columns.iter())
+            .map(|&i| format!("r.{}", super::stage::column(module, i)))
+            .collect();
+        filters.push(format!(
+            "{} IN (SELECT {} FROM {} r WHERE r.job = {} AND r.action IN ('insert', 'update'))",
+            tuple(&key),
+            staged.join(", "),
+            super::stage::table(module),
+            param()
+        ));
+    }
+    let filters = match filters.is_empty() {
+        true => String::new(),
+        false => format!(" WHERE {}", filters.join(" AND ")),
+    };
+    format!(
+        "SELECT {} FROM {} t{filters} ORDER BY {} LIMIT {}",
+        select_columns(module, Some("t")),
+        ident(&module.table),
+        key.join(", "),
+        param()
+    )
+}
+
 /// A whole row from a JSON object of its columns (the demo's seed rows).
 pub fn row_from_json(module: &Module, obj: &Map<String, Json>) -> Vec<Option<Value>> {
     module
@@ -205,6 +314,36 @@ pub fn row_from_json(module: &Module, obj: &Map<String, Json>) -> Vec<Option<Val
 #[cfg(test)]
 mod tests {
     use crate::catalog::Catalog;
+
+    #[test]
+    fn a_page_reads_after_the_last_key_in_key_order() {
+        use super::{Dialect, Selection, page_sql};
+        use crate::validate::Value;
+        let catalog = Catalog::builtin();
+        let orders = catalog.get("orders").unwrap();
+        let status = orders.column_index("status").unwrap();
+        let selection = Selection {
+            equal: vec![(status, Some(Value::Text("paid".into()))), (0, None)],
+            stage: Some(7),
+        };
+        let sql = page_sql(orders, Dialect::Postgres, &selection, true);
+        assert!(
+            sql.contains(r#"WHERE (t."order_no", t."sku") > ($1, $2) AND t."status" = $3 AND t."order_no" IS NULL AND (t."order_no", t."sku") IN (SELECT r."v_order_no", r."v_sku" FROM "ig_stage_orders" r WHERE r.job = $4 AND r.action IN ('insert', 'update'))"#),
+            "{sql}"
+        );
+        assert!(
+            sql.ends_with(r#"ORDER BY t."order_no", t."sku" LIMIT $5"#),
+            "{sql}"
+        );
+        let products = catalog.get("products").unwrap();
+        let first = page_sql(products, Dialect::Sqlite, &Selection::default(), false);
+        assert!(
+            first.ends_with(r#"FROM "uc_products" t ORDER BY t."sku" LIMIT ?"#),
+            "{first}"
+        );
+        let next = page_sql(products, Dialect::Sqlite, &Selection::default(), true);
+        assert!(next.contains(r#"WHERE t."sku" > ? ORDER BY"#), "{next}");
+    }
 
     #[test]
     fn a_cell_is_set_in_the_row_found_by_its_natural_key() {

@@ -12,6 +12,7 @@ mod demo;
 mod disk;
 mod errors;
 mod events;
+mod export;
 mod fixtures;
 mod formats;
 /// What the fuzz targets run (fuzz/ is a crate of its own, outside the

@@ -5,6 +5,11 @@
 use crate::catalog::ColumnType;
 use crate::store::sql::ident;
 
+/// Each type compares as itself: `4.5 = 4.50` is true of a `numeric`.
+pub fn equals(column: &str, param: &str) -> String {
+    format!("{column} = {param}")
+}
+
 /// Bind parameters are numbered, `$n`.
 pub fn param(n: usize) -> String {
     format!("${n}")

@@ -42,6 +42,17 @@ pub fn null_safe_eq(a: &str, b: &str) -> String {
     format!("{a} IS {b}")
 }
 
+/// A `numeric` is text here, kept as it was written (`4.50`), so its
+/// equality is asked of the numbers the texts read as: `4.5` matches it.
+/// Nearby numbers past a double's precision match too, and are told apart
+/// by the caller.
+pub fn equals(column: &str, param: &str, ty: ColumnType) -> String {
+    match ty {
+        ColumnType::Numeric => format!("CAST({column} AS REAL) = CAST({param} AS REAL)"),
+        _ => format!("{column} = {param}"),
+    }
+}
+
 /// `json_each`: SQLite makes a temporary index of the list.
 pub fn json_text_list(param: &str) -> String {
     format!("SELECT value FROM json_each({param})")

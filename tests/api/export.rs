@@ -1,0 +1,585 @@
+//! Exporting a module's rows (API.md section 15): every format in natural-
+//! key order with the version token last, values that read back as
+//! stored, the filters, the problems, the scope, the ledger event, and an
+//! untouched export imported again as all unchanged.
+
+use reqwest::{Response, StatusCode};
+use serde_json::Value;
+
+use crate::common::*;
+
+const XLSX: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+
+/// A module with a column of every type, one with allowed values, and a
+/// catalog's second module for scope.
+const CATALOG: &str = r#"
+[[module]]
+key = "items"
+table = "uc_items"
+natural_key = ["code"]
+
+[[module.column]]
+name = "code"
+type = "text"
+required = true
+
+[[module.column]]
+name = "name"
+type = "text"
+
+[[module.column]]
+name = "qty"
+type = "integer"
+
+[[module.column]]
+name = "big"
+type = "bigint"
+
+[[module.column]]
+name = "amount"
+type = "numeric"
+
+[[module.column]]
+name = "day"
+type = "date"
+
+[[module.column]]
+name = "at"
+type = "timestamptz"
+
+[[module.column]]
+name = "ok"
+type = "boolean"
+
+[[module.column]]
+name = "status"
+type = "text"
+allowed = ["open", "closed"]
+
+[[module]]
+key = "notes"
+table = "uc_notes"
+natural_key = ["code"]
+
+[[module.column]]
+name = "code"
+type = "text"
+required = true
+"#;
+
+/// The columns of `items`, then `_version`.
+const HEADER: [&str; 10] = [
+    "code", "name", "qty", "big", "amount", "day", "at", "ok", "status", "_version",
+];
+
+/// Three items, out of key order: a bigint past 2^53, a numeric with its
+/// scale and one past 15 digits, a timestamp to the microsecond and one to
+/// the millisecond, empty cells.
+const ITEMS: &str = "code,name,qty,big,amount,day,at,ok,status\n\
+B-1,Budi,3,9007199254740993,12345.6700,2024-03-31,2024-03-31T01:02:03.456789Z,true,open\n\
+A-2,Ani,-7,-5,12345678901234567.89,1999-12-31,2024-01-01T00:00:00.250Z,false,closed\n\
+A-1,,,,,,,,\n";
+
+/// The service over [`CATALOG`] with [`ITEMS`] committed; a submitter and
+/// an approver.
+async fn seeded() -> (TestApp, String, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("catalog.toml");
+    std::fs::write(&path, CATALOG).unwrap();
+    let app = spawn_app_with(|s| s.catalog = Some(path.clone())).await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    commit(&app, &sub, &apr, "", ITEMS).await;
+    (app, sub, apr, dir)
+}
+
+/// Uploads CSV and has it approved; returns the job id.
+async fn commit(app: &TestApp, sub: &str, apr: &str, query: &str, csv: &str) -> String {
+    let job = app.upload(sub, "items", query, csv).await;
+    let id = job["id"].as_str().unwrap().to_string();
+    let job = app.act_ok(apr, &id, "approve").await;
+    assert_eq!(job["state"], "committed", "{job}");
+    id
+}
+
+async fn export(app: &TestApp, key: &str, module: &str, query: &str) -> Response {
+    app.get(key, &format!("/api/modules/{module}/export{query}"))
+        .await
+}
+
+/// An export that must succeed, as bytes, with its content type checked.
+async fn exported(app: &TestApp, key: &str, query: &str, content_type: &str) -> Vec<u8> {
+    let resp = export(app, key, "items", query).await;
+    assert_eq!(resp.status(), StatusCode::OK, "{query}");
+    let ct = resp.headers()["content-type"].to_str().unwrap().to_string();
+    assert!(ct.starts_with(content_type), "{query}: {ct}");
+    let disposition = resp.headers()["content-disposition"].to_str().unwrap();
+    assert!(disposition.contains("items-export."), "{disposition}");
+    resp.bytes().await.unwrap().to_vec()
+}
+
+/// A CSV export's records, header first.
+async fn csv(app: &TestApp, key: &str, query: &str) -> Vec<Vec<String>> {
+    let body = exported(app, key, query, "text/csv").await;
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(body.as_slice());
+    reader
+        .records()
+        .map(|r| r.unwrap().iter().map(String::from).collect())
+        .collect()
+}
+
+/// The `code` of each data record of a CSV export.
+async fn codes(app: &TestApp, key: &str, query: &str) -> Vec<String> {
+    let records = csv(app, key, query).await;
+    records[1..].iter().map(|r| r[0].clone()).collect()
+}
+
+fn is_token(v: &str) -> bool {
+    v.len() == 35
+        && v.starts_with("v1-")
+        && v[3..]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_format_exports_the_rows_in_key_order_with_the_version_last() {
+    let (app, sub, _, _dir) = seeded().await;
+    // CSV: the header, values as they read back, text neutralised.
+    let records = csv(&app, &sub, "").await;
+    assert_eq!(records[0], HEADER);
+    let codes: Vec<&str> = records[1..].iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(codes, ["A-1", "A-2", "B-1"], "natural-key order");
+    assert_eq!(records[1][1..9], ["", "", "", "", "", "", "", ""]);
+    assert_eq!(
+        records[2][1..9],
+        [
+            "Ani",
+            "-7",
+            "-5",
+            "12345678901234567.89",
+            "1999-12-31",
+            "2024-01-01T00:00:00.250Z",
+            "false",
+            "closed"
+        ]
+    );
+    assert_eq!(
+        records[3][1..9],
+        [
+            "Budi",
+            "3",
+            "9007199254740993",
+            "12345.6700",
+            "2024-03-31",
+            "2024-03-31T01:02:03.456789Z",
+            "true",
+            "open"
+        ]
+    );
+    let tokens: Vec<&str> = records[1..].iter().map(|r| r[9].as_str()).collect();
+    assert!(tokens.iter().all(|t| is_token(t)), "{tokens:?}");
+    assert_eq!(
+        tokens
+            .iter()
+            .collect::<std::collections::HashSet<_>>()
+            .len(),
+        3
+    );
+    // A second export gives the same tokens.
+    let again = csv(&app, &sub, "?format=csv").await;
+    assert_eq!(again, records);
+
+    // JSON: an array of objects, values as the preview writes them.
+    let body = exported(&app, &sub, "?format=json", "application/json").await;
+    let text = String::from_utf8(body.clone()).unwrap();
+    assert!(text.contains("\"big\":9007199254740993"), "{text}");
+    let rows: Vec<serde_json::Map<String, Value>> = serde_json::from_slice(&body).unwrap();
+    assert_eq!(rows.len(), 3);
+    let keys: Vec<&String> = rows[2].keys().collect();
+    assert_eq!(keys, HEADER, "columns in catalog order, _version last");
+    assert_eq!(rows[2]["big"].as_i64(), Some(9_007_199_254_740_993));
+    assert_eq!(rows[2]["amount"], "12345.6700");
+    assert_eq!(rows[1]["amount"], "12345678901234567.89");
+    assert_eq!(rows[2]["at"], "2024-03-31T01:02:03.456789Z");
+    assert_eq!(rows[2]["ok"], true);
+    assert_eq!(rows[1]["qty"], -7);
+    assert_eq!(rows[0]["name"], Value::Null);
+    for (row, token) in rows.iter().zip(&tokens) {
+        assert_eq!(row["_version"], *token);
+    }
+
+    // NDJSON: one object a line, the same.
+    let body = exported(&app, &sub, "?format=ndjson", "application/x-ndjson").await;
+    let lines: Vec<Value> = String::from_utf8(body)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    for (line, row) in lines.iter().zip(&rows) {
+        assert_eq!(line, &Value::Object(row.clone()));
+    }
+
+    // An empty selection is a header, an empty array, nothing.
+    assert_eq!(
+        csv(&app, &sub, "?limit=0").await,
+        vec![HEADER.map(String::from).to_vec()]
+    );
+    let empty = exported(&app, &sub, "?format=json&limit=0", "application/json").await;
+    assert_eq!(
+        serde_json::from_slice::<Value>(&empty).unwrap(),
+        serde_json::json!([])
+    );
+    let empty = exported(&app, &sub, "?format=ndjson&limit=0", "application/x-ndjson").await;
+    assert!(empty.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_xlsx_export_has_typed_cells_that_keep_every_digit() {
+    use calamine::{Data, Reader, Xlsx};
+    let (app, sub, _, _dir) = seeded().await;
+    let tokens: Vec<String> = csv(&app, &sub, "").await[1..]
+        .iter()
+        .map(|r| r[9].clone())
+        .collect();
+    let body = exported(&app, &sub, "?format=xlsx", XLSX).await;
+    let mut book = Xlsx::new(std::io::Cursor::new(body.clone())).unwrap();
+    assert_eq!(book.sheet_names()[0], "items", "the module's sheet first");
+    let range = book.worksheet_range("items").unwrap();
+    let rows: Vec<Vec<Data>> = range.rows().map(|r| r.to_vec()).collect();
+    assert_eq!(rows.len(), 4);
+    let header: Vec<Data> = HEADER.iter().map(|h| Data::String(h.to_string())).collect();
+    assert_eq!(rows[0], header);
+    let s = |v: &str| Data::String(v.to_string());
+    // A-1: nothing but its key and token.
+    assert_eq!(rows[1][0], s("A-1"));
+    assert!(
+        rows[1][1..9].iter().all(|d| *d == Data::Empty),
+        "{:?}",
+        rows[1]
+    );
+    // A-2: a numeric of 19 digits as text; a millisecond moment typed.
+    assert_eq!(rows[2][2], Data::Float(-7.0));
+    assert_eq!(rows[2][4], s("12345678901234567.89"));
+    assert!(matches!(rows[2][5], Data::DateTime(_)), "{:?}", rows[2][5]);
+    match &rows[2][6] {
+        Data::DateTime(d) => {
+            // Seven hours ahead: the service's zone (Asia/Jakarta).
+            let at = d.as_datetime().unwrap();
+            assert_eq!(at.to_string(), "2024-01-01 07:00:00.250");
+        }
+        other => panic!("a typed moment, not {other:?}"),
+    }
+    assert_eq!(rows[2][7], Data::Bool(false));
+    assert_eq!(rows[2][8], s("closed"));
+    // B-1: a bigint past 2^53 as text, a numeric typed, a microsecond
+    // moment as text.
+    assert_eq!(rows[3][2], Data::Float(3.0));
+    assert_eq!(rows[3][3], s("9007199254740993"));
+    assert_eq!(rows[3][4], Data::Float(12345.67));
+    match &rows[3][5] {
+        Data::DateTime(d) => {
+            assert_eq!(d.as_datetime().unwrap().to_string(), "2024-03-31 00:00:00")
+        }
+        other => panic!("a typed date, not {other:?}"),
+    }
+    assert_eq!(rows[3][6], s("2024-03-31T01:02:03.456789Z"));
+    assert_eq!(rows[3][7], Data::Bool(true));
+    let versions: Vec<Data> = rows[1..].iter().map(|r| r[9].clone()).collect();
+    assert_eq!(versions, tokens.iter().map(|t| s(t)).collect::<Vec<_>>());
+
+    // The header frozen and bold, the allowed values a dropdown.
+    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(body)).unwrap();
+    let mut sheet = String::new();
+    std::io::Read::read_to_string(
+        &mut zip.by_name("xl/worksheets/sheet1.xml").unwrap(),
+        &mut sheet,
+    )
+    .unwrap();
+    assert!(
+        sheet.contains("state=\"frozen\"") && sheet.contains("ySplit=\"1\""),
+        "{sheet}"
+    );
+    assert!(
+        sheet.contains("<dataValidation ") && sheet.contains("\"open,closed\""),
+        "{sheet}"
+    );
+    let mut styles = String::new();
+    std::io::Read::read_to_string(&mut zip.by_name("xl/styles.xml").unwrap(), &mut styles).unwrap();
+    assert!(styles.contains("<b/>"), "{styles}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filters_pick_rows_by_column_by_job_and_by_limit() {
+    let (app, sub, apr, _dir) = seeded().await;
+    // A later job updates B-1 and inserts C-1; A-1 and A-2 are left alone.
+    let job = commit(
+        &app,
+        &sub,
+        &apr,
+        "?mode=upsert",
+        "code,qty,status\nB-1,4,closed\nC-1,1,open\nA-2,-7,closed\n",
+    )
+    .await;
+    assert_eq!(codes(&app, &sub, "").await, ["A-1", "A-2", "B-1", "C-1"]);
+    for (query, want) in [
+        ("?where.status=closed", vec!["A-2", "B-1"]),
+        ("?where.status=CLOSED", vec!["A-2", "B-1"]),
+        ("?where.status=closed&where.qty=4", vec!["B-1"]),
+        // A numeric matches as a number: 12345.67 is 12345.6700.
+        ("?where.amount=12345.67", vec!["B-1"]),
+        ("?where.big=9007199254740993", vec!["B-1"]),
+        ("?where.day=31/03/2024", vec!["B-1"]),
+        ("?where.at=2024-01-01%2007:00:00.25", vec!["A-2"]),
+        ("?where.ok=ya", vec!["B-1"]),
+        // Empty asks for null.
+        ("?where.name=", vec!["A-1", "C-1"]),
+        ("?limit=2", vec!["A-1", "A-2"]),
+        ("?where.status=closed&limit=1", vec!["A-2"]),
+        ("?where.qty=99", vec![]),
+    ] {
+        assert_eq!(codes(&app, &sub, query).await, want, "{query}");
+    }
+    for (query, want) in [
+        (format!("?job={job}"), vec!["B-1", "C-1"]),
+        (format!("?job={job}&where.status=open"), vec!["C-1"]),
+    ] {
+        assert_eq!(codes(&app, &sub, &query).await, want, "{query}");
+    }
+    // The first job's rows: every row it inserted, as they are now.
+    let first = app.get_json(&sub, "/api/jobs?module=items&limit=10").await;
+    let first = first["jobs"].as_array().unwrap().last().unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let records = csv(&app, &sub, &format!("?job={first}")).await;
+    let rows: Vec<(&str, &str)> = records[1..]
+        .iter()
+        .map(|r| (r[0].as_str(), r[2].as_str()))
+        .collect();
+    assert_eq!(rows, [("A-1", ""), ("A-2", "-7"), ("B-1", "4")]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_larger_than_a_page_comes_whole_and_in_order() {
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    // 4,321 products, sent in no order: more than two pages of rows.
+    let mut lines: Vec<String> = (0..4321)
+        .map(|i| format!("P-{:05},Product {i},{}", (i * 7919) % 4321, 1000 + i))
+        .collect();
+    lines.sort_by_key(|l| l[8..].to_string());
+    let csv_text = format!("sku,product_name,price_idr\n{}\n", lines.join("\n"));
+    let job = app.upload(&sub, "products", "", &csv_text).await;
+    assert_eq!(job["counts"]["insert"], 4321, "{job}");
+    app.act_ok(&apr, job["id"].as_str().unwrap(), "approve")
+        .await;
+    let resp = export(&app, &sub, "products", "").await;
+    let body = resp.text().await.unwrap();
+    let skus: Vec<&str> = body
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    let want: Vec<String> = (0..4321).map(|i| format!("P-{i:05}")).collect();
+    assert_eq!(skus, want);
+    let resp = export(&app, &sub, "products", "?format=ndjson&limit=2500").await;
+    assert_eq!(resp.text().await.unwrap().lines().count(), 2500);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filter_that_cannot_be_is_a_problem_naming_its_parameter() {
+    let (app, sub, _, _dir) = seeded().await;
+    let waiting = app
+        .upload(&sub, "items", "?mode=upsert", "code,qty\nA-1,5\n")
+        .await;
+    assert_eq!(waiting["state"], "awaiting_approval");
+    let waiting = waiting["id"].as_str().unwrap().to_string();
+    let other = app.upload(&sub, "notes", "", "code\nN-1\n").await;
+    let other = other["id"].as_str().unwrap().to_string();
+    let (by_waiting, by_other) = (format!("?job={waiting}"), format!("?job={other}"));
+    for (query, parameter) in [
+        ("?where.nope=1", "where.nope"),
+        ("?where.qty=abc", "where.qty"),
+        ("?where.qty=3000000000", "where.qty"),
+        ("?where.day=2024-02-30", "where.day"),
+        ("?where.status=pending", "where.status"),
+        ("?where.qty=1&where.qty=2", "where.qty"),
+        ("?format=xls", "format"),
+        ("?limit=-1", "limit"),
+        ("?job=job_nope", "job"),
+        ("?job=job_01JD8Z3K6W0Q2T5N8XJ4R7M9C1", "job"),
+        ("?sort=code", "sort"),
+        (by_waiting.as_str(), "job"),
+        (by_other.as_str(), "job"),
+    ] {
+        let body = problem(
+            export(&app, &sub, "items", query).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_parameter",
+        )
+        .await;
+        assert_eq!(body["parameter"], parameter, "{query}: {body}");
+    }
+    let body = problem(
+        export(&app, &sub, "nothing", "").await,
+        StatusCode::NOT_FOUND,
+        "unknown_module",
+    )
+    .await;
+    assert!(
+        body["valid_modules"].as_array().unwrap().len() == 2,
+        "{body}"
+    );
+    // A key whose scope holds another module may not export this one.
+    let (notes_only, _) = app.key("Nur", "submitter", &["notes"]).await;
+    problem(
+        export(&app, &notes_only, "items", "").await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    let resp = export(&app, &notes_only, "notes", "").await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    // No key, no export.
+    let resp = app
+        .client
+        .get(app.url("/api/modules/items/export"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_version_changes_when_its_row_changes_and_only_then() {
+    let (app, sub, apr, _dir) = seeded().await;
+    let before = csv(&app, &sub, "").await;
+    commit(
+        &app,
+        &sub,
+        &apr,
+        "?mode=update",
+        "code,name\nA-2,Ani Lestari\n",
+    )
+    .await;
+    let after = csv(&app, &sub, "").await;
+    assert_eq!(after[1][9], before[1][9], "A-1 as it was");
+    assert_ne!(after[2][9], before[2][9], "A-2 changed");
+    assert_eq!(after[3][9], before[3][9], "B-1 as it was");
+    // Changed behind the service's back, the token follows the row; the
+    // same number spelled otherwise is the same datum.
+    app.sql("UPDATE uc_items SET qty = 4 WHERE code = 'B-1'")
+        .await;
+    let changed = csv(&app, &sub, "").await;
+    assert_ne!(changed[3][9], after[3][9]);
+    app.sql("UPDATE uc_items SET qty = 3 WHERE code = 'B-1'")
+        .await;
+    app.sql("UPDATE uc_items SET amount = 12345.67 WHERE code = 'B-1'")
+        .await;
+    let respelled = csv(&app, &sub, "").await;
+    assert_eq!(respelled[3][9], after[3][9]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_export_is_a_ledger_event_seen_within_the_module_scope() {
+    let (app, sub, _, _dir) = seeded().await;
+    let (notes_only, _) = app.key("Nur", "submitter", &["notes"]).await;
+    let body = exported(&app, &sub, "?where.status=open&limit=5", "text/csv").await;
+    assert_eq!(body.iter().filter(|b| **b == b'\n').count(), 2);
+    let events = app
+        .get_json(&app.admin, "/api/events?after=evt_0&limit=1000")
+        .await;
+    let exported: Vec<&Value> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "module.exported")
+        .collect();
+    assert_eq!(exported.len(), 1, "{events}");
+    let e = &exported[0]["data"]["export"];
+    assert_eq!(e["module"], "items");
+    assert_eq!(e["format"], "csv");
+    assert_eq!(e["rows"], 1);
+    assert_eq!(e["complete"], true);
+    assert_eq!(
+        e["filters"],
+        serde_json::json!({"where": {"status": "open"}, "limit": 5})
+    );
+    assert_eq!(e["by"]["display"], "Bu***o", "masked: {e}");
+    assert!(e["id"].as_str().unwrap().starts_with("exp_"));
+    // Outside the module's scope, the event is not shown.
+    let theirs = app
+        .get_json(&notes_only, "/api/events?after=evt_0&limit=1000")
+        .await;
+    assert!(
+        !theirs["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "module.exported"),
+        "{theirs}"
+    );
+    let (holds, out) = crate::ledger::verify(&app);
+    assert!(holds, "{out}");
+    // An export row changed behind the service breaks the ledger.
+    app.sql("UPDATE ig_exports SET row_count = 100").await;
+    let (holds, out) = crate::ledger::verify(&app);
+    assert!(!holds, "{out}");
+}
+
+/// Uploads a body in upsert mode and waits for validation; returns the job.
+async fn upsert(app: &TestApp, key: &str, content_type: &str, body: Vec<u8>) -> Value {
+    let resp = app
+        .upload_raw(key, "items", "?mode=upsert", content_type, body)
+        .await;
+    assert_eq!(resp.status(), StatusCode::ACCEPTED, "{content_type}");
+    let job: Value = resp.json().await.unwrap();
+    app.wait_done(key, job["id"].as_str().unwrap()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untouched_export_imports_again_as_all_unchanged() {
+    let (app, sub, apr, _dir) = seeded().await;
+    let formats = [
+        ("", "text/csv"),
+        ("?format=json", "application/json"),
+        ("?format=ndjson", "application/x-ndjson"),
+        ("?format=xlsx", XLSX),
+    ];
+    let all_unchanged = |query: &str, job: &Value| {
+        let counts = &job["counts"];
+        assert_eq!(counts["insert"], 0, "{query}: {job}");
+        assert_eq!(counts["update"], 0, "{query}: {job}");
+        assert_eq!(counts["errors"], 0, "{query}: {job}");
+        assert_eq!(counts["unchanged"], counts["rows"], "{query}: {job}");
+    };
+    for (query, content_type) in formats {
+        let body = exported(&app, &sub, query, content_type).await;
+        let job = upsert(&app, &sub, content_type, body).await;
+        all_unchanged(query, &job);
+        assert_eq!(job["counts"]["rows"], 3, "{query}: {job}");
+    }
+    // Text a spreadsheet could run comes back as it was from the formats
+    // that write it as text (a CSV writes it neutralised).
+    commit(
+        &app,
+        &sub,
+        &apr,
+        "?mode=upsert",
+        "code,name\nF-1,=1+1\nF-2,+6281234567890\n",
+    )
+    .await;
+    let records = csv(&app, &sub, "?where.code=F-1").await;
+    assert_eq!(records[1][1], "'=1+1", "neutralised as section 5 says");
+    let records = csv(&app, &sub, "?where.code=F-2").await;
+    assert_eq!(records[1][1], "'+6281234567890");
+    for (query, content_type) in &formats[1..] {
+        let body = exported(&app, &sub, query, content_type).await;
+        let job = upsert(&app, &sub, content_type, body).await;
+        all_unchanged(query, &job);
+        assert_eq!(job["counts"]["rows"], 5, "{query}: {job}");
+    }
+}
