@@ -583,3 +583,27 @@ async fn an_untouched_export_imports_again_as_all_unchanged() {
         assert_eq!(job["counts"]["rows"], 5, "{query}: {job}");
     }
 }
+
+/// An XLSX export opened and saved again by LibreOffice, as XLSX and as
+/// CSV, imports again as all unchanged: its typed cells hold what the
+/// table holds, and what a sheet could not hold exactly is text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_export_saved_again_by_libreoffice_imports_as_all_unchanged() {
+    let (app, sub, _, _dir) = seeded().await;
+    let body = exported(&app, &sub, "?format=xlsx", XLSX).await;
+    let work = tempfile::tempdir().unwrap();
+    let exported = work.path().join("items-export.xlsx");
+    std::fs::write(&exported, body).unwrap();
+    for (filter, content_type) in [
+        ("xlsx", XLSX),
+        ("csv:Text - txt - csv (StarCalc):44,34,76,1", "text/csv"),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let saved =
+            crate::fixtures::libreoffice(std::slice::from_ref(&exported), filter, out.path());
+        let job = upsert(&app, &sub, content_type, std::fs::read(&saved[0]).unwrap()).await;
+        let counts = &job["counts"];
+        assert_eq!(counts["rows"], 3, "{filter}: {job}");
+        assert_eq!(counts["unchanged"], 3, "{filter}: {job}");
+    }
+}
