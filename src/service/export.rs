@@ -5,10 +5,11 @@
 //!
 //! It streams: the table is read a page of [`PAGE`] rows at a time along
 //! the natural key's index (`store::tables::page_after`), each page one
-//! statement on a connection given back before the page is written, and a
-//! task writes the pages into a channel of two chunks that the answer's
-//! body reads. A client that reads slowly, or not at all, holds no
-//! connection and at most two pages in memory. XLSX cannot be sent as it
+//! statement on a connection given back before the page is written; one
+//! task reads the next page while another writes the last into a channel
+//! of two chunks that the answer's body reads. A client that reads
+//! slowly, or not at all, holds no connection and at most three pages in
+//! memory. XLSX cannot be sent as it
 //! is written (the zip's directory comes last), so its sheet is written
 //! row by row in rust_xlsxwriter's constant-memory mode, saved to an
 //! anonymous temporary file, and sent from it, as the reports are
@@ -332,10 +333,11 @@ type Sink = mpsc::Sender<std::result::Result<Bytes, std::io::Error>>;
 /// Writes the plan's rows into `tx` in a text format, then records the
 /// export: sent whole, or cut short by the client leaving or a failure.
 async fn stream(app: Arc<App>, plan: Plan, mut export: Export, mut encoder: Encoder, tx: Sink) {
-    let mut pages = Pages::new(app.clone(), &plan);
+    let mut pages = ahead(Pages::new(app.clone(), &plan));
     let mut sent = tx.send(Ok(encoder.head(&plan.module))).await.is_ok();
     while sent {
-        let rows = match pages.next().await {
+        let next = pages.recv().await;
+        let rows = match next.unwrap_or_else(|| Err(Error::internal("the page reader stopped"))) {
             Ok(rows) => rows,
             Err(e) => {
                 tracing::error!(error = %e, export = %export.id, "export cut short");
@@ -356,6 +358,25 @@ async fn stream(app: Arc<App>, plan: Plan, mut export: Export, mut encoder: Enco
     // Recorded before the body ends: a client that has read it whole finds
     // the event in the feed.
     record(&app, export).await;
+}
+
+/// The pages of `pages`, each read while the one before it is written: a
+/// task reads them into a channel of one page, so the database's read of
+/// a page and the writing of the last one run at once, and memory holds
+/// at most three pages. The task stops after the last page or an error,
+/// or when the receiver is dropped (the client left).
+fn ahead(mut pages: Pages) -> mpsc::Receiver<Result<Vec<TableRow>>> {
+    let (tx, rx) = mpsc::channel(1);
+    tokio::spawn(async move {
+        loop {
+            let page = pages.next().await;
+            let last = !matches!(&page, Ok(rows) if !rows.is_empty());
+            if tx.send(page).await.is_err() || last {
+                return;
+            }
+        }
+    });
+    rx
 }
 
 /// Sends a written workbook from its file, then records the export.
@@ -607,8 +628,8 @@ impl Formats {
     }
 }
 
-/// The name of the hidden sheet holding allowed values too long for a
-/// dropdown's own list (Excel's limit is 255 characters).
+/// The name of the hidden sheet holding allowed values a dropdown's own
+/// list cannot: longer than Excel's 255 characters, or with a comma.
 const LISTS_SHEET: &str = "_lists";
 
 impl Sheet {
@@ -634,11 +655,19 @@ impl Sheet {
             sheet.write_string_with_format(0, col, &c.name, &bold)?;
             if let Some(allowed) = &c.allowed {
                 let rows = XLSX_MAX_ROWS as u32;
-                match DataValidation::new().allow_list_strings(allowed.as_slice()) {
-                    Ok(list) => {
+                // A comma in a value would split it in a list of its own.
+                let own = (!allowed.iter().any(|v| v.contains(',')))
+                    .then(|| {
+                        DataValidation::new()
+                            .allow_list_strings(allowed.as_slice())
+                            .ok()
+                    })
+                    .flatten();
+                match own {
+                    Some(list) => {
                         sheet.add_data_validation(1, col, rows, col, &list)?;
                     }
-                    Err(_) => long_lists.push((col, allowed.clone())),
+                    None => long_lists.push((col, allowed.clone())),
                 }
             }
         }
@@ -905,6 +934,44 @@ mod tests {
         assert_eq!(csv_cell(&Some(Value::Int(-5))), "-5");
         assert_eq!(csv_cell(&Some(Value::Decimal(dec("-4.50")))), "-4.50");
         assert_eq!(csv_cell(&Some(Value::Bool(true))), "true");
+    }
+
+    #[test]
+    fn allowed_values_no_list_can_hold_are_kept_on_a_hidden_sheet() {
+        let long: Vec<String> = (0..40)
+            .map(|i| format!("\"a rather long allowed value {i}\""))
+            .collect();
+        let toml = format!(
+            "[[module]]\nkey = \"m\"\ntable = \"uc_m\"\nnatural_key = [\"k\"]\n\n\
+             [[module.column]]\nname = \"k\"\ntype = \"text\"\nrequired = true\n\n\
+             [[module.column]]\nname = \"long\"\ntype = \"text\"\nallowed = [{}]\n\n\
+             [[module.column]]\nname = \"comma\"\ntype = \"text\"\nallowed = [\"a,b\", \"c\"]\n\n\
+             [[module.column]]\nname = \"short\"\ntype = \"text\"\nallowed = [\"x\", \"y\"]\n",
+            long.join(", ")
+        );
+        let catalog = crate::catalog::Catalog::from_toml(&toml).unwrap();
+        let module = catalog.get("m").unwrap().clone();
+        let mut sheet = Sheet::new(module, chrono_tz::UTC).unwrap();
+        let row = TableRow {
+            id: 1,
+            values: vec![Some(Value::Text("k1".into())), None, None, None],
+        };
+        sheet.write(&[row]).unwrap();
+        let mut zip = zip::ZipArchive::new(sheet.save().unwrap()).unwrap();
+        let mut read = |name: &str| {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut zip.by_name(name).unwrap(), &mut text).unwrap();
+            text
+        };
+        let book = read("xl/workbook.xml");
+        assert!(
+            book.contains("name=\"_lists\"") && book.contains("state=\"hidden\""),
+            "{book}"
+        );
+        let first = read("xl/worksheets/sheet1.xml");
+        for list in ["_lists!$A$1:$A$40", "_lists!$B$1:$B$2", "\"x,y\""] {
+            assert!(first.contains(list), "{list}: {first}");
+        }
     }
 
     #[test]
