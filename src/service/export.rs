@@ -51,7 +51,7 @@ use crate::ledger::{Job, JobState};
 use crate::store;
 use crate::store::ledger::Entry;
 use crate::store::stage::Stage;
-use crate::store::tables::{self, Selection, TableRow};
+use crate::store::tables::{self, PageReader, Selection, TableRow};
 use crate::validate::value::{self, Rules};
 use crate::validate::{Value, version_of};
 
@@ -265,6 +265,7 @@ struct Pages {
     app: Arc<App>,
     module: Arc<Module>,
     selection: Selection,
+    reader: PageReader,
     /// The natural key of the last row read.
     after: Option<Vec<Value>>,
     /// Rows still wanted (`None`: all).
@@ -278,6 +279,7 @@ impl Pages {
             app,
             module: plan.module.clone(),
             selection: plan.selection.clone(),
+            reader: PageReader::default(),
             after: None,
             left: plan.limit,
             done: plan.limit == Some(0),
@@ -289,12 +291,16 @@ impl Pages {
     async fn next(&mut self) -> Result<Vec<TableRow>> {
         while !self.done {
             let want = self.left.map_or(PAGE, |n| n.min(PAGE as u64) as i64);
-            let read = {
-                let mut c = self.app.db.acquire().await?;
-                let after = self.after.as_deref();
-                tables::page_after(&mut c.conn(), &self.module, &self.selection, after, want)
-                    .await?
-            };
+            let (module, after) = (&self.module, self.after.as_deref());
+            let read = tables::read_page(
+                &self.app.db,
+                &self.reader,
+                module,
+                &self.selection,
+                after,
+                want,
+            )
+            .await?;
             self.done = (read.len() as i64) < want;
             let Some(last) = read.last() else {
                 break;

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value as Json};
 
-use super::db::Conn;
+use super::db::{Conn, Db};
 use super::dialect::Dialect;
 use super::error::Result;
 use super::found::KeyPlan;
@@ -242,6 +242,53 @@ pub async fn page_after(
         let rows = q.bind(limit).fetch_all(c).await?;
         rows.iter().map(|r| table_row(module, r, 0)).collect()
     })
+}
+
+/// Where an export reads its pages ([`read_page`]): on PostgreSQL a pool
+/// connection a page; on SQLite a read connection of the export's own, on
+/// a blocking thread (`sqlite::pages`), which holds no lock between pages.
+#[derive(Default)]
+pub struct PageReader {
+    sqlite: sqlite::pages::Reader,
+}
+
+/// [`page_after`], read through `reader`: one statement a page, no
+/// connection of the pool held between pages.
+pub async fn read_page(
+    db: &Db,
+    reader: &PageReader,
+    module: &Module,
+    selection: &Selection,
+    after: Option<&[Value]>,
+    limit: i64,
+) -> anyhow::Result<Vec<TableRow>> {
+    let Db::Sqlite(pool) = db else {
+        let mut c = db.acquire().await?;
+        return Ok(page_after(&mut c.conn(), module, selection, after, limit).await?);
+    };
+    let sql = page_sql(module, Dialect::Sqlite, selection, after.is_some());
+    // The parameters in the statement's order (see `page_sql`).
+    let mut params: Vec<Option<Value>> = after
+        .unwrap_or_default()
+        .iter()
+        .cloned()
+        .map(Some)
+        .collect();
+    params.extend(
+        selection
+            .equal
+            .iter()
+            .filter_map(|(_, v)| v.clone())
+            .map(Some),
+    );
+    params.extend(selection.stage.map(|s| Some(Value::Int(s))));
+    params.push(Some(Value::Int(limit)));
+    let types = module.columns.iter().map(|c| c.ty).collect();
+    let rows = reader.sqlite.page(pool, sql, params, types).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, values)| TableRow { id, values })
+        .collect())
 }
 
 /// The statement of [`page_after`]; its parameters, each used once and in

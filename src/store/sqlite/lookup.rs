@@ -83,8 +83,8 @@ impl Reader {
     }
 }
 
-/// The lookups' read connection to the database file.
-fn open(file: &Path) -> anyhow::Result<rusqlite::Connection> {
+/// The lookups' read connection to the database file (an export's too).
+pub(super) fn open(file: &Path) -> anyhow::Result<rusqlite::Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let c = rusqlite::Connection::open_with_flags(file, flags)?;
     // It reads only; should a statement ever try to write, SQLite refuses.

@@ -26,6 +26,9 @@
 //!   bench/once.sh`), and the 1M-row insert and upsert validations took
 //!   4.3 % and 5.6 % less time (`bash bench/once.sh`, alternated, medians
 //!   of 3);
+//! - an export's pages (`pages.rs`): through sqlx, half of a 1M-row
+//!   export's samples were rows handed from the connection's thread to
+//!   the runtime, one wakeup a row;
 //! - memory statistics off (`connect.rs`, a setting neither driver
 //!   offers): a 100k-row validation's median fell from 0.77 to 0.72 s
 //!   (`bash bench/once.sh`, eight alternated rounds).
@@ -47,6 +50,7 @@ pub mod connect;
 pub mod errors;
 pub mod load;
 pub mod lookup;
+pub mod pages;
 pub mod schema;
 pub mod sql;
 pub mod stage;
