@@ -28,6 +28,7 @@
 //! were written, recorded when the body ends, sent whole or cut short
 //! (`complete`); the count is known only then.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -38,7 +39,7 @@ use rust_xlsxwriter::{DataValidation, ExcelDateTime, Format, Formula, Workbook, 
 use serde_json::{Map, Value as Json, json};
 use tokio::sync::mpsc;
 
-use super::formula::neutralise;
+use super::formula::{neutralise, runnable};
 use super::modules::XLSX_TYPE;
 use super::reports::{Download, DownloadBody};
 use super::{App, Error, Result, in_scope};
@@ -474,10 +475,13 @@ impl Encoder {
         match self {
             Encoder::Csv => {
                 let mut w = csv_writer(&mut out);
+                let mut cells = Vec::with_capacity(module.columns.len() + 1);
                 for r in rows {
-                    let cells = r.values.iter().map(csv_cell);
+                    cells.clear();
+                    cells.extend(r.values.iter().map(csv_cell));
+                    cells.push(Cow::Owned(version_of(&r.values)));
                     // Writing into a Vec cannot fail.
-                    let _ = w.write_record(cells.chain([version_of(&r.values)]));
+                    let _ = w.write_record(cells.iter().map(|c| c.as_bytes()));
                 }
                 let _ = w.flush();
                 drop(w);
@@ -526,11 +530,12 @@ fn csv_record<'a>(cells: impl IntoIterator<Item = &'a str>) -> Bytes {
 
 /// A value as a CSV cell: its text as it reads back ([`Value::to_text`]),
 /// text a spreadsheet could run neutralised; empty for null.
-fn csv_cell(value: &Option<Value>) -> String {
+fn csv_cell(value: &Option<Value>) -> Cow<'_, str> {
     match value {
-        None => String::new(),
-        Some(Value::Text(s)) => neutralise(s),
-        Some(v) => v.to_text(),
+        None => Cow::Borrowed(""),
+        Some(Value::Text(s)) if runnable(s) => Cow::Owned(neutralise(s)),
+        Some(Value::Text(s)) => Cow::Borrowed(s),
+        Some(v) => Cow::Owned(v.to_text()),
     }
 }
 

@@ -9,18 +9,23 @@
 /// splits at `;`): so any part of the cell that starts, after white space,
 /// with a formula sign makes the cell dangerous.
 pub fn neutralise(cell: &str) -> String {
+    if runnable(cell) {
+        format!("'{cell}")
+    } else {
+        cell.to_string()
+    }
+}
+
+/// Whether a spreadsheet could run the cell, which [`neutralise`] then
+/// guards: asked alone, a cell that needs nothing is not copied.
+pub fn runnable(cell: &str) -> bool {
     let formula = |part: &str| {
         matches!(
             part.trim_start().chars().next(),
             Some('=' | '+' | '-' | '@' | '＝' | '＋' | '－' | '＠')
         )
     };
-    let dangerous = cell.starts_with(['\t', '\r']) || cell.split([';', ',', '\t']).any(formula);
-    if dangerous {
-        format!("'{cell}")
-    } else {
-        cell.to_string()
-    }
+    cell.starts_with(['\t', '\r']) || cell.split([';', ',', '\t']).any(formula)
 }
 
 /// The value a cell held before [`neutralise`]: the apostrophe comes off

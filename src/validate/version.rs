@@ -39,45 +39,51 @@ pub fn version_of(values: &[Option<Value>]) -> String {
     let mut hash = Sha256::new();
     hash.update(b"importgate row version 1\n");
     hash.update((values.len() as u64).to_be_bytes());
+    // A numeric's text, written here rather than into a string of its own
+    // (this runs for every row an export writes).
+    let mut text = String::new();
     for value in values {
-        let (tag, bytes) = encoded(value.as_ref());
-        hash.update([tag]);
-        hash.update((bytes.len() as u64).to_be_bytes());
-        hash.update(&bytes);
+        let mut cell = |tag: u8, bytes: &[u8]| {
+            hash.update([tag]);
+            hash.update((bytes.len() as u64).to_be_bytes());
+            hash.update(bytes);
+        };
+        match value {
+            None => cell(0, &[]),
+            Some(Value::Text(s)) => cell(1, s.as_bytes()),
+            Some(Value::Int(i)) => cell(2, &i.to_be_bytes()),
+            Some(Value::Decimal(d)) => {
+                use std::fmt::Write;
+                text.clear();
+                // `normalize` keeps the sign of a negative zero.
+                let _ = match d.is_zero() {
+                    true => write!(text, "0"),
+                    false => write!(text, "{}", d.normalize()),
+                };
+                cell(3, text.as_bytes());
+            }
+            Some(Value::Bool(b)) => cell(4, &[u8::from(*b)]),
+            Some(Value::Date(d)) => {
+                use chrono::Datelike;
+                cell(5, &d.num_days_from_ce().to_be_bytes());
+            }
+            Some(Value::Timestamp(t)) => {
+                let mut bytes = [0u8; 12];
+                bytes[..8].copy_from_slice(&t.timestamp().to_be_bytes());
+                bytes[8..].copy_from_slice(&t.timestamp_subsec_nanos().to_be_bytes());
+                cell(6, &bytes);
+            }
+        }
     }
     let digest = hash.finalize();
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut token = String::with_capacity(PREFIX.len() + 2 * KEPT);
     token.push_str(PREFIX);
-    token.push_str(&hex::encode(&digest[..KEPT]));
-    token
-}
-
-/// A value's tag and bytes (see the table above).
-fn encoded(value: Option<&Value>) -> (u8, Vec<u8>) {
-    match value {
-        None => (0, Vec::new()),
-        Some(Value::Text(s)) => (1, s.as_bytes().to_vec()),
-        Some(Value::Int(i)) => (2, i.to_be_bytes().to_vec()),
-        Some(Value::Decimal(d)) => {
-            // `normalize` keeps the sign of a negative zero.
-            let text = if d.is_zero() {
-                "0".to_string()
-            } else {
-                d.normalize().to_string()
-            };
-            (3, text.into_bytes())
-        }
-        Some(Value::Bool(b)) => (4, vec![u8::from(*b)]),
-        Some(Value::Date(d)) => {
-            use chrono::Datelike;
-            (5, d.num_days_from_ce().to_be_bytes().to_vec())
-        }
-        Some(Value::Timestamp(t)) => {
-            let mut bytes = t.timestamp().to_be_bytes().to_vec();
-            bytes.extend(t.timestamp_subsec_nanos().to_be_bytes());
-            (6, bytes)
-        }
+    for b in &digest[..KEPT] {
+        token.push(char::from(HEX[usize::from(b >> 4)]));
+        token.push(char::from(HEX[usize::from(b & 0x0f)]));
     }
+    token
 }
 
 #[cfg(test)]
