@@ -103,6 +103,7 @@ fn read_with(format: Format, data: &[u8], options: &Options) -> Result<u64, File
     let header = HeaderMap {
         provided: (0..width).map(|i| (i % module.columns.len(), i)).collect(),
         unknown: Vec::new(),
+        version: None,
     };
     let rules = Rules {
         date_formats: &module.date_formats,

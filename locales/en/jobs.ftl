@@ -156,6 +156,7 @@ note-exists = the key ({ $key }) is already in { $table }
 note-not-found = the key ({ $key }) is not in { $table }
 note-reference = { $column } { $value } is not in { $module }
 note-phone = { $value } is not a phone number
+note-conflict = the row of key ({ $key }) changed, was deleted or was added in { $table } since it was exported
 type-text = text
 type-integer = a whole number
 type-numeric = a decimal number

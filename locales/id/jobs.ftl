@@ -164,6 +164,7 @@ note-exists = kunci ({ $key }) sudah ada di { $table }
 note-not-found = kunci ({ $key }) tidak ada di { $table }
 note-reference = { $column } { $value } tidak ada di { $module }
 note-phone = { $value } bukan nomor telepon
+note-conflict = baris berkunci ({ $key }) diubah, dihapus, atau ditambahkan di { $table } sejak diekspor
 type-text = teks
 type-integer = bilangan bulat
 type-numeric = angka desimal

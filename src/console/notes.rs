@@ -74,6 +74,7 @@ pub fn row_note(module: &Module, e: &RowError) -> String {
         // The rule's own message, in the words its author chose.
         RowErrorCode::Rule => e.message.clone(),
         RowErrorCode::Phone => t!("note-phone", value = value),
+        RowErrorCode::Conflict => t!("note-conflict", key = key, table = &module.table),
     }
 }
 

@@ -64,6 +64,15 @@ impl Format {
         matches!(self, Format::Csv)
     }
 
+    /// Whether the format is a spreadsheet's, whose text cells may carry
+    /// the apostrophe that neutralises a formula (API.md section 5): the
+    /// service writes one on every cell of a CSV a spreadsheet could run,
+    /// and a spreadsheet keeps it when it saves the cell again. JSON is
+    /// written as it is and read as it is.
+    pub fn neutralises(self) -> bool {
+        !matches!(self, Format::Json | Format::Ndjson)
+    }
+
     /// What a `Content-Type` essence (lowercase, without parameters) names;
     /// `None` for a type the service does not take (`415`).
     pub fn from_content_type(content_type: &str) -> Option<Declared> {

@@ -22,3 +22,4 @@ pub mod references;
 pub mod revalidate;
 pub mod trial;
 pub mod validation;
+mod versions;

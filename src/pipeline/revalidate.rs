@@ -19,14 +19,18 @@ use std::collections::{BTreeMap, HashSet};
 use serde_json::Value as Json;
 
 use super::references::Checks;
-use super::validation::{Decide, Outcome, Setup, check_references, decide, duplicate_error};
+use super::validation::{
+    Decide, Outcome, Setup, check_references, decide, duplicate_error, read_head,
+};
 use crate::catalog::Module;
 use crate::ingest::{Cell, RawRow};
-use crate::ledger::{Counts, Job, Revision, WarningCode, revision};
+use crate::ledger::{Counts, Job, Mode, Revision, WarningCode, revision};
 use crate::store::rows::{self, StagedRow, StoredRow};
 use crate::store::stage::{self, Stage};
 use crate::store::{self, Db};
-use crate::validate::{CheckedRow, HeaderMap, RowAction, Rules, check_row, value};
+use crate::validate::{
+    CheckedRow, HeaderMap, RowAction, Rules, check_row, match_header_with, value,
+};
 
 /// Validates `job`, a revision of `parent`, from `parent`'s staged rows;
 /// `None` when it cannot be (it must then read the file): a revision
@@ -46,6 +50,9 @@ pub async fn revalidate(
     else {
         return Ok(None);
     };
+    if job.mode != Mode::Insert && versioned(db, module, job, setup).await? {
+        return Ok(None);
+    }
     let mut tx = db.begin().await?;
     stage::hand_over(&mut tx.conn(), &parent.id, &job.id).await?;
     tx.commit().await?;
@@ -61,6 +68,7 @@ pub async fn revalidate(
             .map(|(k, &c)| (c, k))
             .collect(),
         unknown: vec![],
+        version: None,
     };
     let touched = revision::touched(own, parent.revision.as_ref());
     let rows = affected(db, &stage, &header, own, &touched, setup).await?;
@@ -79,6 +87,7 @@ pub async fn revalidate(
         mode: job.mode,
         header: &header,
         excluded: &excluded,
+        versions: None,
     };
     let mut staged = decide(db, &how, checked, warnings, &mut 0).await?;
     for (s, r) in staged.iter_mut().zip(&rows) {
@@ -108,6 +117,18 @@ pub async fn revalidate(
         .cloned()
         .collect();
     Ok(Some(Outcome::Checked { counts, warnings }))
+}
+
+/// Whether the job's file has a `_version` column (API.md section 15):
+/// its tokens are checked against the table as the file is read and are
+/// not staged, so an update or upsert that carries them reads the file
+/// again rather than re-deciding rows without them.
+async fn versioned(db: &Db, module: &Module, job: &Job, setup: &Setup) -> anyhow::Result<bool> {
+    let head = read_head(db, job, setup.max_cell_bytes, setup.max_columns, 0).await?;
+    Ok(head
+        .ok()
+        .and_then(|h| match_header_with(module, &h.header, &job.mapping_in_force()).ok())
+        .is_some_and(|h| h.version.is_some()))
 }
 
 /// The staged rows to check again: those the revision touches, and every

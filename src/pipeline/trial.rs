@@ -24,6 +24,7 @@ use crate::rules::unique::Tracker;
 use crate::rules::{Compiled, Severity, UniqueRule};
 use crate::store::Db;
 use crate::store::blobs::BlobReader;
+use crate::validate::formula::restore_cells;
 use crate::validate::{
     CheckedRow, HeaderMap, RowError, Rules, check_row, extra_cells, key_text, match_header_with,
 };
@@ -147,8 +148,12 @@ fn compare(
     });
     let mut trial = Trial::default();
     let mut ignored = Vec::new();
+    let restore = job.file.format.neutralises();
     for raw in source.rows {
         let mut raw = raw?;
+        if restore {
+            restore_cells(&mut raw.cells);
+        }
         fixes.apply(&mut raw, &mut ignored);
         ignored.clear();
         if excluded.contains(&raw.row) {

@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use super::apply::Apply;
 use super::distinct::Distinct;
 use super::references::{Checks, Target};
+use super::versions::{self, Versions};
 use crate::catalog::Module;
 use crate::ids::JobId;
 use crate::ingest::{self, FileCode, FileError, Format};
@@ -26,6 +27,7 @@ use crate::store::lookup;
 use crate::store::rows::{self, Before, StagedRow};
 use crate::store::stage::{self, Stage};
 use crate::store::{self, Db};
+use crate::validate::formula::restore_cells;
 use crate::validate::{
     CheckedRow, HeaderMap, RowAction, RowError, RowErrorCode, Rules, Value, check_row, extra_cells,
     key_text, match_header_with,
@@ -383,6 +385,8 @@ async fn stage_rows(
         .flat_map(|r| r.exclude.iter().copied())
         .collect();
     let finder = lookup::Lookup::new(stage.module);
+    let versions =
+        (header.version.is_some() && job.mode != Mode::Insert).then(|| Versions::new(stage.module));
     let decide_all = async move {
         let mut seq = 0i64;
         let mut was = Vec::new();
@@ -403,6 +407,7 @@ async fn stage_rows(
                 mode: job.mode,
                 header,
                 excluded: &excluded,
+                versions: versions.as_ref(),
             };
             let staged = decide(db, &how, batch, warnings, &mut seq).await?;
             if to_write.send(staged).await.is_err() {
@@ -497,8 +502,12 @@ fn read_file(
     let mut batch = Vec::with_capacity(BATCH);
     let mut n = 0u64;
     let mut was = Vec::new();
+    let restore = job.file.format.neutralises();
     for raw in source.rows {
         let mut raw = raw?;
+        if restore {
+            restore_cells(&mut raw.cells);
+        }
         fixes.apply(&mut raw, &mut was);
         n += 1;
         if n > max_rows {
@@ -632,6 +641,9 @@ pub(super) struct Decide<'a> {
     pub mode: Mode,
     pub header: &'a HeaderMap,
     pub excluded: &'a std::collections::HashSet<u64>,
+    /// The `_version` checks of an update or upsert whose file has the
+    /// column (API.md section 15).
+    pub versions: Option<&'a Versions>,
 }
 
 /// Decides each row's action against the table and makes it a staged row.
@@ -648,6 +660,7 @@ pub(super) async fn decide(
         mode,
         header,
         excluded,
+        versions,
     } = *how;
     let provided: Vec<usize> = header.provided.iter().map(|&(col, _)| col).collect();
     // Where the key's columns are among the file's; none when one is
@@ -686,19 +699,40 @@ pub(super) async fn decide(
             r.values = w.file;
         }
     }
+    let mut now = match versions {
+        Some(v) => {
+            let mut files: Vec<&[Option<Value>]> = vec![&[]; current.len()];
+            for (r, p) in batch.iter().zip(&places) {
+                if let Some(p) = p {
+                    files[*p] = &r.values;
+                }
+            }
+            v.now(db, module, &provided, &files, &current).await?
+        }
+        None => vec![],
+    };
     let mut staged = Vec::with_capacity(batch.len());
     let rows = batch.into_iter().zip(keys).zip(warnings).zip(places);
     for (((mut row, nkey), warnings), place) in rows {
         // Each row has its own place, so its table row is moved, not cloned.
         let existing = place.and_then(|p| current[p].take());
+        // Versioned: what the table holds for a looked-up row's key now.
+        let row_now = place.and_then(|p| now.get_mut(p).map(Option::take));
         let mut before = None;
         let mut warnings = warnings;
+        let conflict = row_now
+            .as_ref()
+            .and_then(|now| versions::conflict(module, &provided, &row, now.as_ref()));
         let action = if excluded.contains(&row.row) {
             row.errors.clear();
             warnings.clear();
             row.warnings.clear();
             RowAction::Excluded
         } else if !row.errors.is_empty() {
+            RowAction::Error
+        } else if let Some((e, image)) = conflict {
+            row.errors.push(e);
+            before = image;
             RowAction::Error
         } else {
             match (mode, existing) {

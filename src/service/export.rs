@@ -39,7 +39,6 @@ use rust_xlsxwriter::{DataValidation, ExcelDateTime, Format, Formula, Workbook, 
 use serde_json::{Map, Value as Json, json};
 use tokio::sync::mpsc;
 
-use super::formula::{neutralise, runnable};
 use super::modules::XLSX_TYPE;
 use super::reports::{Download, DownloadBody};
 use super::{App, Error, Result, in_scope};
@@ -53,16 +52,14 @@ use crate::store;
 use crate::store::ledger::Entry;
 use crate::store::stage::Stage;
 use crate::store::tables::{self, PageReader, Selection, TableRow};
+use crate::validate::formula::{neutralise, runnable};
 use crate::validate::value::{self, Rules};
-use crate::validate::{Value, version_of};
+use crate::validate::{VERSION_COLUMN, Value, version_of};
 
 /// Rows one statement reads. Large enough that a statement's own cost is
 /// small beside its rows', small enough that two pages in memory are a
 /// few megabytes at the widest module.
 pub const PAGE: i64 = 2000;
-
-/// The column after the module's own: each row's version token.
-pub const VERSION_COLUMN: &str = "_version";
 
 /// The rows a sheet holds below its header.
 const XLSX_MAX_ROWS: u64 = 1_048_575;

@@ -33,7 +33,6 @@ pub mod audit;
 pub mod error;
 pub mod events;
 pub mod export;
-pub mod formula;
 pub mod gate;
 pub mod jobs;
 pub mod key_requests;

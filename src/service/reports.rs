@@ -10,10 +10,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::formula::neutralise;
 use super::modules::XLSX_TYPE;
 use super::{App, Error, Result, jobs, rows_file};
 use crate::ledger::Job;
+use crate::validate::formula::neutralise;
 
 /// Which report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

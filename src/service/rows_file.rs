@@ -11,7 +11,6 @@ use std::io::Cursor;
 use bytes::Bytes;
 use serde_json::Value as Json;
 
-use super::formula::restore;
 use super::revisions::MAX_FIXES;
 use super::{App, Error, Result, jobs, uploads};
 use crate::catalog::Module;
@@ -22,6 +21,7 @@ use crate::ledger::revision::Changes;
 use crate::ledger::{Fix, Job};
 use crate::store::rows::{self, StoredRow};
 use crate::store::stage::Stage;
+use crate::validate::formula::restore;
 use crate::validate::{RowError, header_names, normalize_header};
 
 /// Most bytes a corrected errored-rows file may have, through either
@@ -415,8 +415,8 @@ fn fix_text(cell: &Cell, line: u64, column: &str) -> Result<Option<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::formula::neutralise;
     use crate::validate::RowErrorCode;
+    use crate::validate::formula::neutralise;
 
     fn line(row: u64, cells: &[&str]) -> RawRow {
         RawRow {

@@ -288,8 +288,13 @@ where
         Some(v) => json_col(&v, "vals")?,
         None => image(OWN)?,
     };
+    // An update's before-image; a row in conflict with the table (API.md
+    // section 15) has the table's values now, any other error none.
     let before = match action {
         RowAction::Update => Some(image(OWN + stage.provided.len())?),
+        RowAction::Error => {
+            Some(image(OWN + stage.provided.len())?).filter(|b| b.values().any(|v| !v.is_null()))
+        }
         _ => None,
     };
     let row_no: i64 = r.try_get("row_no")?;

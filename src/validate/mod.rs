@@ -5,6 +5,7 @@
 //! the target table (`exists`, `not_found`) and the whole file
 //! (`duplicate_in_file`) are made by the pipeline's validation stage.
 
+pub mod formula;
 pub mod suggest;
 pub mod value;
 pub mod version;
@@ -14,7 +15,7 @@ use std::collections::HashMap;
 use crate::catalog::{Module, Reference};
 use crate::ingest::{Cell, FileCode, FileError, RawRow};
 pub use value::{CellError, Rules, Value};
-pub use version::version_of;
+pub use version::{VERSION_COLUMN, version_of};
 
 /// How the file's columns map onto the module's columns.
 #[derive(Debug, Clone)]
@@ -23,6 +24,9 @@ pub struct HeaderMap {
     pub provided: Vec<(usize, usize)>,
     /// Headers that name no column of the module.
     pub unknown: Vec<String>,
+    /// The position of the file's `_version` column, the row version
+    /// tokens of an export (API.md section 15), if it has one.
+    pub version: Option<usize>,
 }
 
 /// Header names are matched without regard to case or surrounding spaces,
@@ -91,11 +95,25 @@ pub fn match_header_with(
         .collect();
     let mut position: Vec<Option<usize>> = vec![None; module.columns.len()];
     let mut unknown = Vec::new();
+    let mut version = None;
     for (file_idx, h) in header.iter().enumerate() {
         let norm = normalize_header(h);
         let by_mapping = match mapped(mapping, h) {
             Some(None) => continue,
             Some(Some(name)) => module.column_index(name),
+            None if norm == VERSION_COLUMN => {
+                if let Some(first) = version.replace(file_idx) {
+                    return Err(FileError::new(
+                        FileCode::DuplicateColumns,
+                        format!(
+                            "row 1: columns {} and {} are both {VERSION_COLUMN}",
+                            first + 1,
+                            file_idx + 1
+                        ),
+                    ));
+                }
+                continue;
+            }
             None => None,
         };
         if norm.is_empty() && by_mapping.is_none() {
@@ -137,7 +155,11 @@ pub fn match_header_with(
         .enumerate()
         .filter_map(|(col, p)| p.map(|p| (col, p)))
         .collect();
-    Ok(HeaderMap { provided, unknown })
+    Ok(HeaderMap {
+        provided,
+        unknown,
+        version,
+    })
 }
 
 /// What a row of the file does to the table, as validation found it.
@@ -212,10 +234,14 @@ pub enum RowErrorCode {
     Rule,
     /// A `phone_id` normalizer's cell is no phone number (API.md section 14).
     Phone,
+    /// The row's `_version` is not the table row's current one: it changed
+    /// or was deleted since it was exported, or a row given as new (empty
+    /// `_version`) was added meanwhile (API.md section 15).
+    Conflict,
 }
 
 impl RowErrorCode {
-    pub const ALL: [RowErrorCode; 12] = [
+    pub const ALL: [RowErrorCode; 13] = [
         RowErrorCode::Required,
         RowErrorCode::Type,
         RowErrorCode::OutOfRange,
@@ -228,6 +254,7 @@ impl RowErrorCode {
         RowErrorCode::Reference,
         RowErrorCode::Rule,
         RowErrorCode::Phone,
+        RowErrorCode::Conflict,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -244,6 +271,7 @@ impl RowErrorCode {
             RowErrorCode::Reference => "reference",
             RowErrorCode::Rule => "rule",
             RowErrorCode::Phone => "phone",
+            RowErrorCode::Conflict => "conflict",
         }
     }
 
@@ -311,6 +339,9 @@ pub struct CheckedRow {
     /// Remarks of the module's rules that leave the row valid (checks and
     /// unique rules of severity `warning`).
     pub warnings: Vec<RowError>,
+    /// The row's `_version` cell, trimmed, when the file has the column and
+    /// the cell is not empty (API.md section 15).
+    pub version: Option<String>,
 }
 
 impl CheckedRow {
@@ -423,6 +454,9 @@ pub fn check_row_with(
             }
         }
     }
+    let version = (header.version.and_then(|pos| cells.get(pos)))
+        .map(|cell| value::cell_text(cell).trim().to_string())
+        .filter(|token| !token.is_empty());
     CheckedRow {
         row,
         values,
@@ -430,6 +464,7 @@ pub fn check_row_with(
         raw: failed,
         normalized,
         warnings: Vec::new(),
+        version,
     }
 }
 

@@ -31,8 +31,14 @@ use super::Value;
 /// What every token starts with: the algorithm's name.
 pub const PREFIX: &str = "v1-";
 
+/// The column an export writes after the module's own: each row's token.
+pub const VERSION_COLUMN: &str = "_version";
+
 /// Bytes of the digest the token keeps (32 hex digits).
 const KEPT: usize = 16;
+
+/// The digits a token is written in.
+const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// The version token of a row's values, in its module's column order.
 pub fn version_of(values: &[Option<Value>]) -> String {
@@ -76,7 +82,6 @@ pub fn version_of(values: &[Option<Value>]) -> String {
         }
     }
     let digest = hash.finalize();
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut token = String::with_capacity(PREFIX.len() + 2 * KEPT);
     token.push_str(PREFIX);
     for b in &digest[..KEPT] {
@@ -84,6 +89,15 @@ pub fn version_of(values: &[Option<Value>]) -> String {
         token.push(char::from(HEX[usize::from(b & 0x0f)]));
     }
     token
+}
+
+/// Whether `token` has the shape of a token [`version_of`] makes. A token
+/// typed by hand or cut short by an editor is then named as such, not as
+/// a row that changed.
+pub fn is_token(token: &str) -> bool {
+    token
+        .strip_prefix(PREFIX)
+        .is_some_and(|hex| hex.len() == 2 * KEPT && hex.bytes().all(|b| HEX.contains(&b)))
 }
 
 #[cfg(test)]

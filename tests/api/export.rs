@@ -4,7 +4,7 @@
 //! untouched export imported again as all unchanged.
 
 use reqwest::{Response, StatusCode};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::common::*;
 
@@ -576,12 +576,206 @@ async fn an_untouched_export_imports_again_as_all_unchanged() {
     assert_eq!(records[1][1], "'=1+1", "neutralised as section 5 says");
     let records = csv(&app, &sub, "?where.code=F-2").await;
     assert_eq!(records[1][1], "'+6281234567890");
-    for (query, content_type) in &formats[1..] {
+    // ... and from the CSV, whose neutralising apostrophe comes off again.
+    for (query, content_type) in formats {
         let body = exported(&app, &sub, query, content_type).await;
         let job = upsert(&app, &sub, content_type, body).await;
         all_unchanged(query, &job);
         assert_eq!(job["counts"]["rows"], 5, "{query}: {job}");
     }
+}
+
+/// A CSV export's text with its records edited by `edit` (header first).
+fn edited(text: &str, edit: impl FnOnce(&mut Vec<Vec<String>>)) -> String {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(text.as_bytes());
+    let mut records: Vec<Vec<String>> = reader
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_string).collect())
+        .collect();
+    edit(&mut records);
+    let mut out = csv::Writer::from_writer(vec![]);
+    for r in &records {
+        out.write_record(r).unwrap();
+    }
+    String::from_utf8(out.into_inner().unwrap()).unwrap()
+}
+
+/// Each row's error codes and messages by row number, from the errors
+/// report.
+async fn errors_by_row(app: &TestApp, key: &str, id: &str) -> Vec<(u64, String, String)> {
+    let report = app.get_json(key, &format!("/api/jobs/{id}/errors")).await;
+    let mut found: Vec<(u64, String, String)> = (report["errors"].as_array().unwrap().iter())
+        .map(|e| {
+            let row = e["row"].as_u64().unwrap();
+            let code = e["code"].as_str().unwrap().to_string();
+            (row, code, e["message"].as_str().unwrap().to_string())
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// An export edited and imported again in `upsert` or `update` mode: a
+/// row that changed or went since the export, or that the file gives as
+/// new while the table has it now, is a `conflict` with the table's
+/// values as `before`; an edited row whose `_version` holds is an update.
+/// The same holds for a file that leaves columns out, and a commit checks
+/// again what the preview saw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_changed_or_deleted_since_its_export_is_a_conflict() {
+    let (app, sub, apr, _dir) = seeded().await;
+    let text = String::from_utf8(exported(&app, &sub, "", "text/csv").await).unwrap();
+    // The export: A-1, A-2, B-1 (rows 2 to 4). Ani gets a new name; D-1
+    // and E-1 are new rows; F-1 carries a token cut short.
+    let file = edited(&text, |r| {
+        r[2][1] = "Ani Suryani".into();
+        let blank = |code: &str, version: &str| {
+            let mut row = vec![String::new(); HEADER.len()];
+            row[0] = code.into();
+            row[9] = version.into();
+            row
+        };
+        r.push(blank("D-1", ""));
+        r.push(blank("E-1", ""));
+        r.push(blank("F-1", "v1-12ab"));
+    });
+    // Meanwhile someone else changes B-1, deletes A-1 and adds E-1.
+    commit(
+        &app,
+        &sub,
+        &apr,
+        "?mode=upsert",
+        "code,qty
+B-1,4
+E-1,1
+",
+    )
+    .await;
+    app.sql("DELETE FROM uc_items WHERE code = 'A-1'").await;
+
+    let job = app
+        .upload(&sub, "items", "?mode=upsert&on_error=skip", &file)
+        .await;
+    let id = job["id"].as_str().unwrap().to_string();
+    let counts = &job["counts"];
+    assert_eq!(
+        (&counts["update"], &counts["insert"], &counts["errors"]),
+        (&json!(1), &json!(1), &json!(4)),
+        "{job}"
+    );
+    let errors = errors_by_row(&app, &sub, &id).await;
+    let codes: Vec<(u64, &str)> = errors.iter().map(|(r, c, _)| (*r, c.as_str())).collect();
+    assert_eq!(
+        codes,
+        [
+            (2, "conflict"),
+            (4, "conflict"),
+            (6, "conflict"),
+            (7, "format")
+        ],
+        "{errors:?}"
+    );
+    let says = |row: u64, words: &str| {
+        let (_, _, message) = errors.iter().find(|(r, _, _)| *r == row).unwrap();
+        assert!(message.contains(words), "row {row}: {message}");
+    };
+    says(
+        2,
+        "(code A-1) was deleted from uc_items since it was exported",
+    );
+    says(4, "(code B-1) changed in uc_items since it was exported");
+    says(6, "(code E-1) was added to uc_items since it was exported");
+    says(
+        7,
+        "column _version: \"v1-12ab\" is not a version an export wrote",
+    );
+    // The preview shows what the table holds now beside what the file says.
+    let preview = app
+        .get_json(&sub, &format!("/api/jobs/{id}/preview?action=error"))
+        .await;
+    let b1 = (preview["rows"].as_array().unwrap().iter())
+        .find(|r| r["row"] == 4)
+        .unwrap();
+    assert_eq!(b1["before"]["qty"], 4, "{b1}");
+    assert_eq!(b1["values"]["qty"], 3, "{b1}");
+    assert!(
+        !job["warnings"].to_string().contains("_version"),
+        "the column is known: {job}"
+    );
+
+    // In update mode the new row without a key in the table is not found.
+    let job = app
+        .upload(&sub, "items", "?mode=update&on_error=skip", &file)
+        .await;
+    let errors = errors_by_row(&app, &sub, job["id"].as_str().unwrap()).await;
+    let codes: Vec<(u64, &str)> = errors.iter().map(|(r, c, _)| (*r, c.as_str())).collect();
+    assert_eq!(
+        codes,
+        [
+            (2, "conflict"),
+            (4, "conflict"),
+            (5, "not_found"),
+            (6, "conflict"),
+            (7, "format")
+        ]
+    );
+
+    // A file that leaves columns out is checked on the whole row too.
+    let fresh = String::from_utf8(exported(&app, &sub, "", "text/csv").await).unwrap();
+    let narrow = edited(&fresh, |r| {
+        for row in r.iter_mut() {
+            *row = vec![row[0].clone(), row[1].clone(), row[9].clone()];
+        }
+    });
+    // B-1 now; E-1's amount changes behind the service, a column the
+    // narrow file does not give.
+    app.sql("UPDATE uc_items SET amount = 2 WHERE code = 'E-1'")
+        .await;
+    let narrow = edited(&narrow, |r| r[1][1] = "Ani S.".into());
+    let job = app
+        .upload(&sub, "items", "?mode=upsert&on_error=skip", &narrow)
+        .await;
+    let counts = &job["counts"];
+    assert_eq!(
+        (&counts["update"], &counts["unchanged"], &counts["errors"]),
+        (&json!(1), &json!(1), &json!(1)),
+        "{job}"
+    );
+    let errors = errors_by_row(&app, &sub, job["id"].as_str().unwrap()).await;
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].2.contains("(code E-1) changed"), "{errors:?}");
+
+    // A versioned job at the gate whose row changes before the approval is
+    // refused at the commit, as any stale preview.
+    let fresh =
+        String::from_utf8(exported(&app, &sub, "?where.code=B-1", "text/csv").await).unwrap();
+    let file = edited(&fresh, |r| r[1][1] = "Bayu".into());
+    let job = app.upload(&sub, "items", "?mode=upsert", &file).await;
+    assert_eq!(job["counts"]["update"], 1, "{job}");
+    app.sql("UPDATE uc_items SET name = 'Bima' WHERE code = 'B-1'")
+        .await;
+    let id = job["id"].as_str().unwrap();
+    let done = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(done["state"], "failed", "{done}");
+    assert_eq!(done["problem"]["code"], "stale_preview", "{done}");
+    let name = app
+        .sql("SELECT name FROM uc_items WHERE code = 'B-1'")
+        .await;
+    assert_eq!(name[0][0].as_deref(), Some("Bima"));
+
+    // In insert mode the column is read and left alone.
+    let job = app
+        .upload(
+            &sub,
+            "items",
+            "?mode=insert",
+            "code,_version\nG-1,v1-nothing\n",
+        )
+        .await;
+    assert_eq!(job["counts"]["insert"], 1, "{job}");
+    assert!(!job["warnings"].to_string().contains("_version"), "{job}");
 }
 
 /// An XLSX export opened and saved again by LibreOffice, as XLSX and as

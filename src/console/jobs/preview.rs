@@ -226,7 +226,7 @@ fn preview_row(module: &Module, zone: Tz, r: &PreviewRow, cols: &[&str]) -> Mark
                         @if let Some(m) = &mark { (m) }
                         @if let Some(m) = &norm { (m) }
                     }
-                } @else if row.action == RowAction::Update && row.before.as_ref().is_some_and(|b| b.contains_key(*col)) && before != after {
+                } @else if row.before.as_ref().is_some_and(|b| b.contains_key(*col)) && before != after {
                     td.cell-changed.cell-fixed[fixed] {
                         span.sr-only { (t!("preview-was")) " " }
                         del { (shown(col, before)) }

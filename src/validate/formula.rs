@@ -1,6 +1,10 @@
-//! Formula neutralising (API.md section 5): report cells a spreadsheet
-//! could run get a leading apostrophe on the way out, and a cell sent back
-//! in a corrected errored-rows file (section 11) loses it again.
+//! Formula neutralising (API.md section 5): report and export cells a
+//! spreadsheet could run get a leading apostrophe on the way out, and a
+//! cell read back from a spreadsheet format (an export edited and
+//! imported again, section 15; a corrected errored-rows file, section 11)
+//! loses it again.
+
+use crate::ingest::Cell;
 
 /// Cells a spreadsheet could run as a formula get a leading apostrophe.
 /// Spreadsheets skip spaces (a no-break space too) before `=`, read the
@@ -38,9 +42,45 @@ pub fn restore(cell: &str) -> &str {
     }
 }
 
+/// Restores every text cell of a row read from a spreadsheet format
+/// ([`restore`]): an export's neutralised cells read back as the values
+/// they were. A cell that does not begin with an apostrophe is not looked
+/// at twice.
+pub fn restore_cells(cells: &mut [Cell]) {
+    for cell in cells {
+        if let Cell::Text(text) = cell
+            && text.starts_with('\'')
+            && restore(text).len() < text.len()
+        {
+            text.remove(0);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{neutralise, restore};
+    use super::{neutralise, restore, restore_cells};
+    use crate::ingest::Cell;
+
+    #[test]
+    fn a_row_read_back_loses_only_the_apostrophes_neutralising_added() {
+        let mut cells = vec![
+            Cell::Text("'=1+1".into()),
+            Cell::Text("'90s".into()),
+            Cell::Text("'-5".into()),
+            Cell::Text("Budi".into()),
+            Cell::Empty,
+        ];
+        restore_cells(&mut cells);
+        let texts: Vec<String> = cells
+            .iter()
+            .map(|c| match c {
+                Cell::Text(t) => t.clone(),
+                _ => String::new(),
+            })
+            .collect();
+        assert_eq!(texts, ["=1+1", "'90s", "-5", "Budi", ""]);
+    }
 
     #[test]
     fn every_way_a_spreadsheet_finds_a_formula_is_neutralised() {
