@@ -5,6 +5,7 @@
 //! are read exactly as without rules, at no cost.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 
 use crate::catalog::Module;
 use crate::ingest::{Cell, RawRow};
@@ -13,8 +14,26 @@ use crate::rules::unique::{self, Tracker};
 use crate::rules::{Compiled, Severity};
 use crate::validate::{CellError, CheckedRow, HeaderMap, RowError, Rules, check_row_with, value};
 
-/// A rule set applied to the rows of one file, in file order.
+/// A rule set applied to the rows of one file, in file order: a
+/// [`Typer`] that normalizes and types each row, then a [`Judge`] that
+/// runs the checks and unique rules over it. The two may run on two
+/// threads ([`Apply::split`]): typing needs no row but its own, judging
+/// needs every row before it in file order.
 pub struct Apply<'a> {
+    typer: Typer<'a>,
+    judge: Option<Judge<'a>>,
+}
+
+/// Normalizes a row's cells and reads them as their columns' types.
+#[derive(Clone, Copy)]
+pub struct Typer<'a> {
+    module: &'a Module,
+    rules: &'a Compiled,
+    header: &'a HeaderMap,
+}
+
+/// Judges typed rows, in file order, by a set's checks and unique rules.
+pub struct Judge<'a> {
     module: &'a Module,
     rules: &'a Compiled,
     header: &'a HeaderMap,
@@ -35,12 +54,20 @@ impl<'a> Apply<'a> {
         if rules.is_empty() {
             return None;
         }
+        let judges = !rules.checks.is_empty() || !rules.uniques.is_empty();
         Some(Apply {
-            module,
-            rules,
-            header,
-            places: places(module.columns.len(), &header.provided),
-            seen: rules.uniques.iter().map(|_| Tracker::new()).collect(),
+            typer: Typer {
+                module,
+                rules,
+                header,
+            },
+            judge: judges.then(|| Judge {
+                module,
+                rules,
+                header,
+                places: places(module.columns.len(), &header.provided),
+                seen: rules.uniques.iter().map(|_| Tracker::new()).collect(),
+            }),
         })
     }
 
@@ -48,21 +75,36 @@ impl<'a> Apply<'a> {
     /// rules unless `judged` is false (a row a revision leaves out, which
     /// meets neither the rules nor the file's other rows).
     pub fn check_row(&mut self, parse: &Rules, raw: RawRow, judged: bool) -> CheckedRow {
-        let rules = self.rules;
-        let mut row = check_row_with(self.module, self.header, parse, raw, |column, cell| {
-            normalize(rules, column, cell)
-        });
-        if judged {
-            self.judge(&mut row);
+        let mut row = self.typer.type_row(parse, raw);
+        if let Some(judge) = self.judge.as_mut().filter(|_| judged) {
+            judge.judge(&mut row);
         }
         row
     }
 
+    /// The typing and the judging apart; no judge when the set has
+    /// neither checks nor unique rules.
+    pub fn split(self) -> (Typer<'a>, Option<Judge<'a>>) {
+        (self.typer, self.judge)
+    }
+}
+
+impl Typer<'_> {
+    /// One row with its cells normalized, then typed.
+    pub fn type_row(&self, parse: &Rules, raw: RawRow) -> CheckedRow {
+        let rules = self.rules;
+        check_row_with(self.module, self.header, parse, raw, |column, cell| {
+            normalize(rules, column, cell)
+        })
+    }
+}
+
+impl Judge<'_> {
     /// Runs each check whose columns all read (a check reading a cell that
     /// failed its type is left out: that cell's own error says why), then
     /// feeds each unique rule; what they find is an error or a warning by
     /// the rule's severity.
-    fn judge(&mut self, row: &mut CheckedRow) {
+    pub fn judge(&mut self, row: &mut CheckedRow) {
         let CheckedRow {
             row: number,
             values,
@@ -101,6 +143,37 @@ impl<'a> Apply<'a> {
             }
         }
     }
+}
+
+/// Batches of typed rows judged on a thread of their own, beside the
+/// reader: `read` types rows and hands each batch to the sink it is given;
+/// the judge runs over every row not in `excluded`, in file order, and
+/// passes the batch to `forward`. A sink that returns false has lost its
+/// receiver (the judge ended, or `forward` refused), and the reader stops.
+/// A panic in the judge, or no thread to be had, surfaces as a panic of
+/// this call once the reader stops; the validation's reader catches it.
+pub fn judged<R>(
+    mut judge: Judge<'_>,
+    excluded: &HashSet<u64>,
+    mut forward: impl FnMut(Vec<CheckedRow>) -> bool + Send,
+    read: impl FnOnce(&mut dyn FnMut(Vec<CheckedRow>) -> bool) -> R,
+) -> R {
+    std::thread::scope(|scope| {
+        // Two batches ahead: enough to keep both threads busy, nothing in
+        // memory.
+        let (to_judge, judging) = std::sync::mpsc::sync_channel::<Vec<CheckedRow>>(2);
+        scope.spawn(move || {
+            for mut batch in judging {
+                for row in batch.iter_mut().filter(|r| !excluded.contains(&r.row)) {
+                    judge.judge(row);
+                }
+                if !forward(batch) {
+                    return;
+                }
+            }
+        });
+        read(&mut |batch| to_judge.send(batch).is_ok())
+    })
 }
 
 /// Applies module column `column`'s normalizers to a cell's text: the
@@ -231,6 +304,86 @@ mod tests {
         assert_eq!(e.code, RowErrorCode::OutOfRange, "{e:?}");
         assert_eq!(e.value.as_deref(), Some("Rp 99.999.999.999.999.999.999"));
         assert!(row.normalized.is_empty());
+    }
+
+    #[test]
+    fn rows_judged_beside_the_reader_meet_every_row_before_them() {
+        let (module, compiled) = customers_with(json!([
+            {"id": "lower", "column": "city", "normalize": "lower"},
+            {"id": "one_name", "unique": ["customer_name"]},
+        ]));
+        let names = ["customer_name", "city", "wa_number"].map(String::from);
+        let header = match_header(&module, &names).unwrap();
+        let parse = Rules {
+            date_formats: &module.date_formats,
+            zone: chrono_tz::Asia::Jakarta,
+            max_cell_bytes: 1024,
+        };
+        let (typer, judge) = Apply::new(&module, &compiled, &header).unwrap().split();
+        let excluded = HashSet::from([4]);
+        let mut out = Vec::new();
+        let typed = judged(
+            judge.expect("a unique rule judges"),
+            &excluded,
+            |batch| {
+                out.push(batch);
+                true
+            },
+            |sink| {
+                let batches = [
+                    vec![(2, "Budi")],
+                    vec![(3, "Budi"), (4, "Budi")],
+                    vec![(5, "Cici")],
+                ];
+                let mut n = 0;
+                for batch in batches {
+                    let rows = batch.into_iter().map(|(row, name)| {
+                        typer.type_row(&parse, raw(row, &[name, "BANDUNG", "+6281234567890"]))
+                    });
+                    n += 1;
+                    assert!(sink(rows.collect()));
+                }
+                n
+            },
+        );
+        assert_eq!(typed, 3);
+        let rows: Vec<_> = out.into_iter().flatten().collect();
+        let numbers: Vec<_> = rows.iter().map(|r| r.row).collect();
+        assert_eq!(numbers, [2, 3, 4, 5], "in file order");
+        let codes = |i: usize| rows[i].errors.iter().map(|e| e.code).collect::<Vec<_>>();
+        assert_eq!(codes(1), [RowErrorCode::DuplicateInFile]);
+        assert!(codes(0).is_empty() && codes(2).is_empty() && codes(3).is_empty());
+        let city = module.column_index("city").unwrap();
+        assert_eq!(rows[3].values[city], Some(Value::Text("bandung".into())));
+
+        // A forward that refuses stops the reader.
+        let (_, judge) = Apply::new(&module, &compiled, &header).unwrap().split();
+        let sent = judged(
+            judge.unwrap(),
+            &excluded,
+            |_| false,
+            |sink| {
+                (0..100)
+                    .take_while(|&n| {
+                        sink(vec![
+                            typer.type_row(&parse, raw(n, &["X", "y", "+6281234567890"])),
+                        ])
+                    })
+                    .count()
+            },
+        );
+        assert!(sent < 100, "the reader stopped after {sent} batches");
+    }
+
+    #[test]
+    fn a_set_of_normalizers_alone_has_no_judge() {
+        let (module, compiled) = customers_with(json!([
+            {"id": "lower", "column": "city", "normalize": "lower"},
+        ]));
+        let names = ["customer_name", "wa_number", "city"].map(String::from);
+        let header = match_header(&module, &names).unwrap();
+        let (_, judge) = Apply::new(&module, &compiled, &header).unwrap().split();
+        assert!(judge.is_none());
     }
 
     #[test]

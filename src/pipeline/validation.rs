@@ -12,7 +12,7 @@ use std::time::Instant;
 use serde_json::Value as Json;
 use tokio::sync::mpsc;
 
-use super::apply::Apply;
+use super::apply::{self, Apply, Typer};
 use super::distinct::Distinct;
 use super::references::{Checks, Target};
 use super::versions::{self, Versions};
@@ -495,52 +495,97 @@ fn read_file(
         return Ok(());
     }
     // Asked once: without rules each row is read as it always was.
-    let mut apply = Apply::new(module, rules.as_ref(), &header);
+    let (typer, judge) = match Apply::new(module, rules.as_ref(), &header) {
+        Some(apply) => {
+            let (typer, judge) = apply.split();
+            (Some(typer), judge)
+        }
+        None => (None, None),
+    };
     let excluded: std::collections::HashSet<u64> = (job.revision.iter())
         .flat_map(|r| r.exclude.iter().copied())
         .collect();
-    let mut batch = Vec::with_capacity(BATCH);
-    let mut n = 0u64;
-    let mut was = Vec::new();
-    let restore = job.file.format.neutralises();
-    for raw in source.rows {
-        let mut raw = raw?;
-        if restore {
-            restore_cells(&mut raw.cells);
-        }
-        fixes.apply(&mut raw, &mut was);
-        n += 1;
-        if n > max_rows {
-            return Err(FileError::new(
-                FileCode::TooManyRows,
-                format!("the file has more than {max_rows} data rows"),
-            ));
-        }
-        let extra = extra_cells(&raw, source.header.len());
-        let mut checked = match &mut apply {
-            None => check_row(module, &header, &parse, raw),
-            Some(apply) => {
-                let judged = !excluded.contains(&raw.row);
-                apply.check_row(&parse, raw, judged)
-            }
-        };
-        checked.errors.extend(extra);
-        batch.push(checked);
-        if batch.len() == BATCH
-            && tx
-                .blocking_send(Ok(Msg::Rows(std::mem::take(&mut batch))))
-                .is_err()
-        {
-            return Ok(());
-        }
-    }
-    if !batch.is_empty() && tx.blocking_send(Ok(Msg::Rows(batch))).is_err() {
-        return Ok(());
-    }
-    if !was.is_empty() {
+    let typing = Typing {
+        module,
+        header: &header,
+        parse,
+        typer,
+        fixes,
+        restore: job.file.format.neutralises(),
+        max_rows,
+        width: source.header.len(),
+    };
+    let forward = |batch: Vec<CheckedRow>| tx.blocking_send(Ok(Msg::Rows(batch))).is_ok();
+    let rows = source.rows;
+    let was = match judge {
+        None => typing.run(rows, &mut { forward }),
+        Some(judge) => apply::judged(judge, &excluded, forward, |sink| typing.run(rows, sink)),
+    }?;
+    if let Some(was) = was.filter(|was| !was.is_empty()) {
         let _ = tx.blocking_send(Ok(Msg::Was(was)));
     }
     Ok(())
+}
+
+/// The reader's own part of a row: a revision's fixes, then the cells
+/// normalized and typed; a set's checks judge it after
+/// ([`apply::judged`]).
+struct Typing<'a> {
+    module: &'a Module,
+    header: &'a HeaderMap,
+    parse: Rules<'a>,
+    typer: Option<Typer<'a>>,
+    fixes: Fixes,
+    /// Whether the format's cells had a formula's first character
+    /// neutralised when exported, to be restored.
+    restore: bool,
+    max_rows: u64,
+    /// The file's header's width: cells past it are the row's error.
+    width: usize,
+}
+
+impl Typing<'_> {
+    /// Types every row and hands them to `sink` in batches; what the fixed
+    /// cells held, or `None` when the sink stopped taking rows.
+    fn run(
+        &self,
+        rows: impl Iterator<Item = Result<ingest::RawRow, FileError>>,
+        sink: &mut dyn FnMut(Vec<CheckedRow>) -> bool,
+    ) -> Result<Option<Vec<(usize, String)>>, FileError> {
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut n = 0u64;
+        let mut was = Vec::new();
+        for raw in rows {
+            let mut raw = raw?;
+            if self.restore {
+                restore_cells(&mut raw.cells);
+            }
+            self.fixes.apply(&mut raw, &mut was);
+            n += 1;
+            if n > self.max_rows {
+                return Err(FileError::new(
+                    FileCode::TooManyRows,
+                    format!("the file has more than {} data rows", self.max_rows),
+                ));
+            }
+            let extra = extra_cells(&raw, self.width);
+            let mut checked = match &self.typer {
+                None => check_row(self.module, self.header, &self.parse, raw),
+                Some(typer) => typer.type_row(&self.parse, raw),
+            };
+            checked.errors.extend(extra);
+            batch.push(checked);
+            if batch.len() == BATCH
+                && !sink(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)))
+            {
+                return Ok(None);
+            }
+        }
+        if !batch.is_empty() && !sink(batch) {
+            return Ok(None);
+        }
+        Ok(Some(was))
+    }
 }
 
 /// A revision's fixes by row number, each as (file position, new text,
