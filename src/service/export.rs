@@ -35,10 +35,11 @@ use bytes::Bytes;
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
 use rust_decimal::Decimal;
-use rust_xlsxwriter::{DataValidation, ExcelDateTime, Format, Formula, Workbook, XlsxError};
+use rust_xlsxwriter::{ExcelDateTime, Format, Workbook, XlsxError};
 use serde_json::{Map, Value as Json, json};
 use tokio::sync::mpsc;
 
+use super::dropdowns;
 use super::modules::XLSX_TYPE;
 use super::reports::{Download, DownloadBody};
 use super::{App, Error, Result, in_scope};
@@ -636,10 +637,6 @@ impl Formats {
     }
 }
 
-/// The name of the hidden sheet holding allowed values a dropdown's own
-/// list cannot: longer than Excel's 255 characters, or with a comma.
-const LISTS_SHEET: &str = "_lists";
-
 impl Sheet {
     fn new(module: Arc<Module>, zone: Tz) -> std::result::Result<Sheet, XlsxError> {
         let mut book = Workbook::new();
@@ -648,7 +645,6 @@ impl Sheet {
         let sheet = book.add_worksheet_with_constant_memory()?;
         sheet.set_name(module.key.as_str())?;
         let last = module.columns.len() as u16;
-        let mut long_lists = Vec::new();
         for (i, c) in module.columns.iter().enumerate() {
             let col = i as u16;
             let width = match c.ty {
@@ -661,45 +657,11 @@ impl Sheet {
                 sheet.set_column_format(col, &text)?;
             }
             sheet.write_string_with_format(0, col, &c.name, &bold)?;
-            if let Some(allowed) = &c.allowed {
-                let rows = XLSX_MAX_ROWS as u32;
-                // A comma in a value would split it in a list of its own.
-                let own = (!allowed.iter().any(|v| v.contains(',')))
-                    .then(|| {
-                        DataValidation::new()
-                            .allow_list_strings(allowed.as_slice())
-                            .ok()
-                    })
-                    .flatten();
-                match own {
-                    Some(list) => {
-                        sheet.add_data_validation(1, col, rows, col, &list)?;
-                    }
-                    None => long_lists.push((col, allowed.clone())),
-                }
-            }
         }
         sheet.set_column_width(last, 36)?;
         sheet.write_string_with_format(0, last, VERSION_COLUMN, &bold)?;
         sheet.set_freeze_panes(1, 0)?;
-        if !long_lists.is_empty() {
-            // Written after the module's sheet, so that it stays the first
-            // one, the one an import reads.
-            let lists = book.add_worksheet();
-            lists.set_name(LISTS_SHEET)?.set_hidden(true);
-            for (k, (_, allowed)) in long_lists.iter().enumerate() {
-                for (r, v) in allowed.iter().enumerate() {
-                    lists.write_string(r as u32, k as u16, v)?;
-                }
-            }
-            let sheet = book.worksheet_from_index(0)?;
-            for (k, (col, allowed)) in long_lists.iter().enumerate() {
-                let letter = column_letters(k as u16);
-                let range = format!("={LISTS_SHEET}!${letter}$1:${letter}${}", allowed.len());
-                let list = DataValidation::new().allow_list_formula(Formula::new(range));
-                sheet.add_data_validation(1, *col, XLSX_MAX_ROWS as u32, *col, &list)?;
-            }
-        }
+        dropdowns::add(&mut book, &module, XLSX_MAX_ROWS as u32)?;
         Ok(Sheet {
             book,
             module,
@@ -756,19 +718,6 @@ impl Sheet {
         file.seek(SeekFrom::Start(0)).map_err(Error::internal)?;
         Ok(file)
     }
-}
-
-/// `A`, `B`, …, `Z`, `AA`, …: a sheet's column name.
-fn column_letters(mut col: u16) -> String {
-    let mut letters = Vec::new();
-    loop {
-        letters.push(b'A' + (col % 26) as u8);
-        if col < 26 {
-            break;
-        }
-        col = col / 26 - 1;
-    }
-    letters.iter().rev().map(|&b| char::from(b)).collect()
 }
 
 /// How a value is written into a sheet.
@@ -980,14 +929,5 @@ mod tests {
         for list in ["_lists!$A$1:$A$40", "_lists!$B$1:$B$2", "\"x,y\""] {
             assert!(first.contains(list), "{list}: {first}");
         }
-    }
-
-    #[test]
-    fn sheet_columns_are_lettered_as_spreadsheets_letter_them() {
-        assert_eq!(column_letters(0), "A");
-        assert_eq!(column_letters(25), "Z");
-        assert_eq!(column_letters(26), "AA");
-        assert_eq!(column_letters(701), "ZZ");
-        assert_eq!(column_letters(702), "AAA");
     }
 }

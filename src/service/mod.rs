@@ -30,6 +30,7 @@
 //!   demo only.
 
 pub mod audit;
+mod dropdowns;
 pub mod error;
 pub mod events;
 pub mod export;

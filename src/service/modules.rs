@@ -5,11 +5,14 @@ use rust_xlsxwriter::{ExcelDateTime, Format as XlsxFormat, Workbook, Worksheet, 
 use serde::Deserialize;
 use serde_json::{Value as JsonValue, json};
 
-use super::{Error, Result};
+use super::{Error, Result, dropdowns};
 use crate::catalog::{ColumnType, Module};
 
 /// The media type of XLSX files.
 pub const XLSX_TYPE: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+
+/// A sheet's last row, counted from 0: a template's dropdowns reach it.
+const XLSX_LAST_ROW: u32 = 1_048_575;
 
 /// The formats a template is offered in.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
@@ -106,9 +109,10 @@ impl Example {
     }
 }
 
-/// The XLSX template: a bold header row and one typed example row. Text
-/// columns are formatted as text, so that a phone number typed into them
-/// keeps its leading zero.
+/// The XLSX template: a bold header row, frozen, and one typed example
+/// row. Text columns are formatted as text, so that a phone number typed
+/// into them keeps its leading zero; a column with allowed values has
+/// them as a dropdown down the sheet.
 fn xlsx_template(m: &Module, examples: &[Example]) -> Result<Vec<u8>, XlsxError> {
     let mut book = Workbook::new();
     let sheet = book.add_worksheet();
@@ -124,6 +128,8 @@ fn xlsx_template(m: &Module, examples: &[Example]) -> Result<Vec<u8>, XlsxError>
         sheet.write_string_with_format(0, col, &c.name, &bold)?;
         e.write(sheet, 1, col)?;
     }
+    sheet.set_freeze_panes(1, 0)?;
+    dropdowns::add(&mut book, m, XLSX_LAST_ROW)?;
     book.save_to_buffer()
 }
 

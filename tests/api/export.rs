@@ -290,14 +290,19 @@ async fn the_xlsx_export_has_typed_cells_that_keep_every_digit() {
     let versions: Vec<Data> = rows[1..].iter().map(|r| r[9].clone()).collect();
     assert_eq!(versions, tokens.iter().map(|t| s(t)).collect::<Vec<_>>());
 
-    // The header frozen and bold, the allowed values a dropdown.
+    assert_frozen_bold_with_dropdowns(&body);
+}
+
+/// The header frozen and bold, the allowed values of `status` a
+/// dropdown: what an export and a template of `items` both hold.
+fn assert_frozen_bold_with_dropdowns(body: &[u8]) {
     let mut zip = zip::ZipArchive::new(std::io::Cursor::new(body)).unwrap();
-    let mut sheet = String::new();
-    std::io::Read::read_to_string(
-        &mut zip.by_name("xl/worksheets/sheet1.xml").unwrap(),
-        &mut sheet,
-    )
-    .unwrap();
+    let part = |zip: &mut zip::ZipArchive<_>, name: &str| {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut zip.by_name(name).unwrap(), &mut text).unwrap();
+        text
+    };
+    let sheet = part(&mut zip, "xl/worksheets/sheet1.xml");
     assert!(
         sheet.contains("state=\"frozen\"") && sheet.contains("ySplit=\"1\""),
         "{sheet}"
@@ -306,9 +311,37 @@ async fn the_xlsx_export_has_typed_cells_that_keep_every_digit() {
         sheet.contains("<dataValidation ") && sheet.contains("\"open,closed\""),
         "{sheet}"
     );
-    let mut styles = String::new();
-    std::io::Read::read_to_string(&mut zip.by_name("xl/styles.xml").unwrap(), &mut styles).unwrap();
+    let styles = part(&mut zip, "xl/styles.xml");
     assert!(styles.contains("<b/>"), "{styles}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_template_offers_the_dropdowns_of_an_export_and_typed_examples() {
+    let (app, sub, apr, _dir) = seeded().await;
+    let resp = app
+        .get(&sub, "/api/modules/items/template?format=xlsx")
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let body = resp.bytes().await.unwrap().to_vec();
+    assert_frozen_bold_with_dropdowns(&body);
+
+    // Its example row is typed, a pick from the list, and imports.
+    use calamine::{Data, Reader, Xlsx};
+    let mut book = Xlsx::new(std::io::Cursor::new(body.clone())).unwrap();
+    let range = book.worksheet_range("items").unwrap();
+    let rows: Vec<Vec<Data>> = range.rows().map(|r| r.to_vec()).collect();
+    assert_eq!(rows[0].len(), HEADER.len() - 1, "no _version in a template");
+    assert_eq!(rows[1][2], Data::Float(1.0));
+    assert_eq!(rows[1][7], Data::Bool(true));
+    assert_eq!(rows[1][8], Data::String("open".into()));
+    let resp = app.upload_raw(&sub, "items", "", XLSX, body).await;
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    let job: Value = resp.json().await.unwrap();
+    let job = app.wait_done(&sub, job["id"].as_str().unwrap()).await;
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    assert_eq!(job["counts"]["insert"], 1, "{job}");
+    let id = job["id"].as_str().unwrap();
+    assert_eq!(app.act_ok(&apr, id, "approve").await["state"], "committed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
