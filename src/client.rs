@@ -5,9 +5,11 @@
 //! (or is further along), 1 when it is invalid or failed, 2 on a refused
 //! request. [`events`]: `importgate events tail`, following the event
 //! stream. [`revise`]: `importgate revise`, a revision of a job.
+//! [`export`]: `importgate export`, a module's rows out to a file.
 //! [`rules`]: `importgate rules`, a module's rules shown and proposed.
 
 pub mod events;
+pub mod export;
 pub mod revise;
 pub mod rules;
 

@@ -121,6 +121,35 @@ enum Command {
         #[arg(long)]
         wait: bool,
     },
+    /// Export a module's rows as a file to edit and import again (a
+    /// client of the API): in natural-key order, each row's `_version`
+    /// last, so that an import of the edited file refuses rows changed
+    /// meanwhile.
+    #[command(after_help = "Examples:\n  \
+        IMPORTGATE_KEY=igk_… importgate export customers > pelanggan.csv\n  \
+        importgate export orders --format xlsx --where status=pending --where city=Bandung -o pesanan.xlsx\n  \
+        importgate export orders --job job_01J… --format ndjson   # the rows one import wrote")]
+    Export {
+        /// Module key (customers, orders, …).
+        module: String,
+        #[arg(long, value_parser = ["csv", "xlsx", "json", "ndjson"])]
+        format: Option<String>,
+        /// COLUMN=VALUE: only rows whose column holds the value (read as a
+        /// file's cell is; empty asks for null), repeatable, combined with AND.
+        #[arg(long = "where", value_name = "COLUMN=VALUE")]
+        wheres: Vec<String>,
+        /// Only the rows this committed job (job_…) inserted or updated.
+        #[arg(long)]
+        job: Option<String>,
+        /// At most this many rows.
+        #[arg(long)]
+        limit: Option<u64>,
+        /// Write to this file, put in place once whole [default: standard output].
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        service: ServiceArgs,
+    },
     /// Show a module's rules, or propose new ones for another person to
     /// approve (a client of the API).
     Rules {
@@ -432,6 +461,29 @@ async fn main() -> anyhow::Result<()> {
                 on_error: on_error.as_deref(),
                 mapping: mapping.as_deref(),
                 wait,
+            })
+            .await?;
+            std::process::exit(code)
+        }
+        Command::Export {
+            module,
+            format,
+            wheres,
+            job,
+            limit,
+            output,
+            service,
+        } => {
+            use importgate::client::export;
+            let code = export::run(export::Export {
+                url: &service.url,
+                key: &service.key,
+                module: &module,
+                format: format.as_deref(),
+                wheres: &wheres,
+                job: job.as_deref(),
+                limit,
+                output: output.as_deref(),
             })
             .await?;
             std::process::exit(code)

@@ -518,3 +518,55 @@ async fn the_rules_command_proposes_and_shows() {
         "{stderr}"
     );
 }
+
+/// `importgate export` writes a module's rows, filtered, to standard
+/// output or to a file put in place once whole; the file imports again as
+/// all unchanged, and a filter the module cannot take is refused naming
+/// it, exit 2, with no file left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_export_command_writes_the_filtered_rows_to_stdout_or_a_file() {
+    let app = crate::common::spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let job = app
+        .upload(&sub, "customers", "", crate::common::CUSTOMERS)
+        .await;
+    let job_id = job["id"].as_str().unwrap();
+    assert_eq!(
+        app.act_ok(&apr, job_id, "approve").await["state"],
+        "committed"
+    );
+    let run = |args: &[&str]| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["export", "customers"])
+            .args(args)
+            .args(["--url", &app.base]);
+        cmd.env("IMPORTGATE_KEY", &sub);
+        cmd.output().unwrap()
+    };
+
+    let out = run(&["--where", "city=Bandung"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let csv = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 2, "{csv}");
+    assert!(lines[0].ends_with(",_version"), "{csv}");
+    assert!(lines[1].starts_with("Budi Hartono,"), "{csv}");
+
+    let file = app.dir().join("pelanggan.csv");
+    let out = run(&["--job", job_id, "-o", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let whole = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(whole.lines().count(), 4, "{whole}");
+    let again = app.upload(&sub, "customers", "?mode=upsert", &whole).await;
+    assert_eq!(again["counts"]["unchanged"], 3, "{again}");
+
+    let refused = app.dir().join("refused.csv");
+    let out = run(&["--where", "planet=Mars", "-o", refused.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(stderr.contains("[where.planet]"), "{stderr}");
+    assert!(!refused.exists());
+    let out = run(&["--where", "city"]);
+    assert_eq!(out.status.code(), Some(2));
+}
