@@ -19,6 +19,7 @@ use crate::service::App;
 pub enum Nav {
     Jobs,
     Upload,
+    Data,
     Rules,
     Keys,
     Webhooks,
@@ -124,6 +125,7 @@ pub fn page(ctx: &Ctx, title: &str, content: Markup) -> Markup {
                         @if ctx.user.is_some() {
                             (nav_link(ctx, Nav::Jobs, "/jobs", &t!("nav-jobs")))
                             (nav_link(ctx, Nav::Upload, "/upload", &t!("nav-upload")))
+                            (nav_link(ctx, Nav::Data, "/modules", &t!("nav-data")))
                             (nav_link(ctx, Nav::Rules, "/rules", &t!("nav-rules")))
                             @if ctx.is_admin() {
                                 (nav_link(ctx, Nav::Keys, "/keys", &t!("nav-keys")))

@@ -11,16 +11,18 @@
 //! Where things are:
 //! - [`session`]: sign-in with a key, the server-side session, CSRF;
 //! - [`layout`]: the page shell and small shared pieces (badges, people, time);
-//! - [`jobs`], [`fix`], [`upload`], [`keys`], [`rules`], [`developers`]:
-//!   the pages;
+//! - [`jobs`], [`fix`], [`upload`], [`data`], [`keys`], [`rules`],
+//!   [`developers`]: the pages;
 //! - [`assets`]: the stylesheet, the script and the icon.
 //!
-//! Pages live at `/`, `/jobs`, `/upload`, `/keys`, `/rules` (with
+//! Pages live at `/`, `/jobs`, `/upload`, `/modules` (with
+//! `/modules/{module}` and its export), `/keys`, `/rules` (with
 //! `/modules/{module}/rules` and `/rule-proposals/{id}`), `/developers`; the few
 //! JSON endpoints the script calls live under `/console/`; assets under
 //! `/assets/`. Every console answer carries a strict Content-Security-Policy.
 
 pub mod assets;
+pub mod data;
 pub mod developers;
 pub mod fix;
 pub mod i18n;
@@ -61,6 +63,7 @@ pub fn routes() -> Router<Arc<App>> {
         .merge(upload::routes())
         .merge(keys::routes())
         .merge(webhooks::routes())
+        .merge(data::routes())
         .merge(rules::routes())
         .merge(developers::routes())
         .merge(assets::routes())

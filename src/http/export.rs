@@ -11,7 +11,7 @@ use utoipa_axum::routes;
 
 use super::auth::Caller;
 use super::jobs::download_response;
-use super::problem::{ApiResult, Problem};
+use super::problem::ApiResult;
 use crate::ledger::export::ExportFormat;
 use crate::service::App;
 use crate::service::export::{self, Request};
@@ -61,85 +61,7 @@ async fn download(
     Path(module): Path<String>,
     uri: Uri,
 ) -> ApiResult<Response> {
-    let request = request(uri.query().unwrap_or(""))?;
+    let request = Request::read(uri.query().unwrap_or(""))?;
     let d = export::export(&app, &caller.0, &module, request).await?;
     Ok(download_response(d))
-}
-
-/// The export's query string: `format`, `where.<column>`, `job`, `limit`,
-/// each once; anything else is a `422` naming it.
-fn request(query: &str) -> ApiResult<Request> {
-    let mut r = Request::default();
-    let mut seen = std::collections::HashSet::new();
-    for (name, value) in form_urlencoded::parse(query.as_bytes()) {
-        if !seen.insert(name.to_string()) {
-            return Err(Problem::invalid_parameter(
-                &name,
-                format!("{name} is given twice; give it once"),
-            ));
-        }
-        if let Some(column) = name.strip_prefix("where.") {
-            r.equal.push((column.to_string(), value.into_owned()));
-            continue;
-        }
-        match &*name {
-            "format" => {
-                r.format = ExportFormat::parse(&value).ok_or_else(|| {
-                    Problem::invalid_parameter(
-                        "format",
-                        format!("format must be csv, xlsx, json or ndjson, not {value:?}"),
-                    )
-                })?
-            }
-            "job" => r.job = Some(value.into_owned()),
-            "limit" => {
-                r.limit = Some(value.parse().map_err(|_| {
-                    Problem::invalid_parameter(
-                        "limit",
-                        format!("limit must be a whole number of rows, not {value:?}"),
-                    )
-                })?)
-            }
-            other => {
-                return Err(Problem::invalid_parameter(
-                    other,
-                    format!(
-                        "{other} is not a parameter of an export (format, where.<column>, job, limit)"
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(r)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_query_names_each_parameter_at_fault() {
-        let r = request("format=ndjson&where.city=Bandung&where.grade=&job=job_1&limit=5").unwrap();
-        assert_eq!(r.format, ExportFormat::Ndjson);
-        assert_eq!(
-            r.equal,
-            vec![
-                ("city".to_string(), "Bandung".to_string()),
-                ("grade".to_string(), String::new())
-            ]
-        );
-        assert_eq!((r.job.as_deref(), r.limit), (Some("job_1"), Some(5)));
-        assert_eq!(request("").unwrap().format, ExportFormat::Csv);
-        for (query, parameter) in [
-            ("format=xls", "format"),
-            ("limit=-1", "limit"),
-            ("limit=many", "limit"),
-            ("where.city=a&where.city=b", "where.city"),
-            ("sort=city", "sort"),
-        ] {
-            let p = request(query).unwrap_err();
-            assert_eq!(p.code(), "invalid_parameter", "{query}");
-            assert!(p.detail().contains(parameter), "{query}: {}", p.detail());
-        }
-    }
 }

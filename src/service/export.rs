@@ -78,6 +78,64 @@ pub struct Request {
     pub limit: Option<u64>,
 }
 
+impl Request {
+    /// The export's query string: `format`, `where.<column>`, `job`, `limit`,
+    /// each once; anything else is a `422` naming it.
+    pub fn read(query: &str) -> Result<Request> {
+        let mut r = Request::default();
+        let mut seen = std::collections::HashSet::new();
+        for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+            if !seen.insert(name.to_string()) {
+                return Err(Error::invalid(
+                    &name,
+                    format!("{name} is given twice; give it once"),
+                ));
+            }
+            if let Some(column) = name.strip_prefix("where.") {
+                r.equal.push((column.to_string(), value.into_owned()));
+                continue;
+            }
+            match &*name {
+                "format" => {
+                    r.format = ExportFormat::parse(&value).ok_or_else(|| {
+                        Error::invalid(
+                            "format",
+                            format!("format must be csv, xlsx, json or ndjson, not {value:?}"),
+                        )
+                    })?
+                }
+                "job" => r.job = Some(value.into_owned()),
+                "limit" => {
+                    r.limit = Some(value.parse().map_err(|_| {
+                        Error::invalid(
+                            "limit",
+                            format!("limit must be a whole number of rows, not {value:?}"),
+                        )
+                    })?)
+                }
+                other => {
+                    return Err(Error::invalid(
+                        other,
+                        format!(
+                            "{other} is not a parameter of an export (format, where.<column>, job, limit)"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(r)
+    }
+}
+
+/// How many rows the module's table holds, for a key whose scope covers
+/// it.
+pub async fn row_count(app: &App, actor: &KeyRecord, module: &str) -> Result<i64> {
+    let module = app.module(module)?;
+    in_scope(actor, &module.key)?;
+    let mut c = app.db.acquire().await?;
+    Ok(store::tables::count(&mut c.conn(), module).await?)
+}
+
 /// An export checked against its module, ready to read.
 struct Plan {
     module: Arc<Module>,
@@ -928,6 +986,37 @@ mod tests {
         let first = read("xl/worksheets/sheet1.xml");
         for list in ["_lists!$A$1:$A$40", "_lists!$B$1:$B$2", "\"x,y\""] {
             assert!(first.contains(list), "{list}: {first}");
+        }
+    }
+
+    #[test]
+    fn the_query_names_each_parameter_at_fault() {
+        let r = Request::read("format=ndjson&where.city=Bandung&where.grade=&job=job_1&limit=5");
+        let r = r.unwrap();
+        assert_eq!(r.format, ExportFormat::Ndjson);
+        assert_eq!(
+            r.equal,
+            vec![
+                ("city".to_string(), "Bandung".to_string()),
+                ("grade".to_string(), String::new())
+            ]
+        );
+        assert_eq!((r.job.as_deref(), r.limit), (Some("job_1"), Some(5)));
+        assert_eq!(Request::read("").unwrap().format, ExportFormat::Csv);
+        for (query, at) in [
+            ("format=xls", "format"),
+            ("limit=-1", "limit"),
+            ("limit=many", "limit"),
+            ("where.city=a&where.city=b", "where.city"),
+            ("sort=city", "sort"),
+        ] {
+            match Request::read(query) {
+                Err(Error::Invalid { parameter, message }) => {
+                    assert_eq!(parameter, at, "{query}");
+                    assert!(message.contains(at), "{query}: {message}");
+                }
+                other => panic!("{query}: {:?}", other.map(|r| r.format)),
+            }
         }
     }
 }

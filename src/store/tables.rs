@@ -244,6 +244,16 @@ pub async fn page_after(
     })
 }
 
+/// How many rows a module's table holds: one `count(*)`, which reads the
+/// table (or its smallest index) whole.
+pub async fn count(conn: &mut Conn<'_>, module: &Module) -> Result<i64> {
+    let sql = format!("SELECT count(*) FROM {}", ident(&module.table));
+    on_conn!(conn, c => {
+        let n: i64 = sqlx::query_scalar(&sql).fetch_one(c).await?;
+        Ok(n)
+    })
+}
+
 /// Where an export reads its pages ([`read_page`]): on PostgreSQL a pool
 /// connection a page; on SQLite a read connection of the export's own, on
 /// a blocking thread (`sqlite::pages`), which holds no lock between pages.

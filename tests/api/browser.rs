@@ -21,7 +21,7 @@ pub struct Browser {
     pub client: Client,
     base: String,
     driver: Child,
-    _profile: tempfile::TempDir,
+    profile: tempfile::TempDir,
 }
 
 impl Drop for Browser {
@@ -81,7 +81,11 @@ impl Browser {
                     format!("--window-size={width},{height}"),
                     format!("--user-data-dir={}", profile.path().display()),
                 ],
-                "prefs": { "intl.accept_languages": languages }
+                "prefs": {
+                    "intl.accept_languages": languages,
+                    "download.default_directory": profile.path().join("downloads"),
+                    "download.prompt_for_download": false
+                }
             }
         });
         let caps = caps.as_object().expect("object").clone();
@@ -99,7 +103,7 @@ impl Browser {
                         client,
                         base: base.to_string(),
                         driver,
-                        _profile: profile,
+                        profile,
                     };
                     b.client
                         .set_window_size(width, height)
@@ -263,6 +267,19 @@ impl Browser {
             "details.action-{action} button[data-confirm-button]"
         ))
         .await;
+    }
+
+    /// Waits for a download named `name` to be whole in the browser's
+    /// download directory; its text.
+    pub async fn downloaded(&self, name: &str) -> String {
+        let path = self.profile.path().join("downloads").join(name);
+        for _ in 0..100 {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                return text;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("no download {name} in 10 s");
     }
 
     pub async fn close(self) {
@@ -985,5 +1002,33 @@ async fn browser_an_admin_proposes_rules_and_an_approver_approves_them() {
         .await;
     assert_eq!(api["version"], 2);
     assert!(api["approved_by"]["display"].as_str().is_some(), "{api}");
+    b.close().await;
+}
+
+/// The data page: the Data tab, a module's row count, the export form
+/// filtered by a column, and the file the browser downloads holding the
+/// rows the filter selects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_the_data_page_exports_the_rows_a_filter_selects() {
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let job = app.upload(&sub, "customers", "", CUSTOMERS).await;
+    let id = job["id"].as_str().unwrap().to_string();
+    assert_eq!(app.act_ok(&apr, &id, "approve").await["state"], "committed");
+
+    let b = Browser::start(&app.base, 1280, 900).await;
+    b.sign_in(&sub).await;
+    b.click("nav a[href='/modules']").await;
+    b.wait_path("/modules").await;
+    b.click("a[href='/modules/customers']").await;
+    b.wait_text("#row-count", "3 rows").await;
+    assert!(b.text("table.imports").await.contains(&id[id.len() - 10..]));
+    b.type_into("#x-city", "Bandung").await;
+    b.shot("data-1280").await;
+    b.click("form.export button[type=submit]").await;
+    let csv = b.downloaded("customers-export.csv").await;
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 2, "{csv}");
+    assert!(lines[1].starts_with("Budi Hartono,"), "{csv}");
     b.close().await;
 }

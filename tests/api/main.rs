@@ -7,6 +7,7 @@ mod browser;
 mod chains;
 mod cli;
 mod console;
+mod console_data;
 mod console_rules;
 mod demo;
 mod disk;
