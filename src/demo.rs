@@ -703,15 +703,17 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     })
 }
 
-/// The lines `importgate demo` prints: the URL and the three keys, people
-/// masked as everywhere else.
+/// The lines `importgate demo` prints: the URL (`http://host:port`, no
+/// trailing slash, so that the API paths after it are single-slashed) and
+/// the three keys, people masked as everywhere else, then API commands
+/// that work when pasted, the sample file they upload made first.
 pub fn banner(url: &str, keys: &DemoKeys) -> String {
     let line = |role: &str, (record, secret): &(KeyRecord, String)| {
         format!("  {role:<10} {:<8} {secret}\n", record.person().display)
     };
     let mut s = String::new();
     s.push_str("importgate demo: simulation mode, nothing is written to the module tables.\n");
-    let _ = writeln!(s, "Console: {url}");
+    let _ = writeln!(s, "Console: {url}/");
     s.push_str("Sign in with one of these keys (shown only now):\n");
     s.push_str(&line("submitter", &keys.submitter));
     s.push_str(&line("approver", &keys.approver));
@@ -720,6 +722,7 @@ pub fn banner(url: &str, keys: &DemoKeys) -> String {
         s,
         "Try the API with a key (the console and the API see the same jobs):\n  \
          curl -H 'X-API-Key: {}' {url}/api/jobs\n  \
+         printf 'customer_name,wa_number,city\\nAndi Wijaya,0812-3456-7890,Bandung\\n' > pelanggan.csv\n  \
          curl -X POST -H 'X-API-Key: {}' -H 'Content-Type: text/csv' -H 'Prefer: wait=10' \\\n       \
          --data-binary @pelanggan.csv {url}/api/import/customers",
         keys.submitter.1, keys.submitter.1

@@ -649,7 +649,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(d) = args.retention_days {
         s.limits.retention_secs = day_secs(d)?;
     }
-    let listener = tokio::net::TcpListener::bind(s.listen).await?;
+    let listener = listen_on(s.listen).await?;
     if s.instance.is_none() {
         s.instance = Some(format!("{}:{}", hostname(), listener.local_addr()?.port()));
     }
@@ -660,6 +660,20 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     tracing::info!(address = %listener.local_addr()?, simulate = app.settings.simulate, "importgate listening");
     app.serve(listener).await
+}
+
+/// A listener on `address`; a failure names the address and what to do.
+async fn listen_on(address: std::net::SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(address).await.map_err(|e| {
+        let hint = match e.kind() {
+            std::io::ErrorKind::AddrInUse => {
+                " (another program listens there: stop it, or give --listen another address)"
+            }
+            std::io::ErrorKind::PermissionDenied => " (ports below 1024 need privileges)",
+            _ => "",
+        };
+        anyhow::anyhow!("cannot listen on {address}: {e}{hint}")
+    })
 }
 
 /// The machine's name (a replica's default instance is `hostname:port`).
@@ -685,8 +699,8 @@ async fn demo(listen: Option<std::net::SocketAddr>) -> anyhow::Result<()> {
     if let Some(l) = listen {
         s.listen = l;
     }
-    let listener = tokio::net::TcpListener::bind(s.listen).await?;
-    let url = format!("http://{}/", listener.local_addr()?);
+    let listener = listen_on(s.listen).await?;
+    let url = format!("http://{}", listener.local_addr()?);
     let app = App::open(s).await?;
     let serving = tokio::spawn(app.clone().serve(listener));
     eprintln!("preparing the demo ledger…");

@@ -170,3 +170,55 @@ async fn get_json(client: &reqwest::Client, url: &str, key: &str) -> Value {
         .unwrap();
     resp.json().await.unwrap()
 }
+
+/// The API commands the demo prints work when pasted into a shell: the
+/// job list, then the sample file made and uploaded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_commands_the_demo_prints_work_when_pasted() {
+    let demo = start_demo().await;
+    let printed = &demo.printed;
+    let from = printed.find("Try the API").expect("the API lines");
+    let script: String = (printed[from..].lines().skip(1))
+        .map(|l| format!("{}\n", l.trim_start()))
+        .collect();
+    assert!(!script.contains("//api"), "{script}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = tokio::process::Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &script])
+        .current_dir(dir.path())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{script}\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The job list, then the upload's job, validated.
+    assert!(stdout.starts_with("{\"jobs\":"), "{stdout}");
+    assert!(stdout.contains("\"module\":\"customers\""), "{stdout}");
+    assert!(
+        stdout.contains("\"state\":\"awaiting_approval\""),
+        "{stdout}"
+    );
+}
+
+/// A demo on an address another program holds says which address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_address_is_named() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = busy.local_addr().unwrap().to_string();
+    let out = tokio::process::Command::new(BIN)
+        .args(["demo", "--listen", &address])
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("cannot listen on {address}")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--listen"), "{stderr}");
+}

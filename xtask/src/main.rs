@@ -40,6 +40,11 @@ const NEEDS: &[Need] = &[
         why: "the format tests convert the data set to XLS and LibreOffice's XLSX",
     },
     Need {
+        program: "curl",
+        package: "curl",
+        why: "the demo's printed API commands are run as a newcomer pastes them",
+    },
+    Need {
         program: "psql",
         package: "postgresql-client",
         why: "creating and dropping the PostgreSQL test databases",
