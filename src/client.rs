@@ -16,6 +16,7 @@ pub mod rules;
 use std::path::Path;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
@@ -64,7 +65,9 @@ fn bar(len: u64, template: &str) -> ProgressBar {
 /// Runs the upload; returns the process exit status.
 pub async fn run(u: Upload<'_>) -> anyhow::Result<i32> {
     let base = u.url.trim_end_matches('/');
-    let file = tokio::fs::File::open(u.file).await?;
+    let file = tokio::fs::File::open(u.file)
+        .await
+        .with_context(|| format!("cannot read {}", u.file.display()))?;
     let len = file.metadata().await?.len();
     let upload = bar(len, "uploading {bytes:>10}/{total_bytes} [{bar:30}] {eta}");
     let counted = {
@@ -102,11 +105,28 @@ pub async fn run(u: Upload<'_>) -> anyhow::Result<i32> {
             "Content-Disposition",
             format!("attachment; filename=\"{}\"", name.replace('"', "")),
         )
-        .body(reqwest::Body::wrap_stream(counted))
-        .send()
-        .await?;
+        .body(reqwest::Body::wrap_stream(counted));
+    let resp = send(base, resp).await?;
     upload.finish_and_clear();
     report(&client, base, u.key, resp, u.wait).await
+}
+
+/// Sends a request; a service that cannot be reached is said as such,
+/// with the URL tried and how to give another.
+pub(crate) async fn send(
+    base: &str,
+    request: reqwest::RequestBuilder,
+) -> anyhow::Result<reqwest::Response> {
+    request.send().await.map_err(|e| {
+        if e.is_connect() {
+            anyhow::anyhow!(
+                "cannot reach importgate at {base}: is the service running there? \
+                 (--url or IMPORTGATE_URL gives another address)"
+            )
+        } else {
+            e.into()
+        }
+    })
 }
 
 /// Prints a refused request's problem, naming the member at fault; the

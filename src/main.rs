@@ -68,8 +68,12 @@ enum Command {
         /// The API key (better given as IMPORTGATE_KEY than on a command line).
         #[arg(long, env = "IMPORTGATE_KEY", hide_env_values = true)]
         key: String,
+        /// insert: only new keys; update: only keys the table holds;
+        /// upsert: either [default: insert]
         #[arg(long, value_parser = ["insert", "update", "upsert"])]
         mode: Option<String>,
+        /// fail: a row in error fails the job; skip: the valid rows go on
+        /// to the gate without it [default: fail]
         #[arg(long, value_parser = ["fail", "skip"])]
         on_error: Option<String>,
         /// `none` to read the headers as they are, or the saved mapping

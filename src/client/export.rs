@@ -61,9 +61,8 @@ pub async fn run(e: Export<'_>) -> anyhow::Result<i32> {
     let base = e.url.trim_end_matches('/');
     let resp = reqwest::Client::new()
         .get(format!("{base}/api/modules/{}/export?{query}", e.module))
-        .header("X-API-Key", e.key)
-        .send()
-        .await?;
+        .header("X-API-Key", e.key);
+    let resp = super::send(base, resp).await?;
     let status = resp.status();
     if !status.is_success() {
         let problem = resp.json().await.unwrap_or(serde_json::Value::Null);

@@ -115,7 +115,8 @@ pub async fn run(r: Revise<'_>) -> anyhow::Result<i32> {
         }
         None => request.json(&body(&r)?),
     };
-    super::report(&client, base, r.key, request.send().await?, r.wait).await
+    let resp = super::send(base, request).await?;
+    super::report(&client, base, r.key, resp, r.wait).await
 }
 
 #[cfg(test)]

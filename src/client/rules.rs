@@ -53,11 +53,8 @@ pub async fn show(s: Service<'_>, module: &str, version: Option<u32>) -> anyhow:
     if let Some(v) = version {
         url.push_str(&format!("?version={v}"));
     }
-    let resp = reqwest::Client::new()
-        .get(url)
-        .header("X-API-Key", s.key)
-        .send()
-        .await?;
+    let resp = reqwest::Client::new().get(url).header("X-API-Key", s.key);
+    let resp = super::send(s.base(), resp).await?;
     if !resp.status().is_success() {
         return Ok(refused(resp).await);
     }
@@ -102,9 +99,8 @@ pub async fn propose(
     let resp = reqwest::Client::new()
         .post(format!("{}/api/modules/{module}/rules", s.base()))
         .header("X-API-Key", s.key)
-        .json(&json!({"rules": rules, "comment": comment}))
-        .send()
-        .await?;
+        .json(&json!({"rules": rules, "comment": comment}));
+    let resp = super::send(s.base(), resp).await?;
     if !resp.status().is_success() {
         return Ok(refused(resp).await);
     }
@@ -131,9 +127,8 @@ pub async fn try_on(s: Service<'_>, proposal: &str, job: &str) -> anyhow::Result
     let resp = reqwest::Client::new()
         .post(format!("{}/api/rule-proposals/{proposal}/try", s.base()))
         .header("X-API-Key", s.key)
-        .json(&json!({"job": job}))
-        .send()
-        .await?;
+        .json(&json!({"job": job}));
+    let resp = super::send(s.base(), resp).await?;
     if !resp.status().is_success() {
         return Ok(refused(resp).await);
     }

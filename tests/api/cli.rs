@@ -570,3 +570,57 @@ async fn the_export_command_writes_the_filtered_rows_to_stdout_or_a_file() {
     let out = run(&["--where", "city"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The client's own failures say what to do: a file that is not there
+/// names its path, a service that does not answer names the URL tried,
+/// and `--help` explains the modes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_clients_failures_name_the_file_and_the_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("pelanggan.csv");
+    let closed = format!("http://127.0.0.1:{}", free_port());
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(args)
+            .env("IMPORTGATE_KEY", "igk_x")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, stderr) = run(&[
+        "import",
+        "customers",
+        missing.to_str().unwrap(),
+        "--url",
+        &closed,
+    ]);
+    assert_ne!(code, Some(0));
+    assert!(stderr.contains(missing.to_str().unwrap()), "{stderr}");
+
+    std::fs::write(&missing, crate::common::CUSTOMERS).unwrap();
+    let (code, stderr) = run(&[
+        "import",
+        "customers",
+        missing.to_str().unwrap(),
+        "--url",
+        &closed,
+    ]);
+    assert_ne!(code, Some(0));
+    assert!(
+        stderr.contains(&format!("cannot reach importgate at {closed}")),
+        "{stderr}"
+    );
+    let (_, stderr) = run(&["export", "customers", "--url", &closed]);
+    assert!(stderr.contains("is the service running there?"), "{stderr}");
+
+    let out = Command::new(BIN)
+        .args(["import", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("upsert: either"), "{help}");
+    assert!(help.contains("skip: the valid rows go on"), "{help}");
+}
