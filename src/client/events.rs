@@ -78,32 +78,62 @@ impl Parser {
     }
 }
 
-/// The line printed for an event: time, type, subject, state, person.
+/// The line printed for an event: time, type, subject, state, person,
+/// in columns as wide as their widest usual value.
 pub fn line(event: &Value) -> String {
     let data = &event["data"];
-    let text = |v: &Value| v.as_str().unwrap_or("-").to_string();
+    let ty = text(&event["type"]);
     let (subject, state, person) = if data["job"].is_object() {
         let j = &data["job"];
-        (
-            text(&j["id"]),
-            text(&j["state"]),
-            &j["submitter"]["display"],
-        )
+        (text(&j["id"]), text(&j["state"]), job_person(&ty, j))
     } else if data["key_request"].is_object() {
         let r = &data["key_request"];
         (text(&r["id"]), text(&r["state"]), &r["person"]["display"])
+    } else if data["rule_proposal"].is_object() {
+        let p = &data["rule_proposal"];
+        let by = match &p["decided_by"] {
+            Value::Object(_) => &p["decided_by"]["display"],
+            _ => &p["proposed_by"]["display"],
+        };
+        (text(&p["id"]), text(&p["state"]), by)
+    } else if data["export"].is_object() {
+        let x = &data["export"];
+        let rows = format!("{} rows", x["rows"].as_u64().unwrap_or(0));
+        (text(&x["id"]), rows, &x["by"]["display"])
     } else {
         let k = &data["key"];
         (text(&k["id"]), text(&k["role"]), &k["person"]["display"])
     };
     format!(
-        "{}  {:<24} {}  {}  {}",
+        "{}  {:<24} {:<30} {:<18} {}",
         text(&event["created_at"]),
-        text(&event["type"]),
+        ty,
         subject,
         state,
         text(person),
     )
+}
+
+fn text(v: &Value) -> String {
+    v.as_str().unwrap_or("-").to_string()
+}
+
+/// Who made a job's event: the person whose decision it records (the
+/// approver of a commit, the one who refused, the rollback's approver),
+/// who asked for a rollback, else the submitter.
+fn job_person<'a>(ty: &str, job: &'a Value) -> &'a Value {
+    let last_decision = (job["decisions"].as_array())
+        .and_then(|d| d.last())
+        .map(|d| &d["by"]["display"]);
+    match ty {
+        "job.committed" | "job.rejected" | "job.rolled_back" | "job.expired" => {
+            last_decision.unwrap_or(&Value::Null)
+        }
+        "job.rollback_requested" if job["gate"].is_object() => {
+            &job["gate"]["requested_by"]["display"]
+        }
+        _ => &job["submitter"]["display"],
+    }
 }
 
 /// Follows the stream until it is stopped; returns the exit status (2
@@ -196,7 +226,23 @@ mod tests {
         });
         assert_eq!(
             line(&event),
-            "2026-01-01T00:00:00.000Z  job.created              job_1  validating  bu***i"
+            "2026-01-01T00:00:00.000Z  job.created              job_1                          validating         bu***i"
+        );
+        // A decision's event names who decided, not the submitter.
+        let approved = serde_json::json!({
+            "id": "evt_2", "type": "job.committed", "created_at": "2026-01-01T00:00:01.000Z",
+            "data": {"job": {"id": "job_01JD8Z3K6W0Q2T5N8XJ4R7M9C1", "state": "committed",
+                             "submitter": {"display": "bu***i"},
+                             "decisions": [{"action": "commit", "decision": "approved",
+                                            "by": {"display": "si***h"}}]}}
+        });
+        let shown = line(&approved);
+        assert!(shown.ends_with("committed          si***h"), "{shown}");
+        let first = line(&event);
+        assert_eq!(
+            first.find("validating"),
+            shown.rfind("committed"),
+            "columns line up"
         );
     }
 }
