@@ -7,20 +7,38 @@
 //! stream. [`revise`]: `importgate revise`, a revision of a job.
 //! [`export`]: `importgate export`, a module's rows out to a file.
 //! [`rules`]: `importgate rules`, a module's rules shown and proposed.
+//! [`jobs`]: `importgate jobs`, a job followed to the gate and through it.
+//! [`summary`]: the few lines a job is printed as.
 
 pub mod events;
 pub mod export;
+pub mod jobs;
 pub mod revise;
 pub mod rules;
+pub mod summary;
 
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::Context as _;
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 use tokio_util::io::ReaderStream;
+
+/// A running service and the key to call it with.
+#[derive(Clone, Copy)]
+pub struct Service<'a> {
+    pub url: &'a str,
+    pub key: &'a str,
+}
+
+impl Service<'_> {
+    /// The URL without a trailing slash, so that paths after it are
+    /// single-slashed.
+    pub fn base(&self) -> &str {
+        self.url.trim_end_matches('/')
+    }
+}
 
 /// What to upload and where.
 pub struct Upload<'a> {
@@ -33,6 +51,8 @@ pub struct Upload<'a> {
     /// `none`, or a saved mapping's id (`map_…`).
     pub mapping: Option<&'a str>,
     pub wait: bool,
+    /// The job as JSON rather than as a summary.
+    pub json: bool,
 }
 
 /// The content type for a file, from its extension (the server sniffs the
@@ -108,7 +128,11 @@ pub async fn run(u: Upload<'_>) -> anyhow::Result<i32> {
         .body(reqwest::Body::wrap_stream(counted));
     let resp = send(base, resp).await?;
     upload.finish_and_clear();
-    report(&client, base, u.key, resp, u.wait).await
+    let service = Service {
+        url: base,
+        key: u.key,
+    };
+    report(&client, service, resp, u.wait, u.json).await
 }
 
 /// Sends a request; a service that cannot be reached is said as such,
@@ -143,53 +167,23 @@ pub(crate) fn refusal(status: reqwest::StatusCode, problem: &Value) -> i32 {
     2
 }
 
-/// Prints the job a request created (after its validation, with `wait`)
-/// and its first errors; the process exit status.
+/// Prints the job a request created (after its validation, with `wait`):
+/// a summary with its first errors, or the job as JSON with `json`; the
+/// process exit status.
 pub(crate) async fn report(
     client: &reqwest::Client,
-    base: &str,
-    key: &str,
+    s: Service<'_>,
     resp: reqwest::Response,
     wait: bool,
+    json: bool,
 ) -> anyhow::Result<i32> {
     let status = resp.status();
     let mut job: Value = resp.json().await.unwrap_or(Value::Null);
     if !status.is_success() {
         return Ok(refusal(status, &job));
     }
-    let id = job["id"].as_str().unwrap_or_default().to_string();
     if wait {
-        let progress = bar(0, "validating {pos} rows {spinner}");
-        progress.enable_steady_tick(Duration::from_millis(120));
-        while matches!(job["state"].as_str(), Some("validating")) {
-            job = client
-                .get(format!("{base}/api/jobs/{id}"))
-                .header("X-API-Key", key)
-                .header("Prefer", "wait=1")
-                .send()
-                .await?
-                .json()
-                .await?;
-            progress.set_position(job["counts"]["rows"].as_u64().unwrap_or(0));
-        }
-        progress.finish_and_clear();
+        job = jobs::until_rested(client, s, job, false).await?;
     }
-    println!("{}", serde_json::to_string_pretty(&job)?);
-    if job["counts"]["errors"].as_i64().unwrap_or(0) > 0 {
-        let errors: Value = client
-            .get(format!("{base}/api/jobs/{id}/errors?limit=20"))
-            .header("X-API-Key", key)
-            .send()
-            .await?
-            .json()
-            .await?;
-        eprintln!("errors ({} in all, first 20):", errors["total"]);
-        for e in errors["errors"].as_array().into_iter().flatten() {
-            eprintln!("  {}", e["message"].as_str().unwrap_or(""));
-        }
-    }
-    Ok(match job["state"].as_str() {
-        Some("invalid" | "failed") => 1,
-        _ => 0,
-    })
+    summary::print(client, s, &job, json).await
 }

@@ -83,6 +83,15 @@ enum Command {
         /// Wait for validation to end and print the result.
         #[arg(long)]
         wait: bool,
+        /// Print the job as the API's JSON instead of a summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Follow jobs to the gate and through it: list, show, approve,
+    /// reject, cancel, roll back, wait (a client of the API).
+    Jobs {
+        #[command(subcommand)]
+        command: JobsCommand,
     },
     /// Revise a job: map its columns, fix cells, leave rows out, or send
     /// back its corrected errored-rows file (a client of the API). The
@@ -124,6 +133,9 @@ enum Command {
         /// Wait for validation to end and print the result.
         #[arg(long)]
         wait: bool,
+        /// Print the job as the API's JSON instead of a summary.
+        #[arg(long)]
+        json: bool,
     },
     /// Export a module's rows as a file to edit and import again (a
     /// client of the API): in natural-key order, each row's `_version`
@@ -216,6 +228,95 @@ enum RulesCommand {
     },
 }
 
+#[derive(Subcommand)]
+enum JobsCommand {
+    /// The jobs the key may see, newest first, a line each.
+    #[command(after_help = "Examples:\n  \
+        IMPORTGATE_KEY=igk_… importgate jobs list --state awaiting_approval\n  \
+        importgate jobs list --module orders --mine --limit 50")]
+    List {
+        /// Only this module's jobs.
+        #[arg(long)]
+        module: Option<String>,
+        /// Only jobs in this state (awaiting_approval, committed, …).
+        #[arg(long)]
+        state: Option<String>,
+        /// Only the key's own uploads.
+        #[arg(long)]
+        mine: bool,
+        /// At most this many.
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        #[command(flatten)]
+        out: JobsOut,
+    },
+    /// One job: state, counts, who, the gate, its first errors.
+    #[command(after_help = "Example:\n  importgate jobs show job_01J…")]
+    Show {
+        /// The job (job_…).
+        job: String,
+        #[command(flatten)]
+        out: JobsOut,
+    },
+    /// Approve the commit (or the rollback) waiting at the gate; another
+    /// person than the one who asked for it.
+    #[command(
+        after_help = "Example:\n  importgate jobs approve job_01J… --comment 'checked against the CRM' --wait"
+    )]
+    Approve(MoveArgs),
+    /// Refuse the commit (or the rollback) waiting at the gate.
+    #[command(
+        after_help = "Example:\n  importgate jobs reject job_01J… --comment 'wrong price list'"
+    )]
+    Reject(MoveArgs),
+    /// Withdraw a job waiting at the gate (its submitter or an admin).
+    #[command(after_help = "Example:\n  importgate jobs cancel job_01J…")]
+    Cancel(MoveArgs),
+    /// Ask for a committed job to be undone; another person approves.
+    #[command(
+        after_help = "Example:\n  importgate jobs rollback job_01J… --comment 'prices of the wrong month'"
+    )]
+    Rollback(MoveArgs),
+    /// Wait until the service's work on a job has ended, then print it.
+    #[command(after_help = "Examples:\n  \
+        importgate jobs wait job_01J…              # validated, committed or rolled back\n  \
+        importgate jobs wait job_01J… --decided    # and a person decided at the gate")]
+    Wait {
+        /// The job (job_…).
+        job: String,
+        /// Wait also while the job waits for a person at the gate.
+        #[arg(long)]
+        decided: bool,
+        #[command(flatten)]
+        out: JobsOut,
+    },
+}
+
+/// A move at the gate.
+#[derive(Args)]
+struct MoveArgs {
+    /// The job (job_…).
+    job: String,
+    /// Why, for the record (a rejection and a rollback should say).
+    #[arg(long)]
+    comment: Option<String>,
+    /// Wait for the work the move starts (the commit, the rollback) to end.
+    #[arg(long)]
+    wait: bool,
+    #[command(flatten)]
+    out: JobsOut,
+}
+
+/// Where a jobs command goes and how it prints.
+#[derive(Args)]
+struct JobsOut {
+    /// Print the API's JSON instead of a summary.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    service: ServiceArgs,
+}
+
 /// A running service and the key to call it with.
 #[derive(Args)]
 struct ServiceArgs {
@@ -225,6 +326,15 @@ struct ServiceArgs {
     /// The API key (better given as IMPORTGATE_KEY than on a command line).
     #[arg(long, env = "IMPORTGATE_KEY", hide_env_values = true)]
     key: String,
+}
+
+impl ServiceArgs {
+    fn client(&self) -> importgate::client::Service<'_> {
+        importgate::client::Service {
+            url: &self.url,
+            key: &self.key,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -455,6 +565,7 @@ async fn main() -> anyhow::Result<()> {
             on_error,
             mapping,
             wait,
+            json,
         } => {
             let code = importgate::client::run(importgate::client::Upload {
                 url: &url,
@@ -465,6 +576,7 @@ async fn main() -> anyhow::Result<()> {
                 on_error: on_error.as_deref(),
                 mapping: mapping.as_deref(),
                 wait,
+                json,
             })
             .await?;
             std::process::exit(code)
@@ -500,10 +612,7 @@ async fn main() -> anyhow::Result<()> {
                     version,
                     service,
                 } => {
-                    let s = rules::Service {
-                        url: &service.url,
-                        key: &service.key,
-                    };
+                    let s = service.client();
                     rules::show(s, &module, version).await?
                 }
                 RulesCommand::Propose {
@@ -512,10 +621,7 @@ async fn main() -> anyhow::Result<()> {
                     comment,
                     service,
                 } => {
-                    let s = rules::Service {
-                        url: &service.url,
-                        key: &service.key,
-                    };
+                    let s = service.client();
                     rules::propose(s, &module, &file, comment.as_deref()).await?
                 }
                 RulesCommand::Try {
@@ -523,15 +629,13 @@ async fn main() -> anyhow::Result<()> {
                     job,
                     service,
                 } => {
-                    let s = rules::Service {
-                        url: &service.url,
-                        key: &service.key,
-                    };
+                    let s = service.client();
                     rules::try_on(s, &proposal, &job).await?
                 }
             };
             std::process::exit(code);
         }
+        Command::Jobs { command } => std::process::exit(jobs(command).await?),
         Command::Revise {
             job,
             url,
@@ -544,6 +648,7 @@ async fn main() -> anyhow::Result<()> {
             remember_mapping,
             file,
             wait,
+            json,
         } => {
             use importgate::client::revise;
             let code = revise::run(revise::Revise {
@@ -558,9 +663,43 @@ async fn main() -> anyhow::Result<()> {
                 remember_mapping,
                 file: file.as_deref(),
                 wait,
+                json,
             })
             .await?;
             std::process::exit(code)
+        }
+    }
+}
+
+async fn jobs(command: JobsCommand) -> anyhow::Result<i32> {
+    use importgate::client::jobs::{self, Filter, Move};
+    async fn decide(what: Move, a: &MoveArgs) -> anyhow::Result<i32> {
+        let s = a.out.service.client();
+        jobs::decide(s, &a.job, what, a.comment.as_deref(), a.wait, a.out.json).await
+    }
+    match &command {
+        JobsCommand::List {
+            module,
+            state,
+            mine,
+            limit,
+            out,
+        } => {
+            let filter = Filter {
+                module: module.as_deref(),
+                state: state.as_deref(),
+                mine: *mine,
+                limit: *limit,
+            };
+            jobs::list(out.service.client(), filter, out.json).await
+        }
+        JobsCommand::Show { job, out } => jobs::show(out.service.client(), job, out.json).await,
+        JobsCommand::Approve(a) => decide(Move::Approve, a).await,
+        JobsCommand::Reject(a) => decide(Move::Reject, a).await,
+        JobsCommand::Cancel(a) => decide(Move::Cancel, a).await,
+        JobsCommand::Rollback(a) => decide(Move::Rollback, a).await,
+        JobsCommand::Wait { job, decided, out } => {
+            jobs::wait(out.service.client(), job, *decided, out.json).await
         }
     }
 }

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tracing::{error, warn};
+use tracing::{error, info, warn};
 
 use crate::ids::JobId;
 use crate::ledger::JobState;
@@ -112,12 +112,20 @@ async fn work_loop(app: Arc<App>, owner: String) {
         match work::claim(&app, &owner).await {
             Ok(Some((id, state))) => {
                 refused = 0;
-                if let Err(e) = run(&app, &owner, &id, state).await {
-                    error!(job = %id, error = %e, "job work failed");
-                    // Backs off before the job is claimed again, or gives
-                    // up on work that keeps failing the same way.
-                    if let Err(e) = work::attempt_failed(&app, &owner, &id, &e).await {
-                        warn!(job = %id, error = %e, "cannot record the failed attempt");
+                match run(&app, &owner, &id, state).await {
+                    Ok(()) => {}
+                    // Another worker holds the job and does its work: this
+                    // run stops, and nothing failed.
+                    Err(e) if crate::store::jobs::lease_was_lost(&e) => {
+                        info!(job = %id, "lease taken by another worker; this run stops");
+                    }
+                    Err(e) => {
+                        error!(job = %id, error = %e, "job work failed");
+                        // Backs off before the job is claimed again, or
+                        // gives up on work that keeps failing the same way.
+                        if let Err(e) = work::attempt_failed(&app, &owner, &id, &e).await {
+                            warn!(job = %id, error = %e, "cannot record the failed attempt");
+                        }
                     }
                 }
                 continue;

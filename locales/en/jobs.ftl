@@ -164,8 +164,15 @@ type-boolean = yes or no
 type-date = a date
 type-timestamp = a date and time
 warning-unknown-columns = Columns not in the module are ignored: { $columns }
-warning-references = { $rows_text } rows name { $columns } values that are not in { $module }
-warning-orphans = { $rows_text } rows of { $module } name rows this rollback removes
+warning-references = { $rows ->
+    [0] Every { $columns } value names a row that is in { $module }
+    [one] 1 row names a { $columns } value that is not in { $module }
+   *[other] { $rows_text } rows name { $columns } values that are not in { $module }
+}
+warning-orphans = { $rows ->
+    [one] 1 row of { $module } names a row this rollback removes
+   *[other] { $rows_text } rows of { $module } name rows this rollback removes
+}
 warning-mapping-applied = the saved mapping { $mapping } was applied to the file's headers; upload with ?mapping=none to read them as they are
 
 job-problem-unreadable = The file cannot be read

@@ -172,7 +172,10 @@ type-boolean = ya atau tidak
 type-date = tanggal
 type-timestamp = tanggal dan waktu
 warning-unknown-columns = Kolom yang tidak ada di modul diabaikan: { $columns }
-warning-references = { $rows_text } baris menyebut nilai { $columns } yang tidak ada di { $module }
+warning-references = { $rows ->
+    [0] Setiap nilai { $columns } ada di { $module }
+   *[other] { $rows_text } baris menyebut nilai { $columns } yang tidak ada di { $module }
+}
 warning-orphans = { $rows_text } baris { $module } merujuk baris yang dihapus oleh pembatalan ini
 warning-mapping-applied = pemetaan tersimpan { $mapping } diterapkan pada judul kolom berkas; unggah dengan ?mapping=none untuk membacanya apa adanya
 

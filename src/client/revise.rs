@@ -26,6 +26,8 @@ pub struct Revise<'a> {
     /// A corrected errored-rows file (CSV or XLSX) sent as the body.
     pub file: Option<&'a Path>,
     pub wait: bool,
+    /// The job as JSON rather than as a summary.
+    pub json: bool,
 }
 
 /// `HEADER=COLUMN`, split at the last `=` (a header may hold one).
@@ -116,7 +118,11 @@ pub async fn run(r: Revise<'_>) -> anyhow::Result<i32> {
         None => request.json(&body(&r)?),
     };
     let resp = super::send(base, request).await?;
-    super::report(&client, base, r.key, resp, r.wait).await
+    let service = super::Service {
+        url: base,
+        key: r.key,
+    };
+    super::report(&client, service, resp, r.wait, r.json).await
 }
 
 #[cfg(test)]

@@ -9,17 +9,7 @@ use std::path::Path;
 use anyhow::Context;
 use serde_json::{Value, json};
 
-/// Where and as whom.
-pub struct Service<'a> {
-    pub url: &'a str,
-    pub key: &'a str,
-}
-
-impl Service<'_> {
-    fn base(&self) -> &str {
-        self.url.trim_end_matches('/')
-    }
-}
+use super::Service;
 
 /// Prints a refusal as `importgate import` does; the exit status.
 async fn refused(resp: reqwest::Response) -> i32 {

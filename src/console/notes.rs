@@ -92,7 +92,7 @@ fn type_name(ty: ColumnType) -> String {
 
 /// A warning of the whole job.
 pub fn warning(w: &Warning) -> String {
-    if i18n::current() == Lang::En {
+    if i18n::current() == Lang::En && w.code == WarningCode::UnknownColumns {
         return w.message.clone();
     }
     let columns = w.columns.as_deref().unwrap_or_default().join(", ");

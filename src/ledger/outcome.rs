@@ -92,7 +92,10 @@ pub fn validated(job: &Job, found: Validation, now: DateTime<Utc>) -> Option<(Mo
                 after.problem = Some(JobProblem::new(
                     ProblemCode::RowErrors,
                     "Rows have errors",
-                    format!("{errors} rows have errors; fix them or upload with on_error=skip"),
+                    match errors {
+                        1 => "1 row has errors; fix it or upload with on_error=skip".to_string(),
+                        n => format!("{n} rows have errors; fix them or upload with on_error=skip"),
+                    },
                 ));
             } else {
                 after.gate = Some(Gate {

@@ -125,10 +125,18 @@ impl<'a> Checks<'a> {
             .map(|c| {
                 let r = &c.target.reference;
                 let found = c.named - c.missing;
-                let tail = match (c.missing, r.on_missing) {
-                    (0, _) => "all found".to_string(),
-                    (n, OnMissing::Warn) => format!("{n} not in {} (warnings)", r.module),
-                    (n, OnMissing::Error) => format!("{n} not in {} (errors)", r.module),
+                let named = match c.named {
+                    1 => format!("1 row names {} by {}", r.module, r.column),
+                    n => format!("{n} rows name {} by {}", r.module, r.column),
+                };
+                let kind = match r.on_missing {
+                    OnMissing::Warn => "warnings",
+                    OnMissing::Error => "errors",
+                };
+                let message = match (c.named, c.missing) {
+                    (1, 0) => format!("{named}; {} holds it", r.module),
+                    (_, 0) => format!("{named}; {} holds every one", r.module),
+                    (_, n) => format!("{named}: {found} found, {n} not in {} ({kind})", r.module),
                 };
                 Warning {
                     code: WarningCode::References,
@@ -136,10 +144,7 @@ impl<'a> Checks<'a> {
                     module: Some(r.module.clone()),
                     rows: Some(c.missing),
                     mapping: None,
-                    message: format!(
-                        "{} rows name a {} by {}: {found} found, {tail}",
-                        c.named, r.module, r.column
-                    ),
+                    message,
                 }
             })
             .collect()
@@ -299,9 +304,13 @@ impl Orphans {
             rows: Some(self.rows),
             mapping: None,
             message: format!(
-                "{} rows of {} name a {} this rollback deletes{}",
-                self.rows,
+                "{} of {} {} a {} this rollback deletes{}",
+                match self.rows {
+                    1 => "1 row".to_string(),
+                    n => format!("{n} rows"),
+                },
                 self.referrer.module.key,
+                if self.rows == 1 { "names" } else { "name" },
                 r.key,
                 match r.on_missing {
                     OnMissing::Warn => "; they will name nothing",

@@ -560,9 +560,26 @@ pub async fn claim(
 /// milliseconds.
 pub type Lease = Option<(String, i64)>;
 
-/// Why a write was refused: another worker holds the job now.
+/// Why a write was refused: another worker holds the job now. It is no
+/// failure of the job: the worker that holds it does the work.
+#[derive(Debug)]
+pub struct LeaseLost(pub JobId);
+
+impl std::fmt::Display for LeaseLost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the lease on {} went to another worker mid-run", self.0)
+    }
+}
+
+impl std::error::Error for LeaseLost {}
+
 pub fn lease_lost(job_id: &JobId) -> anyhow::Error {
-    anyhow::anyhow!("the lease on {job_id} went to another worker mid-run")
+    LeaseLost(job_id.clone()).into()
+}
+
+/// Whether `e` is, or was caused by, a [`LeaseLost`].
+pub fn lease_was_lost(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.is::<LeaseLost>())
 }
 
 /// Extends a held lease; false when the lease was lost to another worker.
@@ -660,4 +677,17 @@ pub async fn hold(conn: &mut Conn<'_>, id: &JobId, owner: &str, until_ms: i64) -
         "UPDATE ig_jobs SET lease_owner = $2, lease_until = $3 WHERE id = $1")
         .bind(id).bind(owner).bind(until_ms).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_lost_is_known_through_the_context_around_it() {
+        let id = JobId::from_stored("job_1");
+        let e = lease_lost(&id).context("writing a batch");
+        assert!(lease_was_lost(&e));
+        assert!(!lease_was_lost(&anyhow::anyhow!("disk full")));
+    }
 }

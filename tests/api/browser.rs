@@ -675,7 +675,11 @@ SO-1,C-1,P-404,2,170000,2024-05-01\n";
     b.sign_in(&apr).await;
     b.goto(&format!("/jobs/{id}")).await;
     b.wait_text(".stat-warn", "1").await;
-    b.wait_text(".alert-warn", "1 not in products").await;
+    b.wait_text(
+        ".alert-warn",
+        "1 row names a sku value that is not in products",
+    )
+    .await;
     b.click("nav.tabs a[href*='warnings=only']").await;
     b.wait_text("td.cell-warn", "sku P-404 is not in products")
         .await;

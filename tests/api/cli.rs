@@ -291,7 +291,7 @@ async fn the_import_command_uploads_waits_and_reports() {
         cmd.env("IMPORTGATE_KEY", key);
         cmd.output().unwrap()
     };
-    let out = run(&good, &sub, &[]);
+    let out = run(&good, &sub, &["--json"]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -302,6 +302,17 @@ async fn the_import_command_uploads_waits_and_reports() {
     assert_eq!(job["state"], "awaiting_approval");
     assert_eq!(job["file"]["name"], "customers.csv");
     assert_eq!(job["counts"]["insert"], 3);
+    // Without --json, a summary of a few lines.
+    let out = run(&good, &sub, &[]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("customers  awaiting_approval\n"), "{text}");
+    assert!(text.contains("3: 3 insert, 0 in error"), "{text}");
+    assert!(
+        text.contains(&format!("console    {}/jobs/job_", app.base)),
+        "{text}"
+    );
+    assert!(text.lines().count() < 12, "{text}");
 
     let bad = dir.path().join("bad.csv");
     std::fs::write(
@@ -309,7 +320,7 @@ async fn the_import_command_uploads_waits_and_reports() {
         "customer_name,wa_number,consumable_cycle_days\nAndi,0899,lots\n",
     )
     .unwrap();
-    let out = run(&bad, &sub, &["--mode", "upsert"]);
+    let out = run(&bad, &sub, &["--mode", "upsert", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(job["state"], "failed");
@@ -332,7 +343,7 @@ async fn the_revise_command_maps_fixes_and_leaves_rows_out() {
         let mut cmd = Command::new(BIN);
         cmd.arg("revise")
             .args(args)
-            .args(["--url", &app.base, "--wait"]);
+            .args(["--url", &app.base, "--wait", "--json"]);
         cmd.env("IMPORTGATE_KEY", &sub);
         cmd.output().unwrap()
     };
@@ -623,4 +634,96 @@ async fn the_clients_failures_name_the_file_and_the_url() {
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("upsert: either"), "{help}");
     assert!(help.contains("skip: the valid rows go on"), "{help}");
+}
+
+/// `importgate jobs`: a job followed from the upload through the gate and
+/// back out, from a terminal, with the API's four-eyes refusals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_jobs_command_follows_a_job_through_the_gate() {
+    let app = crate::common::spawn_app().await;
+    let sub = app.submitter().await;
+    let apr = app.approver().await;
+    let run = |key: &str, args: &[&str]| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args).args(["--url", &app.base]);
+        cmd.env("IMPORTGATE_KEY", key);
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    };
+    let file = app.dir().join("pelanggan.csv");
+    std::fs::write(&file, crate::common::CUSTOMERS).unwrap();
+    let (code, text) = run(&sub, &["import", "customers", file.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{text}");
+    let id = text.split_whitespace().next().unwrap().to_string();
+    assert!(id.starts_with("job_"), "{text}");
+
+    let (code, text) = run(&sub, &["jobs", "wait", &id]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("awaiting_approval"), "{text}");
+    assert!(
+        text.contains(&format!("importgate jobs approve {id}")),
+        "{text}"
+    );
+
+    let (code, text) = run(&apr, &["jobs", "list", "--state", "awaiting_approval"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains(&id) && text.contains("pelanggan.csv"),
+        "{text}"
+    );
+    let (_, text) = run(&apr, &["jobs", "list", "--state", "committed"]);
+    assert!(text.contains("no jobs"), "{text}");
+
+    // Four eyes: the submitter may not approve their own upload.
+    let (code, text) = run(&sub, &["jobs", "approve", &id]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("refused (403"), "{text}");
+    let (code, text) = run(
+        &apr,
+        &["jobs", "approve", &id, "--comment", "cocok", "--wait"],
+    );
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("customers  committed"), "{text}");
+    assert!(text.contains("commit approved by"), "{text}");
+    assert!(text.contains("\"cocok\""), "{text}");
+    assert_eq!(app.count("uc_scrm_customers").await, 3);
+
+    // The rollback: asked by the submitter, refused to them, refused by
+    // the approver, so the rows stay.
+    let (code, text) = run(&sub, &["jobs", "rollback", &id, "--comment", "salah bulan"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("rollback_pending"), "{text}");
+    let (code, text) = run(&sub, &["jobs", "approve", &id]);
+    assert_eq!(code, Some(2), "{text}");
+    let (code, text) = run(&apr, &["jobs", "reject", &id, "--comment", "tetap"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("customers  committed"), "{text}");
+    assert_eq!(app.count("uc_scrm_customers").await, 3);
+
+    let (code, text) = run(&sub, &["jobs", "show", &id, "--json"]);
+    assert_eq!(code, Some(0), "{text}");
+    let job: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(job["state"], "committed");
+    assert_eq!(job["decisions"].as_array().unwrap().len(), 2);
+
+    // A cancel, and a move the state does not allow.
+    let other = app
+        .upload(
+            &sub,
+            "customers",
+            "",
+            "customer_name,wa_number\nCici,0811000009\n",
+        )
+        .await;
+    let other = other["id"].as_str().unwrap();
+    let (code, text) = run(&sub, &["jobs", "cancel", other]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("customers  cancelled"), "{text}");
+    let (code, text) = run(&apr, &["jobs", "approve", other]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("refused (409"), "{text}");
+    let (code, text) = run(&apr, &["jobs", "show", "job_nothing"]);
+    assert_eq!(code, Some(2), "{text}");
 }

@@ -75,7 +75,7 @@ async fn an_order_for_a_product_nobody_has_is_a_warning_the_approver_sees() {
         summary["message"]
             .as_str()
             .unwrap()
-            .starts_with("4 rows name a products by sku: 2 found, 2 not in products"),
+            .starts_with("4 rows name products by sku: 2 found, 2 not in products"),
         "{summary}"
     );
 
