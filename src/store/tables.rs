@@ -3,6 +3,7 @@
 //! set-based, in `staged`. Every identifier comes from the checked catalog
 //! and is quoted; every value is a bound parameter.
 
+use futures::TryStreamExt;
 use serde_json::{Map, Value as Json};
 
 use super::db::{Conn, Db};
@@ -15,6 +16,10 @@ use super::{postgres, sqlite};
 use crate::catalog::Module;
 use crate::on_conn;
 use crate::validate::Value;
+
+/// The most rows a page's buffer is made for before it is read; a larger
+/// page grows it as rows come.
+const PAGE_ROWS: usize = 10_000;
 
 /// A row of a module table: its id and every catalog column.
 #[derive(Debug, Clone)]
@@ -55,13 +60,29 @@ where
     usize: sqlx::ColumnIndex<R>,
     i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
 {
+    read_row(module, row, first, false)
+}
+
+/// [`table_row`]; with `checked`, a row of a result whose column types
+/// were checked on an earlier row ([`DecodeValue::value_of_checked`]).
+fn read_row<R: sqlx::Row + DecodeValue>(
+    module: &Module,
+    row: &R,
+    first: usize,
+    checked: bool,
+) -> Result<TableRow>
+where
+    usize: sqlx::ColumnIndex<R>,
+    i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
     let id: i64 = row.try_get(first)?;
-    let values = module
-        .columns
-        .iter()
-        .enumerate()
-        .map(|(i, col)| row.value(first + 1 + i, col.ty))
-        .collect::<Result<_>>()?;
+    let mut values = Vec::with_capacity(module.columns.len());
+    for (i, col) in module.columns.iter().enumerate() {
+        values.push(match checked {
+            true => row.value_of_checked(first + 1 + i, col.ty)?,
+            false => row.value(first + 1 + i, col.ty)?,
+        });
+    }
     Ok(TableRow { id, values })
 }
 
@@ -239,8 +260,15 @@ pub async fn page_after(
         if let Some(stage) = selection.stage {
             q = q.bind(stage);
         }
-        let rows = q.bind(limit).fetch_all(c).await?;
-        rows.iter().map(|r| table_row(module, r, 0)).collect()
+        // Each row is read as it arrives, so that the last is read soon
+        // after it comes and the next page is asked for at once.
+        let mut rows = q.bind(limit).fetch(c);
+        let mut page = Vec::with_capacity(usize::try_from(limit).unwrap_or(0).min(PAGE_ROWS));
+        while let Some(row) = rows.try_next().await? {
+            let checked = !page.is_empty();
+            page.push(read_row(module, &row, 0, checked)?);
+        }
+        Ok(page)
     })
 }
 

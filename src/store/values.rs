@@ -24,6 +24,13 @@ pub trait BindValue: Sized {
 /// writes them back exactly. Never read as null: that lost them.
 pub trait DecodeValue {
     fn value(&self, index: usize, ty: ColumnType) -> Result<Option<Value>>;
+
+    /// [`DecodeValue::value`] of a row whose column `index` is known to be
+    /// of a type that `ty` reads: another row of the same result was read
+    /// with `value`, and a result's columns have one type for every row.
+    fn value_of_checked(&self, index: usize, ty: ColumnType) -> Result<Option<Value>> {
+        self.value(index, ty)
+    }
 }
 
 /// A date as either database writes it: `YYYY-MM-DD` ([`plain_date`]);

@@ -399,14 +399,17 @@ async fn filters_pick_rows_by_column_by_job_and_by_limit() {
 async fn a_table_larger_than_a_page_comes_whole_and_in_order() {
     let app = spawn_app().await;
     let (sub, apr) = (app.submitter().await, app.approver().await);
-    // 4,321 products, sent in no order: more than two pages of rows.
-    let mut lines: Vec<String> = (0..4321)
-        .map(|i| format!("P-{:05},Product {i},{}", (i * 7919) % 4321, 1000 + i))
+    // Products, sent in no order: more than two pages of rows (a page of
+    // products, 9 columns and the id, is a tenth of PAGE_CELLS rows).
+    let page = importgate::service::export::PAGE_CELLS / 10;
+    let n = 2 * page + 321;
+    let mut lines: Vec<String> = (0..n)
+        .map(|i| format!("P-{:05},Product {i},{}", (i * 7919) % n, 1000 + i))
         .collect();
     lines.sort_by_key(|l| l[8..].to_string());
     let csv_text = format!("sku,product_name,price_idr\n{}\n", lines.join("\n"));
     let job = app.upload(&sub, "products", "", &csv_text).await;
-    assert_eq!(job["counts"]["insert"], 4321, "{job}");
+    assert_eq!(job["counts"]["insert"], n, "{job}");
     app.act_ok(&apr, job["id"].as_str().unwrap(), "approve")
         .await;
     let resp = export(&app, &sub, "products", "").await;
@@ -416,10 +419,12 @@ async fn a_table_larger_than_a_page_comes_whole_and_in_order() {
         .skip(1)
         .map(|l| l.split(',').next().unwrap())
         .collect();
-    let want: Vec<String> = (0..4321).map(|i| format!("P-{i:05}")).collect();
+    let want: Vec<String> = (0..n).map(|i| format!("P-{i:05}")).collect();
     assert_eq!(skus, want);
-    let resp = export(&app, &sub, "products", "?format=ndjson&limit=2500").await;
-    assert_eq!(resp.text().await.unwrap().lines().count(), 2500);
+    let limit = page + 7;
+    let query = format!("?format=ndjson&limit={limit}");
+    let resp = export(&app, &sub, "products", &query).await;
+    assert_eq!(resp.text().await.unwrap().lines().count(), limit);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
