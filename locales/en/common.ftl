@@ -3,6 +3,7 @@ sim-banner-title = Simulation — nothing is written.
 sim-banner-text = Imports pass the gate and are recorded in the ledger, but no module table is changed.
 skip-to-content = Skip to content
 nav-main = Main
+lang-switch = Language
 nav-jobs = Jobs
 nav-upload = Upload
 nav-keys = Keys

@@ -32,6 +32,15 @@ job-meta-no-name = (no name)
 job-meta-into = into
 job-meta-mode = mode
 job-meta-on-error = on error
+job-mode = { $mode ->
+    [update] update
+    [upsert] upsert
+   *[insert] insert
+}
+job-on-error = { $on_error ->
+    [skip] skip
+   *[fail] fail
+}
 job-meta-submitted-by = submitted by
 job-simulated = This job runs in simulation: its commit and rollback are recorded but write nothing.
 job-revision-of = A revision of
@@ -59,7 +68,7 @@ problem-referring = Rows of other modules that name a key this rollback would de
 col-module = Module
 col-names = Names
 col-action = Action
-col-notes = Notes
+col-notes = Row messages
 
 gate-commit-requested-by = Commit requested by
 gate-rollback-requested-by = Rollback requested by
@@ -229,7 +238,7 @@ revision-excluded = { $n ->
 }
 revision-excluded-rows = Row numbers:
 revision-excluded-see = see them in the preview
-revision-revisers = Revised by
+revision-revisers = Earlier revisions by
 jobs-rules-waiting = { $count ->
     [one] 1 rule proposal awaits a decision.
    *[other] { $count_text } rule proposals await a decision.

@@ -22,7 +22,7 @@ jobs-older = Pekerjaan lebih lama →
 job-done-approve = Disetujui. Layanan sedang menjalankan keputusan ini; halaman ini menampilkan hasilnya.
 job-done-reject = Ditolak. Alasan Anda dicatat di linimasa.
 job-done-cancel = Dibatalkan. Tidak ada yang akan ditulis.
-job-done-rollback = Pembatalan impor diminta. Penyetuju lain harus menyetujuinya.
+job-done-rollback = Pengembalian impor diminta. Penyetuju lain harus menyetujuinya.
 job-reload = Muat ulang halaman untuk melihatnya
 job-title = Impor { $module } { $id }
 job-heading = Impor { $module }
@@ -32,8 +32,17 @@ job-meta-no-name = (tanpa nama)
 job-meta-into = ke tabel
 job-meta-mode = mode
 job-meta-on-error = jika ada kesalahan
+job-mode = { $mode ->
+    [update] perbarui
+    [upsert] sisipkan atau perbarui
+   *[insert] sisipkan
+}
+job-on-error = { $on_error ->
+    [skip] lewati baris
+   *[fail] gagalkan
+}
 job-meta-submitted-by = diunggah oleh
-job-simulated = Pekerjaan ini berjalan dalam simulasi: penulisan dan pembatalannya dicatat, tetapi tidak menulis apa pun.
+job-simulated = Pekerjaan ini berjalan dalam simulasi: penulisan dan pengembaliannya dicatat, tetapi tidak menulis apa pun.
 job-revision-of = Revisi dari
 job-revised-as = Direvisi sebagai
 job-purged = Baris yang disiapkan dan berkas yang disimpan untuk pekerjaan ini dihapus pada { $when } (masa simpan); pratinjaunya sudah tidak ada, linimasa dan daftar kesalahannya tetap ada.
@@ -55,18 +64,18 @@ count-warnings = Peringatan
 col-row = Baris
 col-key = Kunci
 col-why = Alasan
-problem-referring = Baris modul lain yang merujuk kunci yang akan dihapus oleh rollback ini
+problem-referring = Baris modul lain yang merujuk kunci yang akan dihapus oleh pengembalian ini
 col-module = Modul
 col-names = Merujuk
 col-action = Tindakan
-col-notes = Catatan
+col-notes = Pesan baris
 
 gate-commit-requested-by = Penulisan diminta oleh
-gate-rollback-requested-by = Pembatalan impor diminta oleh
+gate-rollback-requested-by = Pengembalian impor diminta oleh
 gate-by = oleh
 gate-key-issued-by = kunci diterbitkan oleh
 gate-decision = { $action ->
-    [rollback] Pembatalan impor
+    [rollback] Pengembalian impor
    *[other] Penulisan
 } { $decision ->
     [approved] disetujui
@@ -82,25 +91,25 @@ move-approve-errors = , { $errors_text } baris dengan kesalahan tidak disertakan
 move-approve-warnings = , { $warnings_text } baris dengan peringatan (lihat tab Peringatan)
 move-approve-end = . Semuanya ditulis dalam satu transaksi, persis seperti pratinjau.
 move-approve-confirm = Setujui dan tulis
-move-approve-rollback = Setujui pembatalan…
-move-approve-rollback-explain = Setujui pembatalan impor ini di { $table }: baris yang disisipkan dihapus, baris yang diperbarui mendapat kembali nilai sebelumnya.
-move-approve-rollback-confirm = Setujui pembatalan
+move-approve-rollback = Setujui pengembalian…
+move-approve-rollback-explain = Setujui pengembalian impor ini di { $table }: baris yang disisipkan dihapus, baris yang diperbarui mendapat kembali nilai sebelumnya.
+move-approve-rollback-confirm = Setujui pengembalian
 move-reject = Tolak…
 move-reject-explain = Tolak impor ini. Tidak ada yang ditulis; pengunggah melihat alasan Anda.
 move-reject-confirm = Tolak impor
-move-reject-rollback = Tolak pembatalan…
-move-reject-rollback-explain = Biarkan impor apa adanya dan tutup permintaan pembatalan.
-move-reject-rollback-confirm = Tolak pembatalan
+move-reject-rollback = Tolak pengembalian…
+move-reject-rollback-explain = Biarkan impor apa adanya dan tutup permintaan pengembalian.
+move-reject-rollback-confirm = Tolak pengembalian
 move-cancel = Batalkan…
 move-cancel-explain = Tarik impor ini sebelum ada yang memutuskan. Tidak ada yang ditulis.
 move-cancel-confirm = Batalkan impor
-move-rollback = Minta pembatalan impor…
-move-rollback-explain = Minta agar impor ini dibatalkan. Penyetuju lain harus menyetujui pembatalannya.
-move-rollback-confirm = Minta pembatalan impor
+move-rollback = Minta pengembalian impor…
+move-rollback-explain = Minta agar impor ini dikembalikan. Penyetuju lain harus menyetujui pengembaliannya.
+move-rollback-confirm = Minta pengembalian impor
 
 actions-title = Keputusan Anda
 actions-four-eyes = Anda yang meminta langkah ini, jadi penyetuju lain yang memutuskannya (aturan empat mata).
-actions-rollback-closed = Batas waktu pembatalan impor ini berakhir pada { $when }; impor ini tidak bisa dibatalkan lagi.
+actions-rollback-closed = Batas waktu pengembalian impor ini berakhir pada { $when }; impor ini tidak bisa dikembalikan lagi.
 actions-approver-needed = Seorang penyetuju yang memutuskan langkah ini.
 actions-comment-required = Komentar (wajib: jelaskan alasannya)
 actions-comment-optional = Komentar (opsional)
@@ -139,9 +148,9 @@ event-cancel = Dibatalkan
 event-expire = Kedaluwarsa tanpa keputusan
 event-written = Ditulis
 event-commit_failed = Penulisan ditolak
-event-rollback = Pembatalan impor diminta
-event-undone = Dibatalkan kembali
-event-rollback_conflict = Pembatalan ditolak: baris sudah berubah
+event-rollback = Pengembalian impor diminta
+event-undone = Dikembalikan
+event-rollback_conflict = Pengembalian ditolak: baris sudah berubah
 event-gave_up = Dihentikan: pekerjaan terus gagal
 event-interrupted = Terputus: diambil kembali setelah layanan dimulai ulang
 event-purged = Dihapus: baris yang disiapkan dan berkas yang disimpan dihapus
@@ -176,7 +185,7 @@ warning-references = { $rows ->
     [0] Setiap nilai { $columns } ada di { $module }
    *[other] { $rows_text } baris menyebut nilai { $columns } yang tidak ada di { $module }
 }
-warning-orphans = { $rows_text } baris { $module } merujuk baris yang dihapus oleh pembatalan ini
+warning-orphans = { $rows_text } baris { $module } merujuk baris yang dihapus oleh pengembalian ini
 warning-mapping-applied = pemetaan tersimpan { $mapping } diterapkan pada judul kolom berkas; unggah dengan ?mapping=none untuk membacanya apa adanya
 
 job-problem-unreadable = Berkas tidak dapat dibaca
@@ -227,7 +236,7 @@ revision-more = … dan { $n_text } lagi, masing-masing ditandai di pratinjau.
 revision-excluded = { $n_text } baris dikeluarkan
 revision-excluded-rows = Nomor baris:
 revision-excluded-see = lihat di pratinjau
-revision-revisers = Direvisi oleh
+revision-revisers = Revisi sebelumnya oleh
 jobs-rules-waiting = { $count_text } usulan aturan menunggu keputusan.
 jobs-rules-waiting-link = Lihat usulan
 # Sel yang dinormalkan aturan modul, dan versi aturan saat job divalidasi.

@@ -248,10 +248,10 @@ pub fn role_name(r: Role) -> String {
 fn language_switch() -> Markup {
     let now = i18n::current();
     html! {
-        div.lang-switch {
+        div.lang-switch role="group" aria-label=(t!("lang-switch")) {
             @for l in Lang::ALL {
                 @if l == now {
-                    span.lang-current lang=(l.tag()) aria-current="true" { (l.tag().to_uppercase()) }
+                    span.lang-current lang=(l.tag()) aria-current="true" title=(l.name()) { (l.tag().to_uppercase()) }
                 } @else {
                     form.inline method="post" action="/language" {
                         input type="hidden" name="lang" value=(l.tag());

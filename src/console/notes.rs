@@ -21,7 +21,7 @@ use crate::validate::{RowError, RowErrorCode};
 /// A row error or warning, as the reader reads it.
 pub fn row_note(module: &Module, e: &RowError) -> String {
     if i18n::current() == Lang::En {
-        return e.message.clone();
+        return without_place(&e.message, e.row).to_string();
     }
     let column = e.column.as_deref().unwrap_or("");
     let value = e.value.as_deref().unwrap_or("");
@@ -75,6 +75,16 @@ pub fn row_note(module: &Module, e: &RowError) -> String {
         RowErrorCode::Rule => e.message.clone(),
         RowErrorCode::Phone => t!("note-phone", value = value),
         RowErrorCode::Conflict => t!("note-conflict", key = key, table = &module.table),
+    }
+}
+
+/// A stored message without its "row N, column C: " (or "row N: "): the
+/// console shows it in the row and beside the cell it is about.
+fn without_place(message: &str, row: u64) -> &str {
+    let rest = message.strip_prefix(&format!("row {row}"));
+    match rest.filter(|r| r.starts_with([',', ':'])) {
+        Some(r) => r.split_once(": ").map_or(message, |(_, said)| said),
+        None => message,
     }
 }
 
@@ -229,5 +239,30 @@ pub fn value(ty: Option<ColumnType>, v: &JsonValue, zone: Tz) -> Markup {
         }
         (_, JsonValue::String(s)) => html! { (s) },
         (_, other) => html! { (other.to_string()) },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_place;
+
+    #[test]
+    fn a_message_loses_the_row_and_column_the_page_shows() {
+        let m = "row 14, column price_idr: \"Rp 45.000\" is not a whole number (bigint)";
+        assert_eq!(
+            without_place(m, 14),
+            "\"Rp 45.000\" is not a whole number (bigint)"
+        );
+        assert_eq!(
+            without_place("row 4: sku P-1 is not in products", 4),
+            "sku P-1 is not in products"
+        );
+        // Another row's number, or a rule's own words, stay whole.
+        let other = "row 140: sku P-1 is not in products";
+        assert_eq!(without_place(other, 14), other);
+        assert_eq!(
+            without_place("qty must be positive", 3),
+            "qty must be positive"
+        );
     }
 }

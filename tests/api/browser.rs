@@ -861,7 +861,10 @@ async fn browser_a_crm_export_is_mapped_fixed_and_approved_from_the_fix_page() {
         "{fixes}"
     );
     assert!(b.text("#revision-excluded").await.contains('5'));
-    assert!(b.text("#revision-revisers").await.contains("Ri***a"));
+    // Both revisions are Rina's: the heading names her, and no line of
+    // earlier revisers repeats it.
+    assert!(b.text("#revision-title").await.contains("Ri***a"));
+    assert_eq!(b.count("#revision-revisers").await, 0);
     assert!(
         b.text("#revision-comment")
             .await
@@ -1035,4 +1038,49 @@ async fn browser_the_data_page_exports_the_rows_a_filter_selects() {
     assert_eq!(lines.len(), 2, "{csv}");
     assert!(lines[1].starts_with("Budi Hartono,"), "{csv}");
     b.close().await;
+}
+
+/// A preview wider than the window scrolls inside its frame, the page
+/// never sideways, with the row number and the action pinned at the
+/// frame's left; the page keeps only the language in use marked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_a_wide_preview_scrolls_in_its_frame_with_row_and_action_pinned() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let apr = app.approver().await;
+    let orders = "order_no,customer_id,sku,qty,amount_idr,order_date,status,payment_method\n\
+SO-10001,CUST-JAKARTA-SELATAN-000123,SKU-KAOS-POLOS-HITAM-XL,2,170000,2024-05-01,pending,transfer bank BCA virtual account\n\
+SO-10002,CUST-BANDUNG-000456,SKU-MUG-KERAMIK-11OZ,1,85000,2024-05-02,paid,QRIS\n";
+    let job = app.upload(&sub, "orders", "?on_error=skip", orders).await;
+    let id = job["id"].as_str().unwrap().to_string();
+    for (width, height) in [(1366, 900), (390, 844)] {
+        let b = Browser::start(&app.base, width, height).await;
+        b.sign_in(&apr).await;
+        b.goto(&format!("/jobs/{id}")).await;
+        b.wait_text("#preview", "payment_method").await;
+        let read = r#"
+            const frame = document.querySelector('#preview .table-wrap');
+            frame.scrollLeft = frame.scrollWidth;
+            const left = frame.getBoundingClientRect().left;
+            const row = document.querySelector('#preview tbody .pin-row').getBoundingClientRect();
+            const action = document.querySelector('#preview tbody .pin-action').getBoundingClientRect();
+            return [document.documentElement.scrollWidth, window.innerWidth,
+                    frame.scrollLeft, row.left - left, action.left - row.right];
+        "#;
+        let got: Value = b.client.execute(read, vec![]).await.unwrap();
+        let n = |i: usize| got[i].as_f64().unwrap();
+        assert!(n(0) <= n(1), "{width} px: the page scrolls sideways: {got}");
+        if width < 1000 {
+            assert!(n(2) > 0.0, "{width} px: the frame did not scroll: {got}");
+        }
+        assert!(n(3).abs() < 3.0, "{width} px: the row number moved: {got}");
+        assert!(
+            n(4).abs() < 3.0,
+            "{width} px: the action left the row number: {got}"
+        );
+        assert_eq!(b.count(".lang-switch .lang-current").await, 1);
+        assert_eq!(b.text(".lang-switch .lang-current").await, "EN");
+        b.shot(&format!("preview-wide-{width}")).await;
+        b.close().await;
+    }
 }

@@ -44,8 +44,12 @@ async fn the_job_page_speaks_the_language_the_switch_chose() {
     );
     assert!(html.contains("17 Aug 2026"), "dates in words");
     assert!(
-        html.contains("row 3, column qty"),
+        html.contains("is not a whole number (integer)"),
         "the service's own message"
+    );
+    assert!(
+        !html.contains("row 3, column qty"),
+        "without the row and column the cell already shows"
     );
 
     // The switch: a form of the top bar, back to the same page.

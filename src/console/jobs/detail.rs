@@ -123,8 +123,8 @@ async fn render_detail(
                 " · " (job.file.format.as_str().to_uppercase())
                 " · " (layout::bytes(job.file.bytes))
                 " · " (t!("job-meta-into")) " " code { (job.table) }
-                " · " (t!("job-meta-mode")) " " strong { (job.mode.as_str()) }
-                " · " (t!("job-meta-on-error")) " " strong { (job.on_error.as_str()) }
+                " · " (t!("job-meta-mode")) " " strong { (t!("job-mode", mode = job.mode.as_str())) }
+                " · " (t!("job-meta-on-error")) " " strong { (t!("job-on-error", on_error = job.on_error.as_str())) }
                 " · " (t!("job-meta-submitted-by")) " " (person(&people.person(&job.submitter)))
                 " · " (ctx.when(&job.created_at))
                 @if let Some(v) = job.rules_version {
@@ -133,7 +133,8 @@ async fn render_detail(
                     }
                 }
             }
-            @if job.simulated {
+            // The banner of every page says it while the service simulates.
+            @if job.simulated && !ctx.simulate {
                 p.note { (t!("job-simulated")) }
             }
             @if let Some(at) = &job.purged_at {

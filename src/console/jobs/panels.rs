@@ -191,7 +191,12 @@ pub(super) fn revision_panel(job: &Job, people: &People) -> Markup {
         },
         0,
     );
-    let revisers: Vec<_> = r.revisers.iter().map(|k| people.person(k)).collect();
+    // The heading names this revision's author; the others who revised
+    // the upload before are named below it, when there are any.
+    let earlier: Vec<_> = (r.revisers.iter())
+        .filter(|k| **k != r.by)
+        .map(|k| people.person(k))
+        .collect();
     html! {
         section.panel.revision #revision aria-labelledby="revision-title" {
             h2 #revision-title {
@@ -216,8 +221,8 @@ pub(super) fn revision_panel(job: &Job, people: &People) -> Markup {
                     }
                 }
             }
-            h3 { (t!("revision-fixes", n = r.fixes.len())) }
             @if !r.fixes.is_empty() {
+                h3 { (t!("revision-fixes", n = r.fixes.len())) }
                 ul #revision-fixes {
                     @for f in r.fixes.iter().take(LISTED) {
                         li {
@@ -241,8 +246,8 @@ pub(super) fn revision_panel(job: &Job, people: &People) -> Markup {
                     p.muted { (t!("revision-more", n = r.fixes.len() - LISTED)) }
                 }
             }
-            h3 { (t!("revision-excluded", n = r.exclude.len())) }
             @if !r.exclude.is_empty() {
+                h3 { (t!("revision-excluded", n = r.exclude.len())) }
                 p #revision-excluded {
                     (t!("revision-excluded-rows")) " "
                     (r.exclude.iter().take(LISTED).map(u64::to_string).collect::<Vec<_>>().join(", "))
@@ -250,11 +255,13 @@ pub(super) fn revision_panel(job: &Job, people: &People) -> Markup {
                     " · " a href=(excluded_link) { (t!("revision-excluded-see")) }
                 }
             }
-            p #revision-revisers {
-                (t!("revision-revisers")) " "
-                @for (i, p) in revisers.iter().enumerate() {
-                    @if i > 0 { ", " }
-                    (person(p))
+            @if !earlier.is_empty() {
+                p #revision-revisers {
+                    (t!("revision-revisers")) " "
+                    @for (i, p) in earlier.iter().enumerate() {
+                        @if i > 0 { ", " }
+                        (person(p))
+                    }
                 }
             }
         }

@@ -116,6 +116,9 @@ pub(super) fn preview_section(
         tabs.push((marked(false, true), label, c.normalized));
     }
     let cols = shown_columns(module, rows);
+    // A column of the row's own messages only when a row on the page has
+    // one that no cell shows.
+    let messages = rows.iter().any(|r| has_row_messages(r, &cols));
     let first = if total == 0 { 0 } else { offset + 1 };
     let last = offset + rows.len() as i64;
     let last_page = ((total - 1).max(0) / PAGE) * PAGE;
@@ -144,14 +147,14 @@ pub(super) fn preview_section(
                     table.preview {
                         thead {
                             tr {
-                                th scope="col" { (t!("col-row")) }
-                                th scope="col" { (t!("col-action")) }
+                                th.pin-row scope="col" { (t!("col-row")) }
+                                th.pin-action scope="col" { (t!("col-action")) }
                                 @for col in &cols { th scope="col" { (col) } }
-                                th scope="col" { (t!("col-notes")) }
+                                @if messages { th scope="col" { (t!("col-notes")) } }
                             }
                         }
                         tbody {
-                            @for r in rows { (preview_row(module, zone, r, &cols)) }
+                            @for r in rows { (preview_row(module, zone, r, &cols, messages)) }
                         }
                     }
                 }
@@ -171,7 +174,13 @@ pub(super) fn preview_section(
     }
 }
 
-fn preview_row(module: &Module, zone: Tz, r: &PreviewRow, cols: &[&str]) -> Markup {
+/// Whether a row has an error or warning that names no shown column.
+fn has_row_messages(r: &PreviewRow, cols: &[&str]) -> bool {
+    (r.errors.iter().chain(&r.warnings))
+        .any(|e| e.column.as_deref().is_none_or(|c| !cols.contains(&c)))
+}
+
+fn preview_row(module: &Module, zone: Tz, r: &PreviewRow, cols: &[&str], messages: bool) -> Markup {
     let row = &r.row;
     let mut by_col: HashMap<&str, Vec<String>> = HashMap::new();
     let mut warned: HashMap<&str, Vec<String>> = HashMap::new();
@@ -202,8 +211,8 @@ fn preview_row(module: &Module, zone: Tz, r: &PreviewRow, cols: &[&str]) -> Mark
     };
     html! {
         tr class=(format!("row-{}", row.action.as_str())) {
-            th scope="row" { (row.row_no) }
-            td { span class=(format!("row-action row-action-{}", row.action.as_str())) { (action_name(row.action)) } }
+            th.pin-row scope="row" { (row.row_no) }
+            td.pin-action { span class=(format!("row-action row-action-{}", row.action.as_str())) { (action_name(row.action)) } }
             @for col in cols {
                 @let after = row.vals.get(*col);
                 @let before = row.before.as_ref().and_then(|b| b.get(*col));
@@ -249,8 +258,10 @@ fn preview_row(module: &Module, zone: Tz, r: &PreviewRow, cols: &[&str]) -> Mark
                     td.cell-fixed[fixed] { (shown(col, after)) @if let Some(m) = &mark { (m) } }
                 }
             }
-            td.notes {
-                @for n in &row_notes { span.cell-msg { (n) } }
+            @if messages {
+                td.notes {
+                    @for n in &row_notes { span.cell-msg { (n) } }
+                }
             }
         }
     }
