@@ -250,3 +250,4 @@ count-normalized = Normalized
 preview-normalized-was = normalized from
 note-with-rule = { $note } (rule { $rule })
 job-meta-rules-version = Rules version { $version }
+jobs-revision-of = revision { $number } of

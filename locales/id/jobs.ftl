@@ -245,3 +245,4 @@ count-normalized = Dinormalkan
 preview-normalized-was = dinormalkan dari
 note-with-rule = { $note } (aturan { $rule })
 job-meta-rules-version = Versi aturan { $version }
+jobs-revision-of = revisi { $number } dari

@@ -22,6 +22,7 @@ use super::keys::module_list;
 use super::layout::{self, Ctx, Nav};
 use super::session::{Visitor, check_anonymous_form, form_token};
 use super::{Fail, PageResult, Shown};
+use crate::catalog::Module;
 use crate::keys::RequestState;
 use crate::service::App;
 use crate::service::key_requests::{self, Ask};
@@ -58,7 +59,25 @@ async fn page(
 ) -> Response {
     let (jar, token) = form_token(jar, &headers);
     let ctx = visitor.ctx(&app, Nav::Developers);
-    (jar, render(&app, &ctx, &token, None, &headers)).into_response()
+    let example = example_module(&app, &visitor);
+    let markup = render(&app, &ctx, &token, None, &headers, &example);
+    (jar, markup).into_response()
+}
+
+/// The module the examples use: the first the signed-in key may use (any
+/// key may use `customers` when its scope is every module).
+fn example_module(app: &App, visitor: &Visitor) -> Arc<Module> {
+    let scope = visitor.0.as_ref().map(|s| s.key.modules.as_slice());
+    let first = match scope {
+        Some(list) if !list.iter().any(|m| m == "*") => list.first().map(String::as_str),
+        _ => None,
+    };
+    let key = first.unwrap_or("customers");
+    (app.catalog
+        .get(key)
+        .or_else(|| app.catalog.modules().first()))
+    .cloned()
+    .expect("a catalog holds a module")
 }
 
 fn base_url(headers: &HeaderMap) -> String {
@@ -92,6 +111,7 @@ fn render(
     token: &str,
     notice: Option<Notice>,
     headers: &HeaderMap,
+    example: &Module,
 ) -> Markup {
     let base = base_url(headers);
     let claim_id = match &notice {
@@ -174,6 +194,7 @@ fn render(
                 "curl " (base) "/api/jobs/job_…/preview -H 'X-API-Key: igk_…'\n"
                 "curl " (base) "/api/jobs/job_…/errors  -H 'X-API-Key: igk_…'"
             } }
+            p { (around(&t!("dev-openapi", link = SLOT), html! { a #openapi href="/api/openapi.json" { code { "/api/openapi.json" } } })) }
             div.table-wrap {
                 table.small.endpoints {
                     (layout::table_head(&[t!("dev-endpoint").as_str(), t!("dev-what-it-does").as_str()]))
@@ -191,12 +212,63 @@ fn render(
                 "."
             }
         }
+        (beyond(&base, example))
     };
     layout::page(ctx, &t!("dev-title"), content)
 }
 
+/// What comes after the upload, each with an example for `module`:
+/// revisions, export and import again, events and webhooks, the command
+/// line.
+fn beyond(base: &str, module: &Module) -> Markup {
+    let m = module.key.as_str();
+    let column = (module.columns.iter())
+        .find(|c| !module.natural_key.contains(&c.name))
+        .or(module.columns.first())
+        .map_or("", |c| c.name.as_str());
+    html! {
+        section.panel #beyond aria-labelledby="beyond-title" {
+            h2 #beyond-title { (t!("dev-beyond-title")) }
+            h3 #dev-revisions { (t!("dev-revisions-title")) }
+            p { (t!("dev-revisions")) }
+            pre.code { code {
+                "curl -X POST " (base) "/api/jobs/job_…/revisions -H 'X-API-Key: igk_…' \\\n"
+                "     -H 'Content-Type: application/json' -H 'Prefer: wait=10' \\\n"
+                "     -d '{\"fixes\": [{\"row\": 4, \"column\": \"" (column) "\", \"value\": \"…\"}], \"exclude\": [7], \"comment\": \"…\"}'"
+            } }
+            h3 #dev-export { (t!("dev-export-title")) }
+            p { (t!("dev-export")) }
+            pre.code { code {
+                "curl '" (base) "/api/modules/" (m) "/export?format=csv' -H 'X-API-Key: igk_…' -o " (m) ".csv\n"
+                "# … edit " (m) ".csv, keep its _version column, then:\n"
+                "curl -X POST '" (base) "/api/import/" (m) "?mode=upsert' -H 'X-API-Key: igk_…' \\\n"
+                "     -H 'Content-Type: text/csv' --data-binary @" (m) ".csv"
+            } }
+            h3 #dev-events { (t!("dev-events-title")) }
+            p { (t!("dev-events")) }
+            pre.code { code {
+                "curl '" (base) "/api/events?after=evt_0' -H 'X-API-Key: igk_…'\n"
+                "curl -N " (base) "/api/events/stream -H 'X-API-Key: igk_…'\n"
+                "# an admin key: a webhook, signed (HMAC-SHA256) and retried\n"
+                "curl -X POST " (base) "/api/webhooks -H 'X-API-Key: igk_…' -H 'Content-Type: application/json' \\\n"
+                "     -d '{\"url\": \"https://erp.example.co.id/hooks/importgate\", \"events\": [\"job.awaiting_approval\", \"job.committed\"]}'"
+            } }
+            h3 #dev-cli { (t!("dev-cli-title")) }
+            p { (t!("dev-cli")) }
+            pre.code { code {
+                "export IMPORTGATE_URL=" (base) " IMPORTGATE_KEY=igk_…\n"
+                "importgate import " (m) " " (m) ".csv --wait\n"
+                "importgate jobs list --state awaiting_approval\n"
+                "importgate jobs approve job_… --comment '…' --wait   # another person\n"
+                "importgate export " (m) " -o " (m) ".csv\n"
+                "importgate events tail --types job.awaiting_approval,job.failed"
+            } }
+        }
+    }
+}
+
 /// The API's endpoints and what each does, in the reader's language.
-fn endpoints() -> [(&'static str, String); 11] {
+fn endpoints() -> [(&'static str, String); 16] {
     [
         ("GET /api/modules", t!("dev-ep-modules")),
         (
@@ -222,6 +294,17 @@ fn endpoints() -> [(&'static str, String); 11] {
             "POST /api/jobs/{id}/approve|reject|cancel|rollback",
             t!("dev-ep-gate"),
         ),
+        ("POST /api/jobs/{id}/revisions", t!("dev-ep-revisions")),
+        (
+            "GET /api/modules/{module}/export?format=csv|xlsx|json|ndjson",
+            t!("dev-ep-export"),
+        ),
+        (
+            "GET /api/events?after= · /api/events/stream",
+            t!("dev-ep-feed"),
+        ),
+        ("POST /api/webhooks", t!("dev-ep-webhooks")),
+        ("GET /api/openapi.json", t!("dev-ep-openapi")),
         ("POST /api/key-requests", t!("dev-ep-key-request")),
         (
             "GET /api/key-requests/{id}?claim_token=",
@@ -251,7 +334,6 @@ async fn request(
     Form(form): Form<RequestForm>,
 ) -> Result<Response, Fail> {
     check_anonymous_form(&headers, &jar, &form.csrf)?;
-    let ctx = visitor.ctx(&app, Nav::Developers);
     let asked = key_requests::submit(
         &app,
         &client.ip().to_string(),
@@ -271,11 +353,27 @@ async fn request(
             (shown.status, Notice::Refused(shown))
         }
     };
-    Ok((
-        status,
-        render(&app, &ctx, &form.csrf, Some(notice), &headers),
-    )
-        .into_response())
+    Ok(answered(
+        &app,
+        &visitor,
+        &form.csrf,
+        (status, notice),
+        &headers,
+    ))
+}
+
+/// The page again after a form, with what the form did.
+fn answered(
+    app: &App,
+    visitor: &Visitor,
+    csrf: &str,
+    (status, notice): (StatusCode, Notice),
+    headers: &HeaderMap,
+) -> Response {
+    let ctx = visitor.ctx(app, Nav::Developers);
+    let example = example_module(app, visitor);
+    let markup = render(app, &ctx, csrf, Some(notice), headers, &example);
+    (status, markup).into_response()
 }
 
 #[derive(Deserialize)]
@@ -294,7 +392,6 @@ async fn collect(
     Form(form): Form<ClaimForm>,
 ) -> PageResult {
     check_anonymous_form(&headers, &jar, &form.csrf)?;
-    let ctx = visitor.ctx(&app, Nav::Developers);
     let claimed = key_requests::claim(&app, form.id.trim(), form.claim_token.trim()).await;
     let (status, notice) = match claimed {
         Ok((_, Some(secret))) => (StatusCode::OK, Notice::Collected { secret }),
@@ -304,9 +401,11 @@ async fn collect(
             (shown.status, Notice::Refused(shown))
         }
     };
-    Ok((
-        status,
-        render(&app, &ctx, &form.csrf, Some(notice), &headers),
-    )
-        .into_response())
+    Ok(answered(
+        &app,
+        &visitor,
+        &form.csrf,
+        (status, notice),
+        &headers,
+    ))
 }

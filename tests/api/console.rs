@@ -994,3 +994,84 @@ async fn the_fix_page_downloads_the_failing_rows_and_takes_the_corrected_file() 
     assert_eq!(new["revision"]["fixes"], 1, "only the edited cell");
     assert_eq!(new["revision"]["comment"], "diperbaiki di Excel");
 }
+
+/// The developer center is where an integrator starts: revisions, export,
+/// events, webhooks, the OpenAPI document and the command line, each with
+/// an example in the signed-in key's module; every read it shows answers
+/// that key when pasted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_developer_center_shows_working_examples_in_the_keys_scope() {
+    let app = spawn_app().await;
+    let (key, _) = app.key("Budi Santoso", "submitter", &["orders"]).await;
+    let mut c = Console::new(&app);
+    c.sign_in(&key).await;
+    let html = c.page("/developers").await;
+    for said in [
+        "/api/jobs/job_…/revisions",
+        "/api/modules/orders/export?format=csv",
+        "?mode=upsert",
+        "/api/events/stream",
+        "/api/webhooks",
+        "href=\"/api/openapi.json\"",
+        "importgate import orders orders.csv --wait",
+        "importgate jobs approve",
+        "importgate events tail",
+    ] {
+        assert!(html.contains(said), "{said} is not on the page");
+    }
+    assert!(!html.contains("/api/modules/customers/export"));
+    // Every example that reads, pasted with the key.
+    let text = html.replace("&amp;", "&").replace("&#39;", "'");
+    let reads: Vec<&str> = text
+        .lines()
+        .map(|l| l.rsplit_once("<code>").map_or(l, |(_, code)| code))
+        .filter(|l| l.starts_with("curl '") || l.starts_with("curl -N"))
+        .filter_map(|l| l.split(['\'', ' ']).find(|w| w.starts_with("http")))
+        .filter(|u| !u.contains("/stream"))
+        .collect();
+    assert!(reads.len() >= 2, "{reads:?}");
+    for url in reads {
+        let resp = app
+            .client
+            .get(url)
+            .header("X-API-Key", &key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::OK, "{url}");
+    }
+    let resp = app
+        .client
+        .get(app.url("/api/openapi.json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+}
+
+/// The job list says which jobs are revisions, and of which job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_job_list_names_the_job_a_revision_revises() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let bad = "customer_name,wa_number,consumable_cycle_days\nAndi,0811000001,lots\n";
+    let failed = app.upload(&sub, "customers", "", bad).await;
+    let id = failed["id"].as_str().unwrap();
+    let resp = app
+        .client
+        .post(app.url(&format!("/api/jobs/{id}/revisions")))
+        .header("X-API-Key", &sub)
+        .json(&serde_json::json!({"fixes": [{"row": 2, "column": "consumable_cycle_days", "value": "30"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    let mut c = Console::new(&app);
+    c.sign_in(&sub).await;
+    let html = c.page("/jobs").await;
+    let at = html
+        .find("revision 1 of")
+        .expect("the list names the revision");
+    let marker = &html[at..(at + 200).min(html.len())];
+    assert!(marker.contains(&format!("href=\"/jobs/{id}\"")), "{marker}");
+}

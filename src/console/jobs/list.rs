@@ -145,7 +145,16 @@ pub(super) async fn list(
                                 td.state-cell { (badge(j.state)) }
                                 td.num data-count="rows" { (count(j.counts.rows)) }
                                 td.num.col-errors data-count="errors" { (count(j.counts.errors)) }
-                                td.col-file { (j.file.name.as_deref().unwrap_or("—")) }
+                                td.col-file {
+                                    (j.file.name.as_deref().unwrap_or("—"))
+                                    @if let (Some(of), Some(r)) = (&j.revision_of, &j.revision) {
+                                        br;
+                                        small.muted.revision-of {
+                                            (t!("jobs-revision-of", number = u64::from(r.number))) " "
+                                            a href=(format!("/jobs/{of}")) { code { (short_id(of)) } }
+                                        }
+                                    }
+                                }
                                 td.col-who { (person(&people.person(&j.submitter))) }
                                 td.col-time { (ctx.when(&j.created_at)) }
                             }
