@@ -104,6 +104,9 @@ pub struct Reference {
 #[derive(Debug, Clone, Serialize)]
 pub struct Module {
     pub key: ModuleKey,
+    /// The module's name as people read it, by language tag (`en`, `id`);
+    /// pages fall back to the key where a language has none.
+    pub display: std::collections::BTreeMap<String, String>,
     pub table: String,
     pub columns: Vec<Column>,
     pub natural_key: Vec<String>,
@@ -122,6 +125,14 @@ pub struct Module {
 }
 
 impl Module {
+    /// The name people read in language `lang`, else in English, else the
+    /// key.
+    pub fn display_name(&self, lang: &str) -> &str {
+        (self.display.get(lang))
+            .or_else(|| self.display.get("en"))
+            .map_or(self.key.as_str(), String::as_str)
+    }
+
     /// The position of a column by its catalog name.
     pub fn column_index(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c.name == name)
@@ -167,6 +178,9 @@ struct CatalogFile {
 #[serde(deny_unknown_fields)]
 struct ModuleFile {
     key: String,
+    /// `display = { en = "Customers", id = "Pelanggan" }`.
+    #[serde(default)]
+    display: std::collections::BTreeMap<String, String>,
     table: String,
     natural_key: Vec<String>,
     #[serde(default)]
@@ -426,6 +440,7 @@ fn check_module(m: ModuleFile) -> Result<Module, CatalogError> {
         .unwrap_or_else(|| DEFAULT_DATE_FORMATS.iter().map(|s| s.to_string()).collect());
     Ok(Module {
         key: ModuleKey::from_stored(m.key),
+        display: m.display,
         table: m.table,
         columns: m.column,
         natural_key: m.natural_key,
@@ -439,6 +454,19 @@ fn check_module(m: ModuleFile) -> Result<Module, CatalogError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_built_in_module_has_a_name_in_both_languages() {
+        for m in Catalog::builtin().modules() {
+            for lang in ["en", "id"] {
+                let name = m.display.get(lang);
+                assert!(name.is_some_and(|n| !n.is_empty()), "{} in {lang}", m.key);
+            }
+        }
+        let customers = Catalog::builtin().get("customers").cloned().unwrap();
+        assert_eq!(customers.display_name("id"), "Pelanggan");
+        assert_eq!(customers.display_name("fr"), "Customers");
+    }
 
     /// Every module and column of the original specification, read from the
     /// specification itself, must be in the built-in catalog with the same

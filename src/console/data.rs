@@ -46,7 +46,7 @@ async fn index(State(app): State<Arc<App>>, signed: Signed) -> PageResult {
         p.lead { (t!("data-loop-help")) }
         ul.data-modules {
             @for m in modules {
-                li { a href=(format!("/modules/{}", m.key)) { code { (m.key) } } }
+                li { a href=(format!("/modules/{}", m.key)) { (layout::module_label(m)) } }
             }
         }
     };
@@ -74,7 +74,7 @@ async fn page(
     let ctx = signed.ctx(&app, Nav::Data);
     let content = html! {
         div.page-head {
-            h1 { code { (m.key) } }
+            h1 { (layout::module_label(m)) }
             a.btn href=(format!("/modules/{}/rules", m.key)) { (t!("data-rules-link")) }
         }
         p.lead #row-count data-rows=(rows) { (t!("data-row-count", count = rows)) }
@@ -88,7 +88,7 @@ async fn page(
             (imports(&ctx, &People(&names), &last))
         }
     };
-    Ok(layout::page(&ctx, m.key.as_str(), content).into_response())
+    Ok(layout::page(&ctx, &layout::module_name(m), content).into_response())
 }
 
 /// The export's form: a format, a filter field for each column (left

@@ -192,7 +192,7 @@ async fn render(
         refused: refused.as_ref(),
     };
     let ctx = signed.ctx(app, Nav::Jobs);
-    let title = t!("fix-title", module = job.module.as_str());
+    let title = t!("fix-title", module = layout::module_name(module).as_str());
     let content = html! {
         nav.crumbs aria-label=(t!("job-breadcrumb")) {
             a href="/jobs" { (t!("jobs-title")) } " › "

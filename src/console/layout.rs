@@ -266,6 +266,24 @@ fn language_switch() -> Markup {
     }
 }
 
+/// A module's name in the reader's language (the catalog's `display`).
+pub fn module_name(m: &crate::catalog::Module) -> String {
+    m.display_name(i18n::current().tag()).to_string()
+}
+
+/// A module's name in the reader's language, by its key; the key itself
+/// when the catalog has no such module.
+pub fn module_name_of(app: &App, key: &str) -> String {
+    app.catalog
+        .get(key)
+        .map_or(key.to_string(), |m| module_name(m))
+}
+
+/// A module as a link or list item shows it: its name, then its key.
+pub fn module_label(m: &crate::catalog::Module) -> Markup {
+    html! { (module_name(m)) " " span.muted { "(" code { (m.key) } ")" } }
+}
+
 /// A state as a coloured badge (colour is never the only signal: the words
 /// are there too).
 pub fn badge(s: JobState) -> Markup {

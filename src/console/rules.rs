@@ -77,9 +77,9 @@ async fn index(State(app): State<Arc<App>>, signed: Signed) -> PageResult {
     let names = app.names().await?;
     let people = People(&names);
     let ctx = signed.ctx(&app, Nav::Rules);
-    let modules: Vec<&str> = (app.catalog.modules().iter())
+    let modules: Vec<&crate::catalog::Module> = (app.catalog.modules().iter())
         .filter(|m| signed.key.covers(&m.key))
-        .map(|m| m.key.as_str())
+        .map(|m| m.as_ref())
         .collect();
     let content = html! {
         h1 { (t!("rules-index-title")) }
@@ -92,7 +92,7 @@ async fn index(State(app): State<Arc<App>>, signed: Signed) -> PageResult {
             h2 #modules-title { (t!("rules-modules-title")) }
             ul.rule-modules {
                 @for m in &modules {
-                    li { a href=(format!("/modules/{m}/rules")) { code { (m) } } }
+                    li { a href=(format!("/modules/{}/rules", m.key)) { (layout::module_label(m)) } }
                 }
             }
         }

@@ -75,7 +75,7 @@ async fn page(
                     label for="module" { (t!("upload-module")) }
                     select #module name="module" required aria-describedby="module-help" {
                         @for m in &modules {
-                            option value=(m.key) selected[m.key == selected.as_str()] { (m.key) " — " (m.table) }
+                            option value=(m.key) selected[m.key == selected.as_str()] { (layout::module_name(m)) " (" (m.key) ")" }
                         }
                     }
                     noscript { button.btn type="submit" { (t!("upload-show-columns")) } }

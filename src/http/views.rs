@@ -164,6 +164,10 @@ pub struct ColumnView {
 pub struct ModuleView {
     #[schema(value_type = String)]
     pub key: ModuleKey,
+    /// The module's name as people read it, by language (`en`, `id`); an
+    /// addition to API.md. Empty when the catalog names none.
+    #[schema(value_type = Object)]
+    pub display: std::collections::BTreeMap<String, String>,
     pub table: String,
     pub columns: Vec<ColumnView>,
     pub natural_key: Vec<String>,
@@ -184,6 +188,7 @@ impl ModuleView {
     pub fn new(m: &Module) -> ModuleView {
         ModuleView {
             key: m.key.clone(),
+            display: m.display.clone(),
             table: m.table.clone(),
             columns: m
                 .columns

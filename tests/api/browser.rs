@@ -1084,3 +1084,63 @@ SO-10002,CUST-BANDUNG-000456,SKU-MUG-KERAMIK-11OZ,1,85000,2024-05-02,paid,QRIS\n
         b.close().await;
     }
 }
+
+/// Every console page at a laptop's 1366×900 and a phone's 390×844, in
+/// English and in Bahasa Indonesia: none scrolls sideways, and each is
+/// kept as a screenshot (`tests/output/page-…`) to look at.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_every_page_fits_a_laptop_and_a_phone_in_both_languages() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let bad = "customer_name,wa_number,consumable_cycle_days\nAndi,0811000001,lots\n";
+    let failed = app.upload(&sub, "customers", "", bad).await;
+    let waiting = app
+        .upload(&sub, "customers", "", crate::common::CUSTOMERS)
+        .await;
+    let (failed, waiting) = (
+        failed["id"].as_str().unwrap(),
+        waiting["id"].as_str().unwrap(),
+    );
+    let pages = [
+        ("jobs", "/jobs".to_string()),
+        ("job", format!("/jobs/{waiting}")),
+        ("fix", format!("/jobs/{failed}/fix")),
+        ("upload", "/upload".to_string()),
+        ("data", "/modules".to_string()),
+        ("data-module", "/modules/customers".to_string()),
+        ("rules", "/rules".to_string()),
+        ("rules-module", "/modules/customers/rules".to_string()),
+        ("developers", "/developers".to_string()),
+        ("keys", "/keys".to_string()),
+        ("webhooks", "/webhooks".to_string()),
+    ];
+    for (lang, languages) in [("en", "en-US,en"), ("id", "id-ID,id")] {
+        let b = Browser::start_in(&app.base, 1366, 900, languages).await;
+        for (width, height) in [(1366, 900), (390, 844)] {
+            b.client.set_window_size(width, height).await.unwrap();
+            b.goto("/signin").await;
+            if width == 1366 {
+                b.shot(&format!("page-signin-{lang}-{width}")).await;
+                b.sign_in(&app.admin).await;
+            }
+            for (name, path) in &pages {
+                b.goto(path).await;
+                let wide: Value = b
+                    .client
+                    .execute(
+                        "return [document.documentElement.scrollWidth, window.innerWidth];",
+                        vec![],
+                    )
+                    .await
+                    .unwrap();
+                let shot = b.shot(&format!("page-{name}-{lang}-{width}")).await;
+                assert!(
+                    wide[0].as_f64() <= wide[1].as_f64(),
+                    "{path} in {lang} at {width} px scrolls sideways ({wide}); see {}",
+                    shot.display()
+                );
+            }
+        }
+        b.close().await;
+    }
+}

@@ -44,6 +44,10 @@ async fn the_job_page_speaks_the_language_the_switch_chose() {
     );
     assert!(html.contains("17 Aug 2026"), "dates in words");
     assert!(
+        html.contains("Sales orders import"),
+        "the module by its name"
+    );
+    assert!(
         html.contains("is not a whole number (integer)"),
         "the service's own message"
     );
@@ -83,6 +87,8 @@ async fn the_job_page_speaks_the_language_the_switch_chose() {
         "17 Agu 2026",
         // Row errors in words, from their codes and the catalog.
         "dua bukan bilangan bulat",
+        // The module by its Indonesian name.
+        "Impor Pesanan penjualan",
         "2026-02-30 bukan tanggal",
     ] {
         assert!(html.contains(words), "{words} is on the Indonesian page");

@@ -104,9 +104,10 @@ async fn render_detail(
     let events = jobs::events(app, &job).await?;
     let rule = service::gate::four_eyes(app, &job, &signed.key).await?;
     let ctx = signed.ctx(app, Nav::Jobs);
+    let module_name = layout::module_name(&module);
     let title = t!(
         "job-title",
-        module = job.module.as_str(),
+        module = module_name.as_str(),
         id = short_id(&job.id)
     );
     let content = html! {
@@ -116,7 +117,7 @@ async fn render_detail(
         div #job-live data-job-status=(format!("/console/jobs/{}/status", job.id))
             data-job-id=(job.id) data-version=(job.version) data-work=(job.state.is_work()) {
             div.page-head {
-                h1 { (t!("job-heading", module = job.module.as_str())) " " (badge(job.state)) }
+                h1 { (t!("job-heading", module = module_name.as_str())) " " (badge(job.state)) }
             }
             p.meta {
                 (t!("job-meta-file")) " " strong { (job.file.name.clone().unwrap_or_else(|| t!("job-meta-no-name"))) }

@@ -58,12 +58,12 @@ pub(super) async fn list(
     let names = app.names().await?;
     let people = People(&names);
     let ctx = signed.ctx(&app, Nav::Jobs);
-    let modules: Vec<&str> = app
+    let modules: Vec<&crate::catalog::Module> = app
         .catalog
         .modules()
         .iter()
         .filter(|m| caller.covers(&m.key))
-        .map(|m| m.key.as_str())
+        .map(|m| m.as_ref())
         .collect();
     let older_link = older.map(|id| {
         let mut params = vec![("before", id)];
@@ -98,7 +98,7 @@ pub(super) async fn list(
                 select #f-module name="module" {
                     option value="" { (t!("jobs-all-modules")) }
                     @for m in &modules {
-                        option value=(m) selected[module.as_deref() == Some(*m)] { (m) }
+                        option value=(m.key) selected[module.as_deref() == Some(m.key.as_str())] { (layout::module_name(m)) }
                     }
                 }
             }
@@ -141,7 +141,7 @@ pub(super) async fn list(
                                 th scope="row" {
                                     a href=(format!("/jobs/{}", j.id)) { code { (short_id(&j.id)) } }
                                 }
-                                td { (j.module) }
+                                td title=(j.module) { (layout::module_name_of(&app, j.module.as_str())) }
                                 td.state-cell { (badge(j.state)) }
                                 td.num data-count="rows" { (count(j.counts.rows)) }
                                 td.num.col-errors data-count="errors" { (count(j.counts.errors)) }
