@@ -36,6 +36,39 @@ pub struct DemoKeys {
 /// Rows in the large file of the demo (enough to page through).
 pub const LARGE_ROWS: usize = 20_000;
 
+/// How many days before now the demo's ledger begins.
+const STORY_DAYS: i64 = 3;
+
+/// The demo's ledger as a few days of a team's work: its stories are told
+/// from [`STORY_DAYS`] days ago to now, each some hours after the one
+/// before, by setting the ledger's clock back (`service::seed::clock_back`),
+/// so the jobs do not all show one time. Dropped, the clock is on time.
+struct Days {
+    stories: i64,
+    told: i64,
+}
+
+impl Days {
+    /// The next story's time.
+    fn next(&mut self) {
+        let span = STORY_DAYS * 24 * 3600 * 1000;
+        service::seed::clock_back(span - span * self.told / self.stories);
+        self.told += 1;
+    }
+}
+
+impl Drop for Days {
+    fn drop(&mut self) {
+        service::seed::clock_back(0);
+    }
+}
+
+/// The stories [`Days`] spreads over the days.
+const STORIES: i64 = 14;
+
+/// How long after a story's upload each of its decisions is taken.
+const DECISION_AFTER_MS: i64 = 35 * 60 * 1000;
+
 /// How long the demo keeps one job `validating`.
 pub const HOLD: Duration = Duration::from_secs(15 * 60);
 
@@ -266,6 +299,7 @@ async fn story(
     let job = start(app, up, csv_text).await?;
     let mut job = settle(app, &job.id).await?;
     for (who, m, comment) in moves {
+        service::seed::clock_forward(DECISION_AFTER_MS);
         job = act(app, who, &job, *m, comment).await?;
     }
     expect(&job, end)?;
@@ -455,10 +489,15 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     let eko = key(app, "Eko Prasetyo", Role::Approver).await?.0;
     let agus = key(app, "Agus Setiawan", Role::Submitter).await?.0;
     let mut d = Dice(20_240_517);
+    let mut days = Days {
+        stories: STORIES,
+        told: 0,
+    };
 
     existing_rows(app, "customers", &customers_csv(&mut d, 0, 40)).await?;
     existing_rows(app, "products", &products_csv(&mut d, 0, 30)).await?;
 
+    days.next();
     // Rejected: a supplier list the approver sends back.
     let mut s = String::from(
         "supplier_name,contact_person,phone,city,country,materials,lead_time_days,rating\n",
@@ -484,6 +523,7 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     )
     .await?;
 
+    days.next();
     // Invalid: a payments export without the paid_at column.
     let text = payments_csv(&mut d, 1, 8)
         .lines()
@@ -496,6 +536,7 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     let file = Upload(&budi, "payments", "", "mutasi-bca-mei.csv");
     story(app, file, text, &[], State::Invalid).await?;
 
+    days.next();
     // Failed: products with prices typed the way people type them.
     let mut text = products_csv(&mut d, 100, 12);
     text.push_str("SKU-000112,Kaos Anak Kuning,apparel,DTF,pcs,25000,Rp 45.000,10\n");
@@ -504,6 +545,7 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     let file = Upload(&budi, "products", "", "produk-baru.csv");
     story(app, file, text, &[], State::Failed).await?;
 
+    days.next();
     // Cancelled: withdrawn by its submitter before a decision.
     let file = Upload(&budi, "orders", "", "order-tokopedia-minggu-1.csv");
     let cancel = (&budi, Move::Cancel, "Salah file, ini data minggu lalu.");
@@ -516,6 +558,7 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     )
     .await?;
 
+    days.next();
     // Expired: nobody decided in time.
     let mut s = String::from("tech_name,phone,city,skills,level,jobs_done,rating,active\n");
     for i in 0..7 {
@@ -538,6 +581,7 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
         job.id
     );
 
+    days.next();
     // Committed, with updates shown before → after.
     let mut text = customers_csv(&mut Dice(20_240_517), 0, 40)
         .lines()
@@ -568,6 +612,7 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     let approve = (&siti, Move::Approve, "Sudah dicek dengan tim CS.");
     story(app, file, text, &[approve], State::Committed).await?;
 
+    days.next();
     // Failed at commit: the table changed between the preview and the decision.
     // The same products as the table holds, only the unit changes.
     let mut again = Dice(20_240_517);
@@ -586,6 +631,7 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     let job = act(app, &siti, &job, Move::Approve, "").await?;
     expect(&job, State::Failed)?;
 
+    days.next();
     // Rolled back: committed, then undone through the gate (asked by one
     // approver, approved by another: four-eyes holds for rollbacks too).
     let file = Upload(&agus, "orders", "", "order-shopee-mei.csv");
@@ -607,6 +653,7 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     )
     .await?;
 
+    days.next();
     // Committed again after a rollback request was turned down.
     let mut s =
         String::from("campaign_no,name,channel,audience,budget_idr,status,start_at,end_at\n");
@@ -632,6 +679,7 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     ];
     story(app, file, s, &moves, State::Committed).await?;
 
+    days.next();
     // Rollback pending: a committed payment import waits for its rollback decision.
     let file = Upload(&budi, "payments", "", "pembayaran-qris-mei.csv");
     let moves = [
@@ -648,6 +696,7 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     // Rules in force from here on, and one more waiting at the gate.
     rules_in_force(app, &admin.0, &siti).await?;
 
+    days.next();
     // Awaiting approval: orders with bad rows left out (on_error=skip).
     let mut text = orders_csv(&mut d, 200, 20);
     text.push_str("SO-2024-00221,CUST-0007,SKU-000003,dua,70000,2024-05-12,paid,QRIS\n");
@@ -660,6 +709,7 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     );
     story(app, file, text, &[], State::AwaitingApproval).await?;
 
+    days.next();
     // Awaiting approval: new customers from Budi, for the approver to
     // decide; their WhatsApp numbers written as people write them, which
     // the customers' rules normalize.
@@ -667,14 +717,18 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     let text = as_people_write(&customers_csv(&mut d, 100, 24));
     story(app, file, text, &[], State::AwaitingApproval).await?;
 
+    days.next();
     // Awaiting approval, revised twice: a CRM export fixed inside importgate.
     crm_export(app, &agus, &mut d).await?;
 
+    days.next();
     // Awaiting approval: a large catalogue export, to page through.
     let file = Upload(&agus, "products", "", "katalog-lengkap-2024.csv");
     let text = products_csv(&mut d, 10_000, LARGE_ROWS);
     story(app, file, text, &[], State::AwaitingApproval).await?;
 
+    // Told now, on time.
+    drop(days);
     // Validating: left mid-way. The demo holds the job's work lease for a
     // while, so no worker finishes it; when the hold lapses a worker takes
     // the job over like any abandoned one and it goes to the gate.

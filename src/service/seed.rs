@@ -1,7 +1,8 @@
 //! Rows written into a module table outside the gate, as another system
 //! does: the business data that existed before anyone used importgate
 //! ([`fill`]), and a change made to a row while an import of it waits at
-//! the gate ([`change`]).
+//! the gate ([`change`]). And the ledger's clock set back while the demo
+//! tells its stories ([`clock_back`]), so they span a few days.
 //!
 //! Only the demo calls it, to show what the gate does about such data
 //! (updates find rows to change; a commit refuses rows changed since
@@ -84,6 +85,17 @@ fn key_values(module: &Module, key: &[Json]) -> Result<Vec<Value>> {
                 .ok_or_else(|| bad(format!("{j} is no value of {}", col.name)))
         })
         .collect()
+}
+
+/// Sets the ledger's clock `ms` milliseconds back (0: on time), for the
+/// demo's process only (`store::set_clock_back`).
+pub fn clock_back(ms: i64) {
+    crate::store::set_clock_back(ms);
+}
+
+/// Moves the ledger's clock `ms` milliseconds nearer the wall clock.
+pub fn clock_forward(ms: i64) {
+    crate::store::wind_clock_forward(ms);
 }
 
 #[cfg(test)]

@@ -85,7 +85,7 @@ pub mod webhooks;
 pub use db::{Conn, Db, Pooled, Tx};
 pub use dialect::Dialect;
 pub use error::{Result, StoreError, io_out_of_space, out_of_space, unavailable};
-pub use sql::{ident, now};
+pub use sql::{ident, now, set_clock_back, wind_clock_forward};
 pub use txn::{
     ANALYZE_AFTER_ROWS, Lock, analyze, lock, relax_durability, rollback_to, savepoint, try_lock,
 };

@@ -34,9 +34,27 @@ pub fn pieces(n: usize, most: usize) -> Vec<std::ops::Range<usize>> {
     parts
 }
 
+/// How many milliseconds [`now`] runs behind the wall clock: zero, except
+/// in `importgate demo`'s own process while it writes its ledger as a few
+/// days of a team's work (`demo::Days`). Leases and deadlines of work use
+/// the wall clock, not this.
+static SET_BACK_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// Sets [`now`] `ms` milliseconds behind the wall clock (0: on it).
+pub fn set_clock_back(ms: i64) {
+    SET_BACK_MS.store(ms.max(0), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Moves [`now`] `ms` milliseconds nearer the wall clock, not past it.
+pub fn wind_clock_forward(ms: i64) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let _ = SET_BACK_MS.fetch_update(Relaxed, Relaxed, |back| Some((back - ms).max(0)));
+}
+
 /// The current time, to the millisecond (what the ledger keeps).
 pub fn now() -> chrono::DateTime<chrono::Utc> {
-    let t = chrono::Utc::now();
+    let back = SET_BACK_MS.load(std::sync::atomic::Ordering::Relaxed);
+    let t = chrono::Utc::now() - chrono::TimeDelta::milliseconds(back);
     chrono::DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)
 }
 

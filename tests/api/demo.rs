@@ -98,6 +98,22 @@ async fn the_demo_has_jobs_in_every_state_and_says_it_simulates() {
         assert!(states.contains(state), "no {state} job: {states:?}");
     }
     assert!(jobs.iter().all(|j| j["simulated"] == true));
+    // The ledger reads as days of work, not one moment: the stories are
+    // hours apart, the oldest days ago, the newest job now.
+    let created: Vec<chrono::DateTime<chrono::Utc>> = (jobs.iter())
+        .map(|j| j["created_at"].as_str().unwrap().parse().unwrap())
+        .collect();
+    let minutes: BTreeSet<i64> = created.iter().map(|t| t.timestamp() / 60).collect();
+    assert!(minutes.len() >= 12, "{minutes:?}");
+    let (oldest, newest) = (created.iter().min().unwrap(), created.iter().max().unwrap());
+    assert!(
+        *newest - *oldest >= chrono::TimeDelta::days(2),
+        "{oldest} .. {newest}"
+    );
+    assert!(
+        chrono::Utc::now() - *newest < chrono::TimeDelta::minutes(10),
+        "{newest}"
+    );
     // A revision waits too: a CRM export mapped, then one cell fixed.
     let revised = (jobs.iter())
         .find(|j| j["state"] == "awaiting_approval" && j["revision"]["number"] == 2)
