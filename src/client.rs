@@ -42,8 +42,7 @@ impl Service<'_> {
 
 /// What to upload and where.
 pub struct Upload<'a> {
-    pub url: &'a str,
-    pub key: &'a str,
+    pub service: Service<'a>,
     pub module: &'a str,
     pub file: &'a Path,
     pub mode: Option<&'a str>,
@@ -84,7 +83,7 @@ fn bar(len: u64, template: &str) -> ProgressBar {
 
 /// Runs the upload; returns the process exit status.
 pub async fn run(u: Upload<'_>) -> anyhow::Result<i32> {
-    let base = u.url.trim_end_matches('/');
+    let base = u.service.base();
     let file = tokio::fs::File::open(u.file)
         .await
         .with_context(|| format!("cannot read {}", u.file.display()))?;
@@ -118,7 +117,7 @@ pub async fn run(u: Upload<'_>) -> anyhow::Result<i32> {
     let client = reqwest::Client::new();
     let resp = client
         .post(format!("{base}/api/import/{}?{query}", u.module))
-        .header("X-API-Key", u.key)
+        .header("X-API-Key", u.service.key)
         .header("Content-Type", content_type(u.file))
         .header("Content-Length", len)
         .header(
@@ -128,11 +127,7 @@ pub async fn run(u: Upload<'_>) -> anyhow::Result<i32> {
         .body(reqwest::Body::wrap_stream(counted));
     let resp = send(base, resp).await?;
     upload.finish_and_clear();
-    let service = Service {
-        url: base,
-        key: u.key,
-    };
-    report(&client, service, resp, u.wait, u.json).await
+    report(&client, u.service, resp, u.wait, u.json).await
 }
 
 /// Sends a request; a service that cannot be reached is said as such,

@@ -44,7 +44,7 @@ const STORY_DAYS: i64 = 3;
 /// before, by setting the ledger's clock back (`service::seed::clock_back`),
 /// so the jobs do not all show one time. Dropped, the clock is on time.
 struct Days {
-    stories: i64,
+    /// Stories told so far, of [`STORIES`].
     told: i64,
 }
 
@@ -52,7 +52,7 @@ impl Days {
     /// The next story's time.
     fn next(&mut self) {
         let span = STORY_DAYS * 24 * 3600 * 1000;
-        service::seed::clock_back(span - span * self.told / self.stories);
+        service::seed::clock_back(span - span * self.told / STORIES);
         self.told += 1;
     }
 }
@@ -489,10 +489,7 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     let eko = key(app, "Eko Prasetyo", Role::Approver).await?.0;
     let agus = key(app, "Agus Setiawan", Role::Submitter).await?.0;
     let mut d = Dice(20_240_517);
-    let mut days = Days {
-        stories: STORIES,
-        told: 0,
-    };
+    let mut days = Days { told: 0 };
 
     existing_rows(app, "customers", &customers_csv(&mut d, 0, 40)).await?;
     existing_rows(app, "products", &products_csv(&mut d, 0, 30)).await?;

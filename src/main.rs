@@ -62,12 +62,8 @@ enum Command {
         module: String,
         /// The file: CSV, XLSX, XLS, ODS, JSON or NDJSON.
         file: PathBuf,
-        /// The service's base URL.
-        #[arg(long, env = "IMPORTGATE_URL", default_value = "http://127.0.0.1:8080")]
-        url: String,
-        /// The API key (better given as IMPORTGATE_KEY than on a command line).
-        #[arg(long, env = "IMPORTGATE_KEY", hide_env_values = true)]
-        key: String,
+        #[command(flatten)]
+        service: ServiceArgs,
         /// insert: only new keys; update: only keys the table holds;
         /// upsert: either [default: insert]
         #[arg(long, value_parser = ["insert", "update", "upsert"])]
@@ -103,12 +99,8 @@ enum Command {
     Revise {
         /// The job to revise (job_…).
         job: String,
-        /// The service's base URL.
-        #[arg(long, env = "IMPORTGATE_URL", default_value = "http://127.0.0.1:8080")]
-        url: String,
-        /// The API key (better given as IMPORTGATE_KEY than on a command line).
-        #[arg(long, env = "IMPORTGATE_KEY", hide_env_values = true)]
-        key: String,
+        #[command(flatten)]
+        service: ServiceArgs,
         /// A JSON file mapping the file's headers to columns (null: leave out).
         #[arg(long, value_name = "FILE")]
         mapping: Option<PathBuf>,
@@ -347,12 +339,8 @@ enum EventsCommand {
         importgate events tail --url https://import.example.co.id --types job.awaiting_approval,job.failed\n  \
         importgate events tail --after evt_1200   # replay from event 1201 on, then follow")]
     Tail {
-        /// The service's base URL.
-        #[arg(long, env = "IMPORTGATE_URL", default_value = "http://127.0.0.1:8080")]
-        url: String,
-        /// The API key (better given as IMPORTGATE_KEY than on a command line).
-        #[arg(long, env = "IMPORTGATE_KEY", hide_env_values = true)]
-        key: String,
+        #[command(flatten)]
+        service: ServiceArgs,
         /// Start after this event (evt_…) [default: the events from now on]
         #[arg(long)]
         after: Option<String>,
@@ -538,15 +526,13 @@ async fn main() -> anyhow::Result<()> {
         Command::Events {
             command:
                 EventsCommand::Tail {
-                    url,
-                    key,
+                    service,
                     after,
                     types,
                 },
         } => {
             let code = importgate::client::events::tail(importgate::client::events::Tail {
-                url: &url,
-                key: &key,
+                service: service.client(),
                 after: after.as_deref(),
                 types: types.into_iter().filter(|t| !t.trim().is_empty()).collect(),
             })
@@ -559,8 +545,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Import {
             module,
             file,
-            url,
-            key,
+            service,
             mode,
             on_error,
             mapping,
@@ -568,8 +553,7 @@ async fn main() -> anyhow::Result<()> {
             json,
         } => {
             let code = importgate::client::run(importgate::client::Upload {
-                url: &url,
-                key: &key,
+                service: service.client(),
                 module: &module,
                 file: &file,
                 mode: mode.as_deref(),
@@ -592,8 +576,7 @@ async fn main() -> anyhow::Result<()> {
         } => {
             use importgate::client::export;
             let code = export::run(export::Export {
-                url: &service.url,
-                key: &service.key,
+                service: service.client(),
                 module: &module,
                 format: format.as_deref(),
                 wheres: &wheres,
@@ -638,8 +621,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Jobs { command } => std::process::exit(jobs(command).await?),
         Command::Revise {
             job,
-            url,
-            key,
+            service,
             mapping,
             map,
             fix,
@@ -652,8 +634,7 @@ async fn main() -> anyhow::Result<()> {
         } => {
             use importgate::client::revise;
             let code = revise::run(revise::Revise {
-                url: &url,
-                key: &key,
+                service: service.client(),
                 job: &job,
                 mapping_file: mapping.as_deref(),
                 map: &map,

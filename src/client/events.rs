@@ -14,8 +14,7 @@ const SILENCE: Duration = Duration::from_secs(60);
 
 /// What to follow and where.
 pub struct Tail<'a> {
-    pub url: &'a str,
-    pub key: &'a str,
+    pub service: super::Service<'a>,
     /// Start after this event (`evt_…`); else with the events from now on.
     pub after: Option<&'a str>,
     /// Print only these types (all when empty).
@@ -139,7 +138,7 @@ fn job_person<'a>(ty: &str, job: &'a Value) -> &'a Value {
 /// Follows the stream until it is stopped; returns the exit status (2
 /// when the service refuses the request).
 pub async fn tail(t: Tail<'_>) -> anyhow::Result<i32> {
-    let base = t.url.trim_end_matches('/');
+    let base = t.service.base();
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .build()?;
@@ -152,7 +151,7 @@ pub async fn tail(t: Tail<'_>) -> anyhow::Result<i32> {
         };
         let mut req = client
             .get(format!("{base}/api/events/stream{query}"))
-            .header("X-API-Key", t.key)
+            .header("X-API-Key", t.service.key)
             .header("Accept", "text/event-stream");
         if let Some(id) = &last {
             req = req.header("Last-Event-ID", id.as_str());

@@ -13,8 +13,7 @@ use super::{bar, refusal};
 
 /// What to export and where from.
 pub struct Export<'a> {
-    pub url: &'a str,
-    pub key: &'a str,
+    pub service: super::Service<'a>,
     pub module: &'a str,
     /// `csv`, `xlsx`, `json` or `ndjson`; the service's default when none.
     pub format: Option<&'a str>,
@@ -58,10 +57,10 @@ pub async fn run(e: Export<'_>) -> anyhow::Result<i32> {
             return Ok(2);
         }
     };
-    let base = e.url.trim_end_matches('/');
+    let base = e.service.base();
     let resp = reqwest::Client::new()
         .get(format!("{base}/api/modules/{}/export?{query}", e.module))
-        .header("X-API-Key", e.key);
+        .header("X-API-Key", e.service.key);
     let resp = super::send(base, resp).await?;
     let status = resp.status();
     if !status.is_success() {
@@ -142,8 +141,10 @@ mod tests {
 
     fn export<'a>(wheres: &'a [String]) -> Export<'a> {
         Export {
-            url: "http://x",
-            key: "k",
+            service: crate::client::Service {
+                url: "http://x",
+                key: "k",
+            },
             module: "orders",
             format: Some("xlsx"),
             wheres,

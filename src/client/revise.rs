@@ -11,8 +11,7 @@ use serde_json::{Value, json};
 
 /// What to revise and how.
 pub struct Revise<'a> {
-    pub url: &'a str,
-    pub key: &'a str,
+    pub service: super::Service<'a>,
     pub job: &'a str,
     /// A JSON file: `{"file header": "column" | null}`.
     pub mapping_file: Option<&'a Path>,
@@ -101,11 +100,11 @@ fn body(r: &Revise<'_>) -> anyhow::Result<Value> {
 
 /// Sends the revision; returns the process exit status.
 pub async fn run(r: Revise<'_>) -> anyhow::Result<i32> {
-    let base = r.url.trim_end_matches('/');
+    let base = r.service.base();
     let client = reqwest::Client::new();
     let request = client
         .post(format!("{base}/api/jobs/{}/revisions", r.job))
-        .header("X-API-Key", r.key);
+        .header("X-API-Key", r.service.key);
     let request = match r.file {
         Some(path) => {
             let bytes = tokio::fs::read(path)
@@ -118,11 +117,7 @@ pub async fn run(r: Revise<'_>) -> anyhow::Result<i32> {
         None => request.json(&body(&r)?),
     };
     let resp = super::send(base, request).await?;
-    let service = super::Service {
-        url: base,
-        key: r.key,
-    };
-    super::report(&client, service, resp, r.wait, r.json).await
+    super::report(&client, r.service, resp, r.wait, r.json).await
 }
 
 #[cfg(test)]

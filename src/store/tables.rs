@@ -17,10 +17,6 @@ use crate::catalog::Module;
 use crate::on_conn;
 use crate::validate::Value;
 
-/// The most rows a page's buffer is made for before it is read; a larger
-/// page grows it as rows come.
-const PAGE_ROWS: usize = 10_000;
-
 /// A row of a module table: its id and every catalog column.
 #[derive(Debug, Clone)]
 pub struct TableRow {
@@ -263,7 +259,7 @@ pub async fn page_after(
         // Each row is read as it arrives, so that the last is read soon
         // after it comes and the next page is asked for at once.
         let mut rows = q.bind(limit).fetch(c);
-        let mut page = Vec::with_capacity(usize::try_from(limit).unwrap_or(0).min(PAGE_ROWS));
+        let mut page = Vec::new();
         while let Some(row) = rows.try_next().await? {
             let checked = !page.is_empty();
             page.push(read_row(module, &row, 0, checked)?);
