@@ -331,7 +331,11 @@ fn expect(job: &Job, state: State) -> anyhow::Result<()> {
         job.state == state,
         "demo job {} ({}) is {}, expected {}",
         job.id,
-        job.module,
+        job.modules()
+            .iter()
+            .map(|m| m.as_str())
+            .collect::<Vec<_>>()
+            .join("+"),
         job.state.as_str(),
         state.as_str()
     );

@@ -25,6 +25,8 @@ job-done-cancel = Cancelled. Nothing will be written.
 job-done-rollback = Rollback requested. Another approver must approve it.
 job-reload = Reload the page to see it
 job-title = { $module } import { $id }
+job-parts = Parts of the workbook
+job-part-sheet = sheet { $sheet }
 job-heading = { $module } import
 job-breadcrumb = Breadcrumb
 job-meta-file = File
@@ -182,6 +184,7 @@ warning-orphans = { $rows ->
     [one] 1 row of { $module } names a row this rollback removes
    *[other] { $rows_text } rows of { $module } name rows this rollback removes
 }
+warning-sheet-ignored = sheet { $sheet } was left out: it is named after no module
 warning-mapping-applied = the saved mapping { $mapping } was applied to the file's headers; upload with ?mapping=none to read them as they are
 
 job-problem-unreadable = The file cannot be read
@@ -198,6 +201,8 @@ job-problem-unknown_columns = Columns not in the module
 job-problem-unknown_columns-detail = The file has columns the module does not know, and the upload asked to refuse them.
 job-problem-unknown_sheet = The sheet is not in the workbook
 job-problem-unknown_sheet-detail = The sheet the upload named is not in the workbook.
+job-problem-no_parts = No sheet holds a module
+job-problem-no_parts-detail = No sheet of the workbook is named after a module or mapped to one.
 job-problem-too_many_rows = Too many rows
 job-problem-too_many_rows-detail = The file has more rows than the limit.
 job-problem-too_many_columns = Too many columns

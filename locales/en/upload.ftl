@@ -27,3 +27,5 @@ upload-needs-script = Uploading from the console needs JavaScript (for the progr
 upload-submit = Upload and validate
 upload-progress-upload = Upload
 upload-progress-validation = Validation
+upload-workbook = A workbook: several modules, one sheet each
+upload-workbook-help = Name each sheet after a module (products, orders, payments, …): each becomes a part of one job, approved, committed and rolled back as one. Sheets named after no module are left out and listed as warnings.

@@ -25,6 +25,8 @@ job-done-cancel = Dibatalkan. Tidak ada yang akan ditulis.
 job-done-rollback = Pengembalian impor diminta. Penyetuju lain harus menyetujuinya.
 job-reload = Muat ulang halaman untuk melihatnya
 job-title = Impor { $module } { $id }
+job-parts = Bagian buku kerja
+job-part-sheet = lembar { $sheet }
 job-heading = Impor { $module }
 job-breadcrumb = Jejak navigasi
 job-meta-file = Berkas
@@ -186,6 +188,7 @@ warning-references = { $rows ->
    *[other] { $rows_text } baris menyebut nilai { $columns } yang tidak ada di { $module }
 }
 warning-orphans = { $rows_text } baris { $module } merujuk baris yang dihapus oleh pengembalian ini
+warning-sheet-ignored = lembar { $sheet } dilewati: namanya bukan nama modul
 warning-mapping-applied = pemetaan tersimpan { $mapping } diterapkan pada judul kolom berkas; unggah dengan ?mapping=none untuk membacanya apa adanya
 
 job-problem-unreadable = Berkas tidak dapat dibaca
@@ -202,6 +205,8 @@ job-problem-unknown_columns = Kolom di luar modul
 job-problem-unknown_columns-detail = Berkas punya kolom yang tidak dikenal modul, dan unggahan meminta agar kolom itu ditolak.
 job-problem-unknown_sheet = Lembar tidak ada di buku kerja
 job-problem-unknown_sheet-detail = Lembar yang disebut unggahan tidak ada di buku kerja.
+job-problem-no_parts = Tidak ada lembar yang memuat modul
+job-problem-no_parts-detail = Tidak ada lembar buku kerja yang dinamai menurut modul atau dipetakan ke modul.
 job-problem-too_many_rows = Terlalu banyak baris
 job-problem-too_many_rows-detail = Berkas punya lebih banyak baris daripada batasnya.
 job-problem-too_many_columns = Terlalu banyak kolom

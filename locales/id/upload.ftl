@@ -27,3 +27,5 @@ upload-needs-script = Mengunggah dari konsol memerlukan JavaScript (untuk bilah 
 upload-submit = Unggah dan periksa
 upload-progress-upload = Unggahan
 upload-progress-validation = Pemeriksaan
+upload-workbook = Buku kerja: beberapa modul, satu lembar per modul
+upload-workbook-help = Beri nama setiap lembar sesuai modul (products, orders, payments, …): setiap lembar menjadi bagian dari satu pekerjaan, disetujui, disimpan, dan dikembalikan sekaligus. Lembar yang namanya bukan nama modul dilewati dan dicatat sebagai peringatan.

@@ -7,6 +7,7 @@
 //! service can trust every [`Module`] it is handed: SQL identifiers come only
 //! from here, never from a request or a file header.
 
+pub mod order;
 pub mod vocabulary;
 
 use std::collections::HashMap;
@@ -254,6 +255,13 @@ impl Catalog {
             module.references = refs;
             checked.push(Arc::new(module));
         }
+        let keys: Vec<&str> = checked.iter().map(|m| m.key.as_str()).collect();
+        if let Err(circle) = order::reference_order(&checked, &keys) {
+            return Err(invalid(format!(
+                "the references of {} go round in a circle: a workbook could not order them",
+                circle.join(", ")
+            )));
+        }
         let by_key = checked.iter().map(|m| (m.key.clone(), m.clone())).collect();
         Ok(Catalog {
             modules: checked,
@@ -283,6 +291,12 @@ impl Catalog {
     /// Every module, in catalog order.
     pub fn modules(&self) -> &[Arc<Module>] {
         &self.modules
+    }
+
+    /// These modules in reference order ([`order::reference_order`]; the
+    /// catalog has no circle).
+    pub fn reference_order<'a>(&self, modules: &[&'a str]) -> Vec<&'a str> {
+        order::reference_order(&self.modules, modules).unwrap_or_else(|left| left)
     }
 
     /// Every module key, in catalog order (for "unknown module" answers).

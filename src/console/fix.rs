@@ -121,7 +121,8 @@ async fn page(
 /// The job, if the signed-in key may revise it; else why not.
 async fn fixable(app: &App, key: &KeyRecord, id: &str) -> Result<Job, service::Error> {
     let job = jobs::get(app, key, &jobs::parse_id(id)?).await?;
-    uploads::target(app, key, job.module.as_str())?;
+    let module = service::module_of_job(app, &job, "a revision")?;
+    uploads::target(app, key, module.key.as_str())?;
     if let Some(why) = revision::refusal(&job) {
         return Err(service::Error::InvalidState {
             title: "The job cannot be revised",
@@ -167,7 +168,7 @@ async fn render(
     entered: Entered,
     refused: Option<Refused>,
 ) -> PageResult {
-    let module = app.module(job.module.as_str())?;
+    let module = service::module_of_job(app, job, "a revision")?;
     let status = refused.as_ref().map_or(StatusCode::OK, |r| r.shown.status);
     let (failing, rows) = if job.state != JobState::Invalid && job.counts.rows > 0 {
         let errors = PreviewFilter {

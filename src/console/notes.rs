@@ -121,6 +121,10 @@ pub fn warning(w: &Warning) -> String {
             "warning-mapping-applied",
             mapping = w.mapping.as_deref().unwrap_or("")
         ),
+        WarningCode::SheetIgnored => t!(
+            "warning-sheet-ignored",
+            sheet = w.sheet.as_deref().unwrap_or("")
+        ),
     }
 }
 
@@ -157,6 +161,10 @@ pub fn problem(p: &JobProblem) -> (String, String) {
         P::UnknownSheet => (
             t!("job-problem-unknown_sheet"),
             t!("job-problem-unknown_sheet-detail"),
+        ),
+        P::NoParts => (
+            t!("job-problem-no_parts"),
+            t!("job-problem-no_parts-detail"),
         ),
         P::TooManyRows => (
             t!("job-problem-too_many_rows"),

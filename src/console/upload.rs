@@ -25,6 +25,7 @@ use crate::ingest::Declared;
 use crate::ledger::{Mode, OnError};
 use crate::service::modules::{self, TemplateFormat};
 use crate::service::uploads::{self, Declaration, Params};
+use crate::service::workbooks::{self, WorkbookUpload};
 use crate::service::{self, App};
 use crate::t;
 
@@ -35,7 +36,12 @@ pub fn routes() -> Router<Arc<App>> {
             "/console/import/{module}",
             post(upload).layer(axum::extract::DefaultBodyLimit::disable()),
         )
+        .route(
+            "/console/import",
+            post(upload_workbook).layer(axum::extract::DefaultBodyLimit::disable()),
+        )
         .route("/console/modules/{module}/template", get(template))
+        .route("/console/templates/workbook", get(workbook_template))
 }
 
 async fn page(
@@ -51,12 +57,15 @@ async fn page(
         .filter(|m| signed.key.covers(&m.key))
         .cloned()
         .collect();
-    let selected = q
-        .get("module")
-        .filter(|m| modules.iter().any(|x| x.key == m.as_str()))
-        .cloned()
-        .or_else(|| modules.first().map(|m| m.key.to_string()))
-        .unwrap_or_default();
+    // `?module=` (empty) asks for a workbook.
+    let selected = match q.get("module") {
+        Some(m) if m.is_empty() => String::new(),
+        wanted => wanted
+            .filter(|m| modules.iter().any(|x| x.key == m.as_str()))
+            .cloned()
+            .or_else(|| modules.first().map(|m| m.key.to_string()))
+            .unwrap_or_default(),
+    };
     let column_heads = [
         t!("upload-column"),
         t!("upload-type"),
@@ -70,13 +79,14 @@ async fn page(
         @if modules.is_empty() {
             div.alert.alert-warn { (t!("upload-no-modules")) }
         } @else {
-            form #upload-form .card method="get" action="/upload" data-upload="/console/import/" {
+            form #upload-form .card method="get" action="/upload" data-upload="/console/import/" data-workbook="/console/import" {
                 div.field {
                     label for="module" { (t!("upload-module")) }
                     select #module name="module" required aria-describedby="module-help" {
                         @for m in &modules {
                             option value=(m.key) selected[m.key == selected.as_str()] { (layout::module_name(m)) " (" (m.key) ")" }
                         }
+                        option value="" selected[selected.is_empty() && q.contains_key("module")] { (t!("upload-workbook")) }
                     }
                     noscript { button.btn type="submit" { (t!("upload-show-columns")) } }
                     p #module-help .help { (t!("upload-module-help")) }
@@ -107,6 +117,13 @@ async fn page(
                                 }
                             }
                         }
+                    }
+                }
+                section.module-info #workbook-info data-module="" hidden[!(selected.is_empty() && q.contains_key("module"))] aria-label=(t!("upload-workbook")) {
+                    p { (t!("upload-workbook-help")) }
+                    p {
+                        (t!("upload-template")) ": "
+                        a #workbook-template href=(format!("/console/templates/workbook?modules={}&format=xlsx", modules.iter().map(|m| m.key.as_str()).collect::<Vec<_>>().join(","))) download { "XLSX" }
                     }
                 }
                 div.field {
@@ -158,22 +175,8 @@ async fn upload(
 ) -> ScriptResult<Response> {
     let params: Params = serde_urlencoded::from_str(query.as_deref().unwrap_or(""))
         .map_err(|e| service::Error::invalid("query", format!("the upload's options: {e}")))?;
-    let presented = headers
-        .get(CSRF_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    signed.check_form(&headers, &presented)?;
-    let declaration =
-        Declaration::from_headers(|name| headers.get(name).and_then(|v| v.to_str().ok()))?;
-    let format = match declaration.declared {
-        Declared::Format(f) => Some(f),
-        Declared::Sniff => None,
-        // The page's script sends the file itself, never a form.
-        Declared::Multipart => {
-            return Err(service::Error::UnsupportedType("multipart/form-data".into()).into());
-        }
-    };
+    let declaration = sent_file(&signed, &headers)?;
+    let format = file_format(&declaration)?;
     let up = uploads::Upload {
         module: &module,
         mode: params.mode.unwrap_or(Mode::Insert),
@@ -187,13 +190,89 @@ async fn upload(
     let job = uploads::upload(&app, &signed.key, up, body.into_data_stream())
         .await?
         .job;
+    Ok(accepted(&job.id))
+}
+
+/// What the page's script sent: checked against the session's CSRF token
+/// (in a header), and declared by its headers.
+fn sent_file(signed: &Signed, headers: &HeaderMap) -> Result<Declaration, crate::console::Shown> {
+    let presented = headers
+        .get(CSRF_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    signed.check_form(headers, presented)?;
+    Ok(Declaration::from_headers(|name| {
+        headers.get(name).and_then(|v| v.to_str().ok())
+    })?)
+}
+
+/// The file's declared format. The page's script sends the file itself,
+/// never a form.
+fn file_format(d: &Declaration) -> Result<Option<crate::ingest::Format>, service::Error> {
+    match d.declared {
+        Declared::Format(f) => Ok(Some(f)),
+        Declared::Sniff => Ok(None),
+        Declared::Multipart => Err(service::Error::UnsupportedType(
+            "multipart/form-data".into(),
+        )),
+    }
+}
+
+/// The answer to an accepted upload: where its job is, and its status.
+fn accepted(id: &crate::ids::JobId) -> Response {
+    let body = json!({
+        "id": id,
+        "url": format!("/jobs/{id}"),
+        "status": format!("/console/jobs/{id}/status"),
+    });
+    (StatusCode::ACCEPTED, Json(body)).into_response()
+}
+
+/// `POST /console/import`: a workbook (API.md section 16), as the API's
+/// `POST /api/import` takes it; its sheets are named after modules.
+async fn upload_workbook(
+    State(app): State<Arc<App>>,
+    signed: Signed,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> ScriptResult<Response> {
+    let pairs: Vec<(String, String)> =
+        form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes())
+            .into_owned()
+            .collect();
+    let mut up = WorkbookUpload::from_query(&pairs)?;
+    let declaration = sent_file(&signed, &headers)?;
+    up.format = file_format(&declaration)?;
+    up.file_name = declaration.name;
+    let job = workbooks::upload(&app, &signed.key, up, body.into_data_stream())
+        .await?
+        .job;
+    Ok(accepted(&job.id))
+}
+
+#[derive(Deserialize)]
+struct WorkbookTemplateQuery {
+    modules: Option<String>,
+    format: Option<modules::WorkbookFormat>,
+}
+
+async fn workbook_template(
+    State(app): State<Arc<App>>,
+    _signed: Signed,
+    Query(q): Query<WorkbookTemplateQuery>,
+) -> ScriptResult<Response> {
+    let list = workbooks::template_modules(&app, q.modules.as_deref())?;
+    let t = modules::workbook_template(&list, q.format.unwrap_or_default())?;
     Ok((
-        StatusCode::ACCEPTED,
-        Json(json!({
-            "id": job.id,
-            "url": format!("/jobs/{}", job.id),
-            "status": format!("/console/jobs/{}/status", job.id),
-        })),
+        [
+            (header::CONTENT_TYPE, t.content_type.to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{}\"", t.file_name),
+            ),
+        ],
+        t.body,
     )
         .into_response())
 }

@@ -33,7 +33,7 @@ impl FromRequestParts<Arc<App>> for Caller {
         let record = crate::service::keys::verify(app, presented).await?;
         tracing::Span::current().record("key_id", record.id.as_str());
         let class = if parts.method == axum::http::Method::POST
-            && parts.uri.path().starts_with("/api/import/")
+            && (parts.uri.path().starts_with("/api/import/") || parts.uri.path() == "/api/import")
         {
             Class::Uploads
         } else {

@@ -29,13 +29,16 @@ use crate::ingest::Declared;
 use crate::service::uploads::{
     self, Accepted, Declaration, Params as UploadParams, UnknownColumns,
 };
+use crate::service::workbooks::{self, WorkbookUpload};
 use crate::service::{App, Error};
 
 pub fn routes() -> OpenApiRouter<Arc<App>> {
-    OpenApiRouter::new().routes(
-        // The service enforces its own, larger limit while streaming.
-        routes!(upload_or_close).layer(axum::extract::DefaultBodyLimit::disable()),
-    )
+    OpenApiRouter::new()
+        .routes(
+            // The service enforces its own, larger limit while streaming.
+            routes!(upload_or_close).layer(axum::extract::DefaultBodyLimit::disable()),
+        )
+        .routes(routes!(workbook_or_close).layer(axum::extract::DefaultBodyLimit::disable()))
 }
 
 /// A `multipart/form-data` upload, as a browser form sends it.
@@ -144,14 +147,7 @@ async fn upload(
     let options = params.options()?;
     let declaration =
         Declaration::from_headers(|name| headers.get(name).and_then(|v| v.to_str().ok()))?;
-    let limit = app.settings.limits.body_bytes;
-    let length = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if length.is_some_and(|n| n > limit) {
-        return Err(Error::TooLarge { limit }.into());
-    }
+    let limit = within_limit(app.settings.limits.body_bytes, &headers)?;
     let up = uploads::Upload {
         module: &key,
         mode: params.mode.unwrap_or(crate::ledger::Mode::Insert),
@@ -181,6 +177,97 @@ async fn upload(
         StatusCode::ACCEPTED
     };
     super::answer::answer_job(&app, &job.id, &headers, status).await
+}
+
+/// Uploads a workbook (API.md section 16): an XLSX or ODS whose sheets, or
+/// a JSON object whose arrays, are named after modules (or mapped to them
+/// with `sheets.<sheet>=<module>`). It becomes one validation job with a
+/// part for each, in reference order, approved, committed and rolled back
+/// as one.
+#[utoipa::path(post, path = "/api/import", operation_id = "upload_workbook", tag = "uploads",
+    params(
+        ("mode" = Option<crate::ledger::Mode>, Query, description = "Every part's mode: `insert` (the default), `update` or `upsert`; `mode.<module>=` sets one part's"),
+        ("on_error" = Option<crate::ledger::OnError>, Query, description = "`fail` (the default): any row error of any part fails the job; `skip`: invalid rows are left out"),
+        ("sheets" = Option<String>, Query, description = "`sheets.<sheet>=<module>`: the module a sheet (or JSON member) not named after one holds, one parameter a sheet (`?sheets.Produk=products`)"),
+        ("Idempotency-Key" = Option<String>, Header, description = "As on every upload"),
+        ("Prefer" = Option<String>, Header, description = "`wait=N` (N ≤ 60): answer once validation has ended, or after N seconds"),
+        ("Content-Disposition" = Option<String>, Header, description = "`attachment; filename=\"…\"`: the file's name, shown in the job"),
+    ),
+    request_body(description = "The workbook itself", content(
+        (Binary = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+        (Binary = "application/vnd.oasis.opendocument.spreadsheet"),
+        (serde_json::Value = "application/json"),
+        (Binary = "application/octet-stream"),
+    )),
+    responses(
+        (status = 202, description = "A new workbook job, `validating` (or further on with `Prefer: wait`), `module` null, with its `parts`", body = JobView),
+        (status = 200, description = "A retry with the same `Idempotency-Key`: the first job, as it is now", body = JobView),
+        (status = 400, description = "`empty_body`, or `bad_request`"),
+        (status = 403, description = "`forbidden`: a part's module is outside the key's scope (named)"),
+        (status = 404, description = "`unknown_module`: `mode.<module>` names no module"),
+        (status = 413, description = "`too_large`: over the body limit (`limit`)"),
+        (status = 415, description = "`unsupported_media_type`: not an XLSX, ODS or JSON"),
+        (status = 422, description = "`invalid_parameter`: a mapping naming no module, two sheets of one module, more than 26 parts; or `idempotency_key_reused`"),
+    ))]
+async fn workbook_or_close(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    headers: HeaderMap,
+    request: Request,
+) -> ApiResult<Response> {
+    workbook(&app, &caller, &headers, request)
+        .await
+        .map_err(|p| p.header(header::CONNECTION, "close".into()))
+}
+
+async fn workbook(
+    app: &Arc<App>,
+    caller: &Caller,
+    headers: &HeaderMap,
+    request: Request,
+) -> ApiResult<Response> {
+    let idempotency_key =
+        uploads::idempotency_key(headers.get("idempotency-key").map(|v| v.as_bytes()))?;
+    let pairs: Vec<(String, String)> =
+        form_urlencoded::parse(request.uri().query().unwrap_or("").as_bytes())
+            .into_owned()
+            .collect();
+    let mut up = WorkbookUpload::from_query(&pairs)?;
+    let declaration =
+        Declaration::from_headers(|name| headers.get(name).and_then(|v| v.to_str().ok()))?;
+    within_limit(app.settings.limits.body_bytes, headers)?;
+    up.file_name = declaration.name;
+    up.idempotency_key = idempotency_key;
+    up.format = match declaration.declared {
+        Declared::Format(f) => Some(f),
+        Declared::Sniff => None,
+        Declared::Multipart => {
+            return Err(Problem::bad_request(
+                "send the workbook itself as the body (its type, or application/octet-stream)",
+            ));
+        }
+    };
+    let body = request.into_body().into_data_stream();
+    let Accepted { job, replayed } = workbooks::upload(app, &caller.0, up, body).await?;
+    let status = if replayed {
+        StatusCode::OK
+    } else {
+        StatusCode::ACCEPTED
+    };
+    super::answer::answer_job(app, &job.id, headers, status).await
+}
+
+/// The body limit, once `Content-Length` is within it: a body declared
+/// larger is refused before a byte of it is read.
+fn within_limit(limit: u64, headers: &HeaderMap) -> ApiResult<u64> {
+    let length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if length.is_some_and(|n| n > limit) {
+        return Err(Error::TooLarge { limit }.into());
+    }
+    Ok(limit)
 }
 
 /// An upload whose file is the part named `file` of a

@@ -18,13 +18,13 @@ use super::auth::Caller;
 use super::extract::{Params, comment};
 use super::problem::{ApiResult, Problem};
 use super::views::{
-    Binary, CommentBody, ErrorsPage, EventList, EventView, JobList, JobView, PreviewPage,
+    Binary, CommentBody, ErrorView, ErrorsPage, EventList, EventView, JobList, JobView, PreviewPage,
 };
 use crate::ledger::job::People;
 use crate::ledger::{JobState, Move};
 use crate::service::modules::XLSX_TYPE;
 use crate::service::reports::{self, Download, FileFormat, Report};
-use crate::service::{App, gate, jobs};
+use crate::service::{App, gate, jobs, parts};
 use crate::validate::RowAction;
 
 pub fn routes() -> OpenApiRouter<Arc<App>> {
@@ -131,6 +131,7 @@ async fn one(
 
 #[derive(Debug, Deserialize)]
 struct PreviewParams {
+    part: Option<String>,
     action: Option<RowAction>,
     warnings: Option<WarningsFilter>,
     normalized: Option<WarningsFilter>,
@@ -151,6 +152,7 @@ enum WarningsFilter {
 #[utoipa::path(get, path = "/api/jobs/{id}/preview", operation_id = "get_preview", tag = "jobs",
     params(
         ("id" = String, Path, description = "The job's id (`job_…`)"),
+        ("part" = Option<String>, Query, description = "A workbook job (API.md section 16): only the rows of this part (its module); without it, every part's in reference order"),
         ("action" = Option<RowAction>, Query, description = "Only rows with this action"),
         ("warnings" = Option<WarningsFilter>, Query, description = "`only`: only rows with at least one warning (a reference the referenced table does not hold, a rule of severity `warning`); `any` (the default): every row"),
         ("normalized" = Option<WarningsFilter>, Query, description = "`only`: only rows with a cell a normalizer of the module's rules rewrote (API.md section 14); `any` (the default): every row"),
@@ -178,11 +180,12 @@ async fn preview(
         warned: q.warnings == Some(WarningsFilter::Only),
         normalized: q.normalized == Some(WarningsFilter::Only),
     };
-    let page = jobs::preview(&app, &job, filter, offset, limit).await?;
-    let rows = page
-        .rows
+    let (total, rows) =
+        parts::preview(&app, &job, q.part.as_deref(), filter, offset, limit).await?;
+    let rows = rows
         .into_iter()
-        .map(|p| super::views::PreviewRow {
+        .map(|(part, p)| super::views::PreviewRow {
+            part: part.map(|m| m.to_string()),
             row: p.row.row_no,
             action: p.row.action,
             values: p.row.vals,
@@ -198,7 +201,7 @@ async fn preview(
         })
         .collect();
     Ok(Json(PreviewPage {
-        total: page.total,
+        total,
         offset,
         limit,
         rows,
@@ -226,6 +229,7 @@ enum Layout {
 
 #[derive(Debug, Deserialize)]
 struct ErrorsParams {
+    part: Option<String>,
     format: Option<ReportFormat>,
     layout: Option<Layout>,
     offset: Option<i64>,
@@ -240,6 +244,7 @@ struct ErrorsParams {
 #[utoipa::path(get, path = "/api/jobs/{id}/errors", operation_id = "get_errors", tag = "jobs",
     params(
         ("id" = String, Path, description = "The job's id (`job_…`)"),
+        ("part" = Option<String>, Query, description = "A workbook job (API.md section 16): only this part's errors (its module); without it, every part's in reference order (JSON), and a CSV or XLSX report needs it"),
         ("format" = Option<String>, Query, description = "`json` (the default), `csv` or `xlsx`", pattern = "^(json|csv|xlsx)$"),
         ("layout" = Option<String>, Query, description = "`errors` (the default): one line an error (`row`, `column`, `value`, `code`, `message`); `rows`: one line a failing row (`row`, the columns the job's file gave as the job read them, `errors`: the row's messages), CSV or XLSX only; in XLSX each wrong cell is highlighted and carries its messages as a note. Corrected, the file is a revision's body (`POST /api/jobs/{id}/revisions`)", pattern = "^(errors|rows)$"),
         ("offset" = Option<i64>, Query, description = "JSON: errors to skip (default 0)", minimum = 0),
@@ -286,6 +291,7 @@ async fn errors(
     };
     match (report, file) {
         (_, Some(format)) => {
+            let job = parts::report_job(&app, &job, q.part.as_deref()).await?;
             let d = reports::download(&app, job, report, format).await?;
             return Ok(download_response(d));
         }
@@ -299,12 +305,19 @@ async fn errors(
     }
     let offset = bounded("offset", q.offset, 0, i64::MAX)?;
     let limit = bounded("limit", q.limit, 1000, 10_000)?.max(1);
-    let (total, list) = jobs::errors(&app, &job, offset, limit).await?;
+    let (total, list) = parts::errors(&app, &job, q.part.as_deref(), offset, limit).await?;
+    let errors = list
+        .into_iter()
+        .map(|(part, error)| ErrorView {
+            part: part.map(|m| m.to_string()),
+            error,
+        })
+        .collect();
     Ok(Json(ErrorsPage {
         total,
         offset,
         limit,
-        errors: list,
+        errors,
     })
     .into_response())
 }

@@ -15,13 +15,50 @@ use super::extract::Params;
 use super::problem::ApiResult;
 use super::views::{ModuleList, ModuleView};
 use crate::service::App;
-use crate::service::modules::{self, Template, TemplateFormat};
+use crate::service::modules::{self, Template, TemplateFormat, WorkbookFormat};
 
 pub fn routes() -> OpenApiRouter<Arc<App>> {
     OpenApiRouter::new()
         .routes(routes!(list))
         .routes(routes!(one))
         .routes(routes!(template))
+        .routes(routes!(workbook_template))
+}
+
+/// A workbook template (API.md section 16): one sheet a module, named
+/// after it, in reference order, each with the module's header row and
+/// one example row.
+#[utoipa::path(get, path = "/api/templates/workbook", operation_id = "get_workbook_template", tag = "modules",
+    params(
+        ("modules" = String, Query, description = "The modules, by key, comma-separated (`products,orders,payments`)"),
+        ("format" = Option<WorkbookFormat>, Query, description = "The file's format (default `xlsx`)"),
+    ),
+    responses(
+        (status = 200, description = "The template, as an attachment",
+            headers(("Content-Disposition" = String, description = "`attachment; filename=\"workbook-template.{ext}\"`")),
+            content(
+                (super::views::Binary = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+                (super::views::Binary = "application/vnd.oasis.opendocument.spreadsheet"),
+            )),
+        (status = 404, description = "`unknown_module`"),
+        (status = 422, description = "`invalid_parameter`: no module named, or a format not offered"),
+    ))]
+async fn workbook_template(
+    State(app): State<Arc<App>>,
+    _caller: Caller,
+    Params(q): Params<WorkbookTemplateParams>,
+) -> ApiResult<Response> {
+    let modules = crate::service::workbooks::template_modules(&app, q.modules.as_deref())?;
+    Ok(download(modules::workbook_template(
+        &modules,
+        q.format.unwrap_or_default(),
+    )?))
+}
+
+#[derive(Debug, Deserialize)]
+struct WorkbookTemplateParams {
+    modules: Option<String>,
+    format: Option<WorkbookFormat>,
 }
 
 /// The catalog's modules.

@@ -49,6 +49,11 @@ pub struct JobList {
 /// One row of the preview.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PreviewRow {
+    /// A workbook job's part (its module) the row is in (API.md section
+    /// 16); absent on other jobs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub part: Option<String>,
     /// The row as a person sees it in the file.
     pub row: i64,
     pub action: RowAction,
@@ -94,7 +99,19 @@ pub struct ErrorsPage {
     pub total: i64,
     pub offset: i64,
     pub limit: i64,
-    pub errors: Vec<RowError>,
+    pub errors: Vec<ErrorView>,
+}
+
+/// One row error, and on a workbook job the part it is in.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorView {
+    /// A workbook job's part (its module) the row is in (API.md section
+    /// 16); absent on other jobs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub part: Option<String>,
+    #[serde(flatten)]
+    pub error: RowError,
 }
 
 /// One move in a job's ledger.

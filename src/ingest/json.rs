@@ -27,7 +27,7 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::budget::record_bytes;
-use super::json_split::{Element, Kept, MAX_DEPTH, each_object, json_error, object_keys};
+use super::json_split::{Element, Kept, MAX_DEPTH, ROWS, each_object, json_error, object_keys};
 use super::{Cell, Emit, FileCode, FileError, Item, Options, RawRow, RowSource, produce};
 
 /// Called with the bytes of every row object; an error stops the walk.
@@ -44,10 +44,11 @@ enum Layout {
 
 pub fn open_json(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
     let cap = record_bytes(options);
+    let member = options.sheet.clone().unwrap_or_else(|| ROWS.to_string());
     read_objects(reader, options, Layout::Array, move |file, sink| {
         let mut reader = BufReader::with_capacity(1 << 16, file);
         skip_bom(&mut reader)?;
-        each_object(reader, cap, sink)
+        each_object(reader, cap, &member, sink)
     })
 }
 
@@ -452,7 +453,7 @@ fn walk_ndjson(file: &mut dyn Read, max_line: usize, sink: &mut Sink) -> Result<
     }
 }
 
-fn skip_bom(reader: &mut impl BufRead) -> Result<(), FileError> {
+pub(super) fn skip_bom(reader: &mut impl BufRead) -> Result<(), FileError> {
     let head = reader.fill_buf().map_err(super::read_error)?;
     if head.starts_with(b"\xEF\xBB\xBF") {
         reader.consume(3);

@@ -51,11 +51,17 @@ pub struct Element<'a> {
     pub keys: Option<&'a [Range<usize>]>,
 }
 
+/// The member of a wrapping object whose array holds the rows, unless a
+/// workbook's part names another (API.md section 16).
+pub const ROWS: &str = "rows";
+
 /// Walks the row objects of a document, calling `each` for every one.
-/// `cap` bounds one object's bytes (its message names the object).
+/// `cap` bounds one object's bytes (its message names the object);
+/// `member` is the wrapping object's member whose array is walked.
 pub fn each_object<R: BufRead>(
     reader: R,
     cap: u64,
+    member: &str,
     each: &mut dyn FnMut(Element) -> Result<(), FileError>,
 ) -> Result<(), FileError> {
     let mut s = Splitter {
@@ -66,14 +72,38 @@ pub fn each_object<R: BufRead>(
         keys: Vec::new(),
     };
     match s.next_byte()? {
-        Some(b'[') => s.array(1, each)?,
-        Some(b'{') => s.wrapper(each)?,
+        Some(b'[') if member == ROWS => s.array(1, each)?,
+        Some(b'[') => {
+            return Err(FileError::new(
+                FileCode::UnknownSheet,
+                format!("the document is one array, not an object with a {member:?} member"),
+            ));
+        }
+        Some(b'{') => s.wrapper(member, each)?,
         Some(b) => return Err(s.unexpected(b, r#"an array of objects, or {"rows": [...]}"#)),
         None => return Err(s.eof()),
     }
     match s.next_byte()? {
         None => Ok(()),
         Some(b) => Err(s.unexpected(b, "the end of the file")),
+    }
+}
+
+/// The members of a document's top-level object whose values are arrays
+/// (a workbook's parts, API.md section 16), read a value at a time; a
+/// document that is no object has none. `cap` bounds one value's bytes.
+pub fn array_members<R: BufRead>(reader: R, cap: u64) -> Result<Vec<String>, FileError> {
+    let mut s = Splitter {
+        reader,
+        line: 1,
+        cap,
+        buf: Vec::new(),
+        keys: Vec::new(),
+    };
+    match s.next_byte()? {
+        Some(b'{') => s.array_members(),
+        Some(_) => Ok(vec![]),
+        None => Err(s.eof()),
     }
 }
 
@@ -126,6 +156,7 @@ impl<R: BufRead> Splitter<R> {
     /// walked, the others are skipped.
     fn wrapper(
         &mut self,
+        member: &str,
         each: &mut dyn FnMut(Element) -> Result<(), FileError>,
     ) -> Result<(), FileError> {
         let mut found = false;
@@ -133,29 +164,19 @@ impl<R: BufRead> Splitter<R> {
             self.reader.consume(1);
         } else {
             loop {
-                match self.peek()? {
-                    Some(b'"') => self.value(0)?,
-                    Some(b) => return Err(self.unexpected(b, "a member name")),
-                    None => return Err(self.eof()),
-                }
-                let key: String =
-                    serde_json::from_slice(&self.buf).map_err(|e| json_error(&e, self.line))?;
-                match self.next_byte()? {
-                    Some(b':') => {}
-                    Some(b) => return Err(self.unexpected(b, "`:` after a member name")),
-                    None => return Err(self.eof()),
-                }
-                if key == "rows" && !found {
+                let key = self.member_name()?;
+                if key == member && !found {
                     found = true;
                     match self.next_byte()? {
                         Some(b'[') => self.array(2, each)?,
                         Some(b) => {
-                            return Err(self.unexpected(b, r#""rows" to be an array of objects"#));
+                            let what = format!("{member:?} to be an array of objects");
+                            return Err(self.unexpected(b, &what));
                         }
                         None => return Err(self.eof()),
                     }
                 } else {
-                    self.value(0)?;
+                    self.skip_value()?;
                 }
                 match self.next_byte()? {
                     Some(b',') => {}
@@ -165,13 +186,58 @@ impl<R: BufRead> Splitter<R> {
                 }
             }
         }
-        if !found {
+        if !found && member == ROWS {
             return Err(FileError::new(
                 FileCode::Unreadable,
                 r#"the object has no "rows" member; send an array of objects, or {"rows": [...]}"#,
             ));
         }
+        if !found {
+            return Err(FileError::new(
+                FileCode::UnknownSheet,
+                format!("the object has no {member:?} member"),
+            ));
+        }
         Ok(())
+    }
+
+    /// A member's name and the `:` after it.
+    fn member_name(&mut self) -> Result<String, FileError> {
+        match self.peek()? {
+            Some(b'"') => self.value(0)?,
+            Some(b) => return Err(self.unexpected(b, "a member name")),
+            None => return Err(self.eof()),
+        }
+        let key: String =
+            serde_json::from_slice(&self.buf).map_err(|e| json_error(&e, self.line))?;
+        match self.next_byte()? {
+            Some(b':') => Ok(key),
+            Some(b) => Err(self.unexpected(b, "`:` after a member name")),
+            None => Err(self.eof()),
+        }
+    }
+
+    /// The members of an object whose `{` was read whose values are
+    /// arrays, in the document's order; every value is skipped.
+    fn array_members(&mut self) -> Result<Vec<String>, FileError> {
+        let mut names = Vec::new();
+        if self.peek()? == Some(b'}') {
+            self.reader.consume(1);
+            return Ok(names);
+        }
+        loop {
+            let key = self.member_name()?;
+            if self.peek()? == Some(b'[') {
+                names.push(key);
+            }
+            self.skip_value()?;
+            match self.next_byte()? {
+                Some(b',') => {}
+                Some(b'}') => return Ok(names),
+                Some(b) => return Err(self.unexpected(b, "`,` or `}` after a member")),
+                None => return Err(self.eof()),
+            }
+        }
     }
 
     /// Hands on the object at the start of the reader's buffer from the
@@ -248,6 +314,35 @@ impl<R: BufRead> Splitter<R> {
             }
             if done && self.buf.is_empty() {
                 // `,` `]` or `}` where a value belongs.
+                return Err(self.unexpected(first, "a value"));
+            }
+            if done {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Crosses the value at the reader without keeping it: another part's
+    /// rows in a workbook may be far larger than one object may be.
+    fn skip_value(&mut self) -> Result<(), FileError> {
+        let Some(first) = self.peek()? else {
+            return Err(self.eof());
+        };
+        let mut scan = Scan::new(first);
+        let mut crossed = 0usize;
+        loop {
+            let chunk = self.reader.fill_buf().map_err(read_error)?;
+            if chunk.is_empty() {
+                return match scan {
+                    Scan::Word => Ok(()),
+                    _ => Err(self.eof()),
+                };
+            }
+            let (used, done) = scan.feed(chunk);
+            self.line += chunk[..used].iter().filter(|&&b| b == b'\n').count() as u64;
+            self.reader.consume(used);
+            crossed += used;
+            if done && crossed == 0 {
                 return Err(self.unexpected(first, "a value"));
             }
             if done {
@@ -587,7 +682,7 @@ mod tests {
         let reader = BufReader::with_capacity(capacity, text.as_bytes());
         let mut found = Vec::new();
         let mut scanned = Vec::new();
-        each_object(reader, 1 << 20, &mut |e| {
+        each_object(reader, 1 << 20, ROWS, &mut |e| {
             let keys = match e.keys {
                 Some(keys) => keys.to_vec(),
                 None if object_keys(e.bytes, &mut scanned) => scanned.clone(),

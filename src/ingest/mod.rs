@@ -13,6 +13,7 @@ pub mod decode;
 pub mod json;
 pub mod json_split;
 pub mod ods;
+pub mod sheets;
 pub mod spool;
 pub mod xlsx;
 
@@ -278,6 +279,8 @@ pub enum FileCode {
     UnknownColumns,
     /// The `sheet` asked for is not in the workbook.
     UnknownSheet,
+    /// A workbook with no sheet (or member) that holds a module.
+    NoParts,
     /// More rows than the limit.
     TooManyRows,
     /// More columns than the limit.
@@ -299,6 +302,7 @@ impl FileCode {
             FileCode::DuplicateColumns => "duplicate_columns",
             FileCode::UnknownColumns => "unknown_columns",
             FileCode::UnknownSheet => "unknown_sheet",
+            FileCode::NoParts => "no_parts",
             FileCode::TooManyRows => "too_many_rows",
             FileCode::TooManyColumns => "too_many_columns",
             FileCode::HeaderGrown => "header_grown",

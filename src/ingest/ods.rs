@@ -138,6 +138,31 @@ pub fn open(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource
     })
 }
 
+/// The sheets of an ODS, in the workbook's order, their names whole: one
+/// pass over `content.xml` that reads no sheet.
+pub fn sheet_names(
+    reader: Box<dyn Read + Send>,
+    options: &Options,
+) -> Result<Vec<String>, FileError> {
+    let limits = Limits::new(options);
+    let file = spool::to_file(reader)?;
+    xlsx::check_zip(&file, "ODS", MAX_RATIO)?;
+    let mut zip = zip::ZipArchive::new(BufReader::new(spool::reopen(&file)?))
+        .map_err(|e| xlsx::unreadable("ODS", e))?;
+    check_package(&mut zip)?;
+    // No rows are read: the assembler's channel is never sent on.
+    let (tx, _rx) = std::sync::mpsc::sync_channel(1);
+    let emit = super::Emit {
+        tx,
+        pending: Default::default(),
+    };
+    let mut rows = Assembler::new(&emit, options.max_columns);
+    match read_sheet(&mut zip, Target::None, &mut rows, &limits)? {
+        Found::Not { names, .. } => Ok(names),
+        Found::Read => Ok(vec![]),
+    }
+}
+
 type Zip = zip::ZipArchive<BufReader<File>>;
 
 /// Refuses what is not an ODS spreadsheet, or one that cannot be read
@@ -190,6 +215,8 @@ fn check_package(zip: &mut Zip) -> Result<(), FileError> {
 enum Target<'a> {
     Index(usize),
     Name(&'a str),
+    /// None: the sheets are only listed, their names whole.
+    None,
 }
 
 /// What a pass over `content.xml` found.
@@ -300,12 +327,17 @@ fn read_sheet(
                             }
                             name == wanted
                         }
+                        Target::None => false,
                     };
                     if take {
                         reading.table(&mut xml, &mut buf, rows)?;
                         return Ok(Found::Read);
                     }
-                    names.push(name.chars().take(NAME_SHOWN).collect());
+                    let shown = match target {
+                        Target::None => name,
+                        _ => name.chars().take(NAME_SHOWN).collect(),
+                    };
+                    names.push(shown);
                 }
             }
             Event::End(_) => reading.depth = reading.depth.saturating_sub(1),

@@ -63,6 +63,15 @@ pub fn open_xlsx(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowS
     })
 }
 
+/// The sheets of an XLSX, in the workbook's order (its zip is checked
+/// as a read's is).
+pub fn sheet_names(reader: Box<dyn Read + Send>) -> Result<Vec<String>, FileError> {
+    let file = spool::to_file(reader)?;
+    check_zip(&file, "XLSX", MAX_RATIO)?;
+    let book = Xlsx::new(BufReader::new(file)).map_err(|e| unreadable("XLSX", e))?;
+    Ok(book.sheet_names())
+}
+
 pub fn open_xls(reader: Box<dyn Read + Send>, options: &Options) -> Result<RowSource, FileError> {
     let (wanted, max_columns) = (options.sheet.clone(), options.max_columns);
     produce(move |emit| {

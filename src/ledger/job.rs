@@ -135,6 +135,20 @@ impl Counts {
         *slot += n;
         self.valid = self.rows - self.errors - self.excluded;
     }
+
+    /// Adds a workbook part's counts to these (API.md section 16: a
+    /// workbook job's counts are its parts' sum).
+    pub fn plus(&mut self, other: &Counts) {
+        self.rows += other.rows;
+        self.valid += other.valid;
+        self.errors += other.errors;
+        self.insert += other.insert;
+        self.update += other.update;
+        self.unchanged += other.unchanged;
+        self.warnings += other.warnings;
+        self.excluded += other.excluded;
+        self.normalized += other.normalized;
+    }
 }
 
 /// What a request at the Human-Gate asks for.
@@ -223,6 +237,9 @@ pub enum ProblemCode {
     UnknownSheet,
     /// `invalid`: more rows than the limit.
     TooManyRows,
+    /// `invalid`: a workbook with no sheet (or member) named after a
+    /// module or mapped to one (API.md section 16).
+    NoParts,
     /// `invalid`: more columns than the limit.
     TooManyColumns,
     /// `failed`: rows have errors and `on_error=fail`.
@@ -255,6 +272,7 @@ impl ProblemCode {
             ProblemCode::UnknownColumns => "unknown_columns",
             ProblemCode::UnknownSheet => "unknown_sheet",
             ProblemCode::TooManyRows => "too_many_rows",
+            ProblemCode::NoParts => "no_parts",
             ProblemCode::TooManyColumns => "too_many_columns",
             ProblemCode::RowErrors => "row_errors",
             ProblemCode::StalePreview => "stale_preview",
@@ -283,6 +301,7 @@ impl From<FileCode> for ProblemCode {
             FileCode::DuplicateColumns => ProblemCode::DuplicateColumns,
             FileCode::UnknownColumns => ProblemCode::UnknownColumns,
             FileCode::UnknownSheet => ProblemCode::UnknownSheet,
+            FileCode::NoParts => ProblemCode::NoParts,
             FileCode::TooManyRows => ProblemCode::TooManyRows,
             FileCode::TooManyColumns => ProblemCode::TooManyColumns,
         }
@@ -292,6 +311,10 @@ impl From<FileCode> for ProblemCode {
 /// A row that stopped a commit or a rollback.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ConflictRow {
+    /// A workbook job's part (its module) the row is in (API.md section 16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub part: Option<String>,
     /// The row in the file.
     pub row: i64,
     /// Its natural key.
@@ -371,6 +394,9 @@ pub enum WarningCode {
     /// A mapping saved for the module was applied to the file's headers
     /// (`mapping`: its id; API.md section 11).
     MappingApplied,
+    /// A workbook's sheet (or member) that is no module and is mapped to
+    /// none was left out (`sheet`; API.md section 16).
+    SheetIgnored,
 }
 
 /// A file-level remark that does not stop the job.
@@ -393,6 +419,10 @@ pub struct Warning {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub mapping: Option<String>,
+    /// `sheet_ignored`: the sheet (or JSON member) left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub sheet: Option<String>,
     pub message: String,
 }
 
@@ -401,7 +431,10 @@ pub struct Warning {
 #[derive(Debug, Clone)]
 pub struct Job {
     pub id: JobId,
-    pub module: ModuleKey,
+    /// The module its rows are for; `None` for a workbook job (API.md
+    /// section 16), whose rows are its [`parts`](Job::parts)'.
+    pub module: Option<ModuleKey>,
+    /// The module's table; empty for a workbook job.
     pub table: String,
     pub mode: Mode,
     pub on_error: OnError,
@@ -434,12 +467,30 @@ pub struct Job {
     /// The version of its module's rules the job was validated with (API.md
     /// section 14); none before its validation began.
     pub rules_version: Option<u32>,
+    /// A workbook job's parts, in reference order; none for any other job.
+    pub parts: Vec<Part>,
+}
+
+/// One module's rows in a workbook job (API.md section 16). Underneath it
+/// is a one-module job of its own (its stage, counts and row errors), so
+/// that it is validated, previewed, committed and rolled back as one; it
+/// is never worked on, listed or moved by itself: its workbook job is.
+#[derive(Debug, Clone)]
+pub struct Part {
+    /// The job that holds the part's rows.
+    pub job: JobId,
+    pub module: ModuleKey,
+    pub table: String,
+    /// The sheet (or JSON member) its rows are read from.
+    pub sheet: String,
+    pub mode: Mode,
+    pub counts: Counts,
 }
 
 /// What a job is made of when it starts: who sent which file into which
 /// table, and how it is to be read and written.
 pub struct NewJob {
-    pub module: ModuleKey,
+    pub module: Option<ModuleKey>,
     pub table: String,
     pub mode: Mode,
     pub on_error: OnError,
@@ -480,6 +531,7 @@ impl Job {
             revised_as: None,
             mapping_applied: new.mapping_applied,
             rules_version: None,
+            parts: vec![],
         }
     }
 
@@ -503,6 +555,19 @@ impl Job {
             revision_of: Some(self.id.clone()),
             revision: Some(revision),
             ..Job::start(new, now)
+        }
+    }
+
+    /// Whether the job is a workbook's (API.md section 16).
+    pub fn is_workbook(&self) -> bool {
+        self.module.is_none()
+    }
+
+    /// The modules whose rows the job holds: its own, or its parts'.
+    pub fn modules(&self) -> Vec<&ModuleKey> {
+        match &self.module {
+            Some(m) => vec![m],
+            None => self.parts.iter().map(|p| &p.module).collect(),
         }
     }
 

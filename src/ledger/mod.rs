@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 pub use job::{AppliedMapping, Fix};
 pub use job::{
     ConflictRow, Counts, Decision, DecisionKind, FileInfo, Gate, GateAction, Job, JobOptions,
-    JobProblem, Mode, NewJob, OnError, ProblemCode, ReferringRow, Revision, Warning, WarningCode,
+    JobProblem, Mode, NewJob, OnError, Part, ProblemCode, ReferringRow, Revision, Warning,
+    WarningCode,
 };
 
 /// Where a job is in the pipeline.

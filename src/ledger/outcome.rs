@@ -140,7 +140,7 @@ pub fn committed(job: &Job, result: Commit, now: DateTime<Utc>) -> Option<(Move,
                     "the job was validated with version {validated} of the rules of {}; \
                      version {in_force} is in force now, so nothing was written. \
                      Revise the job to validate it again under the rules in force.",
-                    job.module
+                    job.module.as_ref().map_or("its modules", |m| m.as_str())
                 ),
             )),
         ),
@@ -321,7 +321,7 @@ pub(crate) mod tests {
     pub(crate) fn job(state: JobState, on_error: OnError) -> Job {
         let at = DateTime::from_timestamp_millis(1_700_000_000_000).unwrap();
         let new = NewJob {
-            module: crate::ids::ModuleKey::from_stored("customers"),
+            module: Some(crate::ids::ModuleKey::from_stored("customers")),
             table: "uc_scrm_customers".into(),
             mode: Mode::Insert,
             on_error,
@@ -417,6 +417,7 @@ pub(crate) mod tests {
     fn a_stale_commit_fails_listing_the_rows_and_a_refused_rollback_stays_committed() {
         let conflicts = Conflicts {
             rows: vec![ConflictRow {
+                part: None,
                 row: 2,
                 key: serde_json::json!("0812"),
                 reason: "changed".into(),

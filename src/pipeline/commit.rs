@@ -47,6 +47,7 @@ impl Conflicts {
         self.total += 1;
         if self.listed.len() < LISTED {
             self.listed.push(ConflictRow {
+                part: None,
                 row,
                 key,
                 reason: reason.to_string(),

@@ -21,6 +21,10 @@ use crate::validate::{CheckedRow, HeaderMap, RowError, Value};
 pub struct Target {
     pub reference: Reference,
     pub module: Arc<Module>,
+    /// The stage of an earlier part of the same workbook job that holds
+    /// the named module's rows (API.md section 16): its valid rows count
+    /// as the table's.
+    pub staged: Option<i64>,
 }
 
 /// A reference whose column the file gives: where its values are in a
@@ -144,6 +148,7 @@ impl<'a> Checks<'a> {
                     module: Some(r.module.clone()),
                     rows: Some(c.missing),
                     mapping: None,
+                    sheet: None,
                     message,
                 }
             })
@@ -165,7 +170,8 @@ impl Check<'_> {
             let values: Vec<Value> = unknown.iter().map(|&n| distinct[n].1.0.clone()).collect();
             let (module, key) = (&self.target.module, self.target.reference.key_index);
             let mut c = db.acquire().await?;
-            let present = references::present(&mut c.conn(), module, key, &values).await?;
+            let staged = self.target.staged;
+            let present = references::present(&mut c.conn(), module, key, &values, staged).await?;
             for (k, &n) in unknown.iter().enumerate() {
                 let held = present.contains(&k);
                 if held {
@@ -303,6 +309,7 @@ impl Orphans {
             module: Some(self.referrer.module.key.to_string()),
             rows: Some(self.rows),
             mapping: None,
+            sheet: None,
             message: format!(
                 "{} of {} {} a {} this rollback deletes{}",
                 match self.rows {

@@ -258,6 +258,7 @@ async fn whole_job_checks(
 fn unknown_columns(module: &Module, header: &HeaderMap) -> Option<Warning> {
     (!header.unknown.is_empty()).then(|| Warning {
         code: WarningCode::UnknownColumns,
+        sheet: None,
         message: format!(
             "columns not in {} were ignored: {}",
             module.key,
@@ -291,6 +292,7 @@ fn mapping_applied(job: &Job) -> Option<Warning> {
     }
     Some(Warning {
         code: WarningCode::MappingApplied,
+        sheet: None,
         message: format!(
             "the saved mapping {} was applied: {}; upload with ?mapping=none to read the headers as they are",
             applied.id,

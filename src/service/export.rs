@@ -282,7 +282,7 @@ async fn committed_stage(app: &App, module: &Module, text: &str) -> Result<i64> 
         let mut c = app.db.acquire().await?;
         store::jobs::get(&mut c.conn(), &id).await?
     };
-    let Some(job) = job.filter(|j| j.module == module.key) else {
+    let Some(job) = job.filter(|j| j.module.as_ref() == Some(&module.key)) else {
         return Err(refused(format!("{id} is no job of {}", module.key)));
     };
     if let Some(why) = not_written(&job) {

@@ -156,7 +156,10 @@ async fn mapping_saver(conn: &mut store::Conn<'_>, job: &mut Job) -> Result<()> 
     else {
         return Ok(());
     };
-    let saved = store::mappings::get(conn, &job.module, &applied.id).await?;
+    let Some(module) = &job.module else {
+        return Ok(());
+    };
+    let saved = store::mappings::get(conn, module, &applied.id).await?;
     applied.saved_by = saved.map(|s| s.created_by);
     Ok(())
 }
@@ -164,7 +167,7 @@ async fn mapping_saver(conn: &mut store::Conn<'_>, job: &mut Job) -> Result<()> 
 /// What rolling back `job` would orphan in the modules that refer to its
 /// module, as warnings for the rollback gate.
 async fn orphan_warnings(app: &App, job: &Job) -> Result<Vec<Warning>> {
-    let Some(module) = app.catalog.get(job.module.as_str()) else {
+    let Some(module) = (job.module.as_ref()).and_then(|m| app.catalog.get(m.as_str())) else {
         return Ok(vec![]);
     };
     let referrers = references::referrers(&app.catalog, &module.key);

@@ -24,7 +24,7 @@ pub fn parse_id(text: &str) -> Result<JobId> {
 /// The job with this id, if the key's scope covers its module.
 pub async fn get(app: &App, actor: &KeyRecord, id: &JobId) -> Result<Job> {
     let job = find(app, id).await?;
-    in_scope(actor, &job.module)?;
+    super::job_in_scope(actor, &job)?;
     Ok(job)
 }
 
@@ -34,6 +34,15 @@ pub async fn find(app: &App, id: &JobId) -> Result<Job> {
     store::jobs::get(&mut c.conn(), id)
         .await?
         .ok_or_else(|| Error::not_found("job", id.as_str()))
+}
+
+/// A workbook job's part, as the one-module job it is underneath (the
+/// service's own reads of its rows).
+pub async fn find_part(app: &App, id: &JobId) -> Result<Job> {
+    let mut c = app.db.acquire().await?;
+    store::jobs::get_part(&mut c.conn(), id)
+        .await?
+        .ok_or_else(|| Error::not_found("part", id.as_str()))
 }
 
 /// What a list of jobs asks for.
@@ -88,7 +97,7 @@ pub async fn some(app: &App, actor: &KeyRecord, ids: &[JobId]) -> Result<Vec<Job
     let jobs = store::jobs::get_many(&mut c.conn(), ids).await?;
     Ok(jobs
         .into_iter()
-        .filter(|j| actor.covers(&j.module))
+        .filter(|j| j.modules().into_iter().all(|m| actor.covers(m)))
         .collect())
 }
 
@@ -135,7 +144,7 @@ pub async fn preview(
     let mut c = app.db.acquire().await?;
     // A job never validated, or of a module the catalog no longer has,
     // has no rows to show.
-    let stage = match app.catalog.get(job.module.as_str()) {
+    let stage = match (job.module.as_ref()).and_then(|m| app.catalog.get(m.as_str())) {
         Some(module) => Stage::of(&mut c.conn(), module, &job.id).await?,
         None => None,
     };

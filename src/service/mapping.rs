@@ -76,7 +76,7 @@ pub async fn head(app: &App, job: &Job, rows: usize) -> Result<Head> {
 /// How the job's headers meet its module's columns, with suggestions.
 pub async fn mapping(app: &App, actor: &KeyRecord, job_id: &JobId) -> Result<MappingView> {
     let job = jobs::get(app, actor, job_id).await?;
-    let module = app.module(job.module.as_str())?;
+    let module = super::module_of_job(app, &job, "a mapping")?;
     let head = head(app, &job, SAMPLE_ROWS).await?;
     let confirmed = confirmed(app, module).await?;
     let ranked = suggest::suggest(module, &head.header, &head.samples, &confirmed);

@@ -42,7 +42,9 @@ pub mod limits;
 pub mod mapping;
 pub mod modules;
 pub mod moves;
+pub mod ods;
 pub mod packing;
+pub mod parts;
 pub mod reports;
 pub mod retention;
 pub mod retry;
@@ -59,6 +61,7 @@ pub mod uploads;
 pub mod views;
 pub mod webhooks;
 pub mod work;
+pub mod workbooks;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -182,6 +185,36 @@ pub fn in_scope(actor: &KeyRecord, module: &ModuleKey) -> Result<()> {
         Err(Error::Forbidden(format!(
             "this key's scope does not include the module {module}"
         )))
+    }
+}
+
+/// [`Error::Forbidden`], naming the first module out of scope, unless the
+/// key's scope covers every module whose rows the job holds (a workbook
+/// job's every part, API.md section 16).
+pub fn job_in_scope(actor: &KeyRecord, job: &crate::ledger::Job) -> Result<()> {
+    job.modules()
+        .into_iter()
+        .try_for_each(|m| in_scope(actor, m))
+}
+
+/// The module of a one-module job. A workbook job (API.md section 16) has
+/// a module for each part, so what works on one module's job (`what`: a
+/// revision, a mapping, …) is refused on it.
+pub fn module_of_job<'a>(
+    app: &'a App,
+    job: &crate::ledger::Job,
+    what: &str,
+) -> Result<&'a std::sync::Arc<crate::catalog::Module>> {
+    match &job.module {
+        Some(m) => app.module(m.as_str()),
+        None => Err(Error::InvalidState {
+            title: "A workbook job",
+            detail: format!(
+                "{} is a workbook job, with a part for each module: {what} works on a one-module job",
+                job.id
+            ),
+            state: job.state.as_str().to_string(),
+        }),
     }
 }
 

@@ -115,6 +115,14 @@ impl Example {
 /// them as a dropdown down the sheet.
 fn xlsx_template(m: &Module, examples: &[Example]) -> Result<Vec<u8>, XlsxError> {
     let mut book = Workbook::new();
+    xlsx_sheet(&mut book, m, examples)?;
+    dropdowns::add(&mut book, m, XLSX_LAST_ROW)?;
+    book.save_to_buffer()
+}
+
+/// A module's template sheet, added to `book`: its bold header row,
+/// frozen, and one typed example row.
+fn xlsx_sheet(book: &mut Workbook, m: &Module, examples: &[Example]) -> Result<(), XlsxError> {
     let sheet = book.add_worksheet();
     sheet.set_name(m.key.as_str())?;
     let bold = XlsxFormat::new().set_bold();
@@ -129,8 +137,75 @@ fn xlsx_template(m: &Module, examples: &[Example]) -> Result<Vec<u8>, XlsxError>
         e.write(sheet, 1, col)?;
     }
     sheet.set_freeze_panes(1, 0)?;
-    dropdowns::add(&mut book, m, XLSX_LAST_ROW)?;
-    book.save_to_buffer()
+    Ok(())
+}
+
+/// A template cell of an ODS sheet.
+fn ods_cell(e: &Example) -> super::ods::Cell {
+    use super::ods::Cell;
+    match e {
+        Example::Int(i) => Cell::Number(i.to_string()),
+        Example::Decimal(d) => Cell::Number(d.to_string()),
+        Example::Bool(b) => Cell::Bool(*b),
+        Example::Date(..) => Cell::Date(e.text()),
+        Example::Timestamp(..) => Cell::Date(e.text().replace(' ', "T")),
+        Example::Text(t) => Cell::Text(t.clone()),
+    }
+}
+
+/// The formats of a workbook template (API.md section 16).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkbookFormat {
+    #[default]
+    Xlsx,
+    Ods,
+}
+
+/// A workbook template (API.md section 16): a sheet for each module, in
+/// reference order (`modules` is that order), named after it, each with
+/// the header row and one example row of the module's template.
+pub fn workbook_template(modules: &[&Module], format: WorkbookFormat) -> Result<Template> {
+    let examples =
+        |m: &Module| -> Vec<Example> { (0..m.columns.len()).map(|i| example(m, i)).collect() };
+    let (content_type, ext, body) = match format {
+        WorkbookFormat::Xlsx => {
+            let mut book = Workbook::new();
+            for m in modules {
+                xlsx_sheet(&mut book, m, &examples(m)).map_err(Error::internal)?;
+            }
+            (
+                XLSX_TYPE,
+                "xlsx",
+                book.save_to_buffer().map_err(Error::internal)?,
+            )
+        }
+        WorkbookFormat::Ods => {
+            let sheets: Vec<super::ods::Sheet> = modules
+                .iter()
+                .map(|m| super::ods::Sheet {
+                    name: m.key.to_string(),
+                    rows: vec![
+                        (m.columns.iter())
+                            .map(|c| super::ods::Cell::Text(c.name.clone()))
+                            .collect(),
+                        examples(m).iter().map(ods_cell).collect(),
+                    ],
+                })
+                .collect();
+            let body = super::ods::book(&sheets).map_err(Error::internal)?;
+            (
+                "application/vnd.oasis.opendocument.spreadsheet",
+                "ods",
+                body,
+            )
+        }
+    };
+    Ok(Template {
+        content_type,
+        file_name: format!("workbook-template.{ext}"),
+        body,
+    })
 }
 
 /// A module's empty template in a format: the header row and one example

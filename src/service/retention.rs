@@ -133,7 +133,7 @@ async fn purge(
         return Ok(Step::Skipped);
     };
     // Rows first: no lock but the sweep's is held while they go.
-    let stage = match app.catalog.get(job.module.as_str()) {
+    let stage = match (job.module.as_ref()).and_then(|m| app.catalog.get(m.as_str())) {
         Some(module) => Stage::of(&mut tx.conn(), module, &job.id).await?,
         None => None,
     };
@@ -147,6 +147,11 @@ async fn purge(
         }
         None => (0, false),
     };
+    if job.is_workbook() {
+        // A workbook's parts go with it: their staged rows are removed a
+        // batch at a time as any purged job's are ([`finish_stages`]).
+        store::jobs::mark_parts_purged(&mut tx.conn(), &job.id, at).await?;
+    }
     let dropped = blobs::drop_unused(&mut tx.conn(), &job.file.sha256, &job.id).await?;
     let detail = detail(reason, rows, job, dropped);
     if !store::jobs::purged(&mut tx.conn(), &app.seal.key, job, &after, detail).await? {

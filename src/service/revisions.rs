@@ -27,7 +27,8 @@ pub const MAX_EXCLUDED: usize = 100_000;
 /// key may upload to its module. Both doors offer a fix on this, and
 /// [`revise`] checks it again.
 pub fn may_revise(app: &App, actor: &KeyRecord, job: &Job) -> bool {
-    revision::refusal(job).is_none() && uploads::target(app, actor, job.module.as_str()).is_ok()
+    revision::refusal(job).is_none()
+        && (job.module.as_ref()).is_some_and(|m| uploads::target(app, actor, m.as_str()).is_ok())
 }
 
 /// Revises `job_id` with `changes`: checks them against the module and
@@ -35,7 +36,8 @@ pub fn may_revise(app: &App, actor: &KeyRecord, job: &Job) -> bool {
 /// and the revised job's move. The new job.
 pub async fn revise(app: &App, actor: &KeyRecord, job_id: &JobId, changes: Changes) -> Result<Job> {
     let job = jobs::get(app, actor, job_id).await?;
-    let module = uploads::target(app, actor, job.module.as_str())?;
+    let key = super::module_of_job(app, &job, "a revision")?.key.clone();
+    let module = uploads::target(app, actor, key.as_str())?;
     if let Some(why) = revision::refusal(&job) {
         return Err(Error::InvalidState {
             title: "The job cannot be revised",

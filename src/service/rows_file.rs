@@ -97,7 +97,7 @@ pub async fn errored_rows<'a>(app: &'a App, job: &Job) -> Result<ErroredRows<'a>
 
 /// The job's stage, if it has rows staged (and its module still exists).
 async fn staged<'a>(app: &'a App, job: &Job) -> Result<Option<Stage<'a>>> {
-    let Some(module) = app.catalog.get(job.module.as_str()) else {
+    let Some(module) = (job.module.as_ref()).and_then(|m| app.catalog.get(m.as_str())) else {
         return Ok(None);
     };
     let mut c = app.db.acquire().await?;
@@ -210,7 +210,10 @@ pub async fn changes_from_rows_file(
     file: RowsFile,
 ) -> Result<Changes> {
     let job = jobs::get(app, actor, job_id).await?;
-    let module = uploads::target(app, actor, job.module.as_str())?;
+    let key = super::module_of_job(app, &job, "a corrected rows file")?
+        .key
+        .clone();
+    let module = uploads::target(app, actor, key.as_str())?;
     let stage = staged(app, &job).await?;
     let source = open(app, file).await?;
     let layout = layout(module, &source.header)?;

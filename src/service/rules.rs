@@ -435,12 +435,14 @@ pub async fn try_on(app: &App, actor: &KeyRecord, id: &str, job: &str) -> Result
         Error::invalid("job", format!("job must be a job id (job_…), not {job:?}"))
     })?;
     let job = super::jobs::get(app, actor, &job_id).await?;
-    if job.module != proposal.module {
+    if job.module.as_ref() != Some(&proposal.module) {
         return Err(Error::invalid(
             "job",
             format!(
                 "{} is a job of {}, and the proposal is for {}",
-                job.id, job.module, proposal.module
+                job.id,
+                job.module.as_ref().map_or("a workbook", |m| m.as_str()),
+                proposal.module
             ),
         ));
     }

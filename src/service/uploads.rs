@@ -24,7 +24,7 @@ use crate::store::idempotency::Claim;
 use crate::store::{self, blobs};
 
 /// How long an `Idempotency-Key` answers with its first job.
-const IDEMPOTENCY_HOURS: i64 = 24;
+pub(super) const IDEMPOTENCY_HOURS: i64 = 24;
 
 /// The module a file is uploaded for, if the key may upload to it.
 pub fn target<'a>(app: &'a App, actor: &KeyRecord, module: &str) -> Result<&'a Module> {
@@ -255,7 +255,7 @@ where
     }
     let now = store::now();
     let new = NewJob {
-        module: module.key.clone(),
+        module: Some(module.key.clone()),
         table: module.table.clone(),
         mode: up.mode,
         on_error: up.on_error,
@@ -313,7 +313,7 @@ where
 fn fingerprint(job: &Job) -> String {
     hex::encode(Sha256::digest(format!(
         "{}|{}|{}|{}|{}",
-        job.module,
+        job.module.as_ref().map_or("", |m| m.as_str()),
         job.mode.as_str(),
         job.on_error.as_str(),
         serde_json::to_string(&job.options).unwrap_or_default(),
@@ -350,7 +350,7 @@ async fn named_mapping(
 }
 
 /// The answer to an upload whose `Idempotency-Key` was seen before.
-async fn replayed_or_refused(app: &App, claim: Claim) -> Result<Accepted> {
+pub(super) async fn replayed_or_refused(app: &App, claim: Claim) -> Result<Accepted> {
     match claim {
         Claim::Replay(first) => {
             let job = super::jobs::find(app, &first).await?;
@@ -368,12 +368,12 @@ async fn replayed_or_refused(app: &App, claim: Claim) -> Result<Accepted> {
 }
 
 /// A body stored in chunks, not yet filed under its hash.
-struct StoredBody {
-    sha256: String,
-    bytes: u64,
-    upload_id: String,
+pub(super) struct StoredBody {
+    pub(super) sha256: String,
+    pub(super) bytes: u64,
+    pub(super) upload_id: String,
     /// The first bytes, for detecting the format.
-    prefix: Vec<u8>,
+    pub(super) prefix: Vec<u8>,
 }
 
 /// How much of the body is kept for format detection.
@@ -395,7 +395,7 @@ fn body_time(received: u64, limits: &crate::config::Limits) -> std::time::Durati
 /// it comes ([`Error::TooLarge`] at once, nothing kept) and packing its
 /// chunks ([`Packer`]), then stores them; gives its SHA-256, size, upload
 /// id and first bytes.
-async fn store_body<S, E>(app: &App, stream: S, limit: u64) -> Result<StoredBody>
+pub(super) async fn store_body<S, E>(app: &App, stream: S, limit: u64) -> Result<StoredBody>
 where
     S: Stream<Item = std::result::Result<bytes::Bytes, E>>,
     E: std::fmt::Display,

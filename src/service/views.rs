@@ -24,11 +24,17 @@ use crate::rules::{Diff, Proposal, ProposalState, Rule};
 pub struct JobView {
     #[schema(value_type = String, example = "job_01JD8Z3K6W0Q2T5N8XJ4R7M9C1")]
     pub id: JobId,
-    /// The module's key.
-    #[schema(value_type = String)]
-    pub module: ModuleKey,
-    /// The module's table.
-    pub table: String,
+    /// The module's key; null for a workbook job (API.md section 16),
+    /// whose modules are its `parts`'.
+    #[schema(value_type = Option<String>)]
+    pub module: Option<ModuleKey>,
+    /// The module's table; null for a workbook job.
+    pub table: Option<String>,
+    /// A workbook job's parts, in reference order (a referenced module
+    /// before the modules that refer to it); absent on other jobs. The
+    /// job's `counts` are their sum.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartView>,
     pub state: JobState,
     pub mode: Mode,
     pub on_error: OnError,
@@ -79,6 +85,20 @@ pub struct JobView {
     pub links: JobLinks,
 }
 
+/// One module's rows in a workbook job (API.md section 16).
+#[derive(Debug, Serialize, ToSchema, Clone)]
+pub struct PartView {
+    /// The part's module.
+    #[schema(value_type = String)]
+    pub module: ModuleKey,
+    /// The module's table.
+    pub table: String,
+    /// The sheet (or JSON member) its rows were read from.
+    pub sheet: String,
+    pub mode: Mode,
+    pub counts: Counts,
+}
+
 /// A saved mapping as an upload applied it.
 #[derive(Debug, Serialize, ToSchema, Clone)]
 pub struct AppliedMappingView {
@@ -111,7 +131,18 @@ impl JobView {
         JobView {
             id: job.id.clone(),
             module: job.module.clone(),
-            table: job.table.clone(),
+            table: job.module.as_ref().map(|_| job.table.clone()),
+            parts: job
+                .parts
+                .iter()
+                .map(|p| PartView {
+                    module: p.module.clone(),
+                    table: p.table.clone(),
+                    sheet: p.sheet.clone(),
+                    mode: p.mode,
+                    counts: p.counts.clone(),
+                })
+                .collect(),
             state: job.state,
             mode: job.mode,
             on_error: job.on_error,

@@ -8,14 +8,16 @@
 //! recorded only while that lease is still held, so a job taken over by
 //! another worker is never moved twice.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
 use super::{App, Result, jobs};
 use crate::catalog::Module;
-use crate::ids::JobId;
-use crate::ledger::outcome::{self, Commit, Rollback, Validation};
+use crate::ids::{JobId, ModuleKey};
+use crate::ingest::FileCode;
+use crate::ledger::outcome::{self, Commit, Conflicts as Refused, Rollback, Validation};
 use crate::ledger::{AppliedMapping, Job, JobState, Move, ProblemCode};
 use crate::pipeline::references::{self, Target};
 use crate::pipeline::validation::{self, Outcome, Setup};
@@ -66,50 +68,28 @@ pub async fn run(app: &App, owner: &str, id: &JobId, state: JobState) -> anyhow:
 }
 
 fn module_of<'a>(app: &'a App, job: &Job) -> anyhow::Result<&'a Module> {
+    let key = job
+        .module
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("job {} is a workbook's, of no one module", job.id))?;
+    module_named(app, key)
+}
+
+fn module_named<'a>(app: &'a App, key: &ModuleKey) -> anyhow::Result<&'a Module> {
     app.catalog
-        .get(job.module.as_str())
+        .get(key.as_str())
         .map(|m| m.as_ref())
-        .ok_or_else(|| anyhow::anyhow!("module {} is not in the catalog", job.module))
+        .ok_or_else(|| anyhow::anyhow!("module {key} is not in the catalog"))
 }
 
 async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
-    let module = module_of(app, job)?;
-    let mut job = with_saved_mapping(app, module, job).await?;
-    let (rules_version, rules) = super::rules::for_validation(app, module).await?;
-    {
-        let mut c = app.db.acquire().await?;
-        store::jobs::set_rules_version(&mut c.conn(), &job.id, rules_version).await?;
+    if job.is_workbook() {
+        return validate_workbook(app, owner, job).await;
     }
-    job.rules_version = Some(rules_version);
-    let job = &job;
-    let setup = Setup {
-        zone: app.settings.zone,
-        max_rows: app.settings.limits.rows,
-        max_columns: app.settings.limits.columns,
-        max_cell_bytes: app.settings.limits.cell_bytes,
-        targets: module
-            .references
-            .iter()
-            .filter_map(|r| {
-                Some(Target {
-                    reference: r.clone(),
-                    module: app.catalog.get(&r.module)?.clone(),
-                })
-            })
-            .collect(),
-        lease: Some((owner.to_string(), app.settings.lease_ms)),
-        disk_reserve: app.settings.disk_reserve_bytes,
-        // The version of the module's rules in force, recorded on the job.
-        rules,
-    };
+    let module = module_of(app, job)?;
     let started = Instant::now();
-    let found = match read(app, module, job, &setup).await? {
-        Outcome::FileFailure(e) => Validation::FileFailure {
-            code: ProblemCode::from(e.code),
-            message: e.message,
-        },
-        Outcome::Checked { counts, warnings } => Validation::Checked { counts, warnings },
-    };
+    let (job, found) = check_rows(app, owner, module, job, &HashMap::new(), 0).await?;
+    let job = &job;
     let Some((event, mut after)) = outcome::validated(job, found, now()) else {
         return Ok(());
     };
@@ -119,6 +99,141 @@ async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
         stage_done("validate", started, after.counts.rows);
     }
     Ok(())
+}
+
+/// Reads and checks a one-module job's rows (a workbook's part too):
+/// the job as validated (its mapping and rules recorded) and what was
+/// found. `staged` names the stages of earlier parts of the same workbook
+/// by module, whose valid rows satisfy references; `rows_before` rows of
+/// those parts count against the row limit.
+async fn check_rows(
+    app: &App,
+    owner: &str,
+    module: &Module,
+    job: &Job,
+    staged: &HashMap<ModuleKey, i64>,
+    rows_before: u64,
+) -> anyhow::Result<(Job, Validation)> {
+    let mut job = with_saved_mapping(app, module, job).await?;
+    let (rules_version, rules) = super::rules::for_validation(app, module).await?;
+    {
+        let mut c = app.db.acquire().await?;
+        store::jobs::set_rules_version(&mut c.conn(), &job.id, rules_version).await?;
+    }
+    job.rules_version = Some(rules_version);
+    let limit = app.settings.limits.rows;
+    let setup = Setup {
+        zone: app.settings.zone,
+        max_rows: limit.saturating_sub(rows_before).max(1),
+        max_columns: app.settings.limits.columns,
+        max_cell_bytes: app.settings.limits.cell_bytes,
+        targets: module
+            .references
+            .iter()
+            .filter_map(|r| {
+                let named = app.catalog.get(&r.module)?;
+                Some(Target {
+                    reference: r.clone(),
+                    module: named.clone(),
+                    staged: staged.get(&named.key).copied(),
+                })
+            })
+            .collect(),
+        lease: Some((owner.to_string(), app.settings.lease_ms)),
+        disk_reserve: app.settings.disk_reserve_bytes,
+        // The version of the module's rules in force, recorded on the job.
+        rules,
+    };
+    let found = match read(app, module, &job, &setup).await? {
+        Outcome::FileFailure(e) if rows_before > 0 && e.code == FileCode::TooManyRows => {
+            Validation::FileFailure {
+                code: ProblemCode::TooManyRows,
+                message: format!("the workbook's parts hold more than {limit} rows in all"),
+            }
+        }
+        Outcome::FileFailure(e) => Validation::FileFailure {
+            code: ProblemCode::from(e.code),
+            message: e.message,
+        },
+        Outcome::Checked { counts, warnings } => Validation::Checked { counts, warnings },
+    };
+    Ok((job, found))
+}
+
+/// Validates a workbook job (API.md section 16): each part in reference
+/// order, as a one-module job, its references satisfied by the table or
+/// by the valid rows of an earlier part; the job's counts are their sum.
+/// A part that cannot be read makes the whole job `invalid`, naming its
+/// sheet.
+async fn validate_workbook(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let found = if job.parts.is_empty() {
+        let e = super::workbooks::no_parts(app, job).await?;
+        Validation::FileFailure {
+            code: ProblemCode::from(e.code),
+            message: e.message,
+        }
+    } else {
+        validate_parts(app, owner, job).await?
+    };
+    let Some((event, after)) = outcome::validated(job, found, now()) else {
+        return Ok(());
+    };
+    let tx = app.db.begin().await?;
+    if finish(app, tx, job, &after, event, owner).await? {
+        stage_done("validate", started, after.counts.rows);
+    }
+    Ok(())
+}
+
+/// Validates each part of a workbook job in turn: the first part that
+/// cannot be read ends it; else the sum of their counts, and their
+/// warnings (each naming its part) after the workbook's own.
+async fn validate_parts(app: &App, owner: &str, job: &Job) -> anyhow::Result<Validation> {
+    let mut staged = HashMap::new();
+    let mut counts = crate::ledger::Counts::default();
+    let mut warnings: Vec<_> = (job.warnings.iter())
+        .filter(|w| w.code == crate::ledger::WarningCode::SheetIgnored)
+        .cloned()
+        .collect();
+    for part in &job.parts {
+        let module = module_named(app, &part.module)?;
+        let part_job = jobs::find_part(app, &part.job).await?;
+        {
+            // The part's batches renew its own lease: this worker's.
+            let mut c = app.db.acquire().await?;
+            let until = now_ms() + app.settings.lease_ms;
+            store::jobs::hold(&mut c.conn(), &part.job, owner, until).await?;
+        }
+        let rows_before = counts.rows.max(0) as u64;
+        let (_, found) = check_rows(app, owner, module, &part_job, &staged, rows_before).await?;
+        match found {
+            Validation::FileFailure { code, message } => {
+                return Ok(Validation::FileFailure {
+                    code,
+                    message: format!("sheet {:?} ({}): {message}", part.sheet, part.module),
+                });
+            }
+            Validation::Checked {
+                counts: part_counts,
+                warnings: part_warnings,
+            } => {
+                let mut c = app.db.acquire().await?;
+                store::jobs::set_counts(&mut c.conn(), &part.job, &part_counts).await?;
+                if let Some(stage) =
+                    store::stage::Stage::of(&mut c.conn(), module, &part.job).await?
+                {
+                    staged.insert(part.module.clone(), stage.job);
+                }
+                counts.plus(&part_counts);
+                warnings.extend(part_warnings.into_iter().map(|mut w| {
+                    w.message = format!("{}: {}", part.module, w.message);
+                    w
+                }));
+            }
+        }
+    }
+    Ok(Validation::Checked { counts, warnings })
 }
 
 /// An upload whose exact set of headers has a mapping saved for its
@@ -231,23 +346,33 @@ async fn after_bulk_write(app: &App, table: &str, rows: i64) {
 }
 
 async fn commit(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
-    let module = module_of(app, job)?;
     let started = Instant::now();
+    let parts = parts_of(app, job).await?;
     let mut tx = app.db.begin().await?;
-    let validated = job.rules_version.unwrap_or(1);
-    let in_force = super::rules::version_in_force(&mut tx.conn(), &job.module).await?;
-    let result = if validated != in_force {
-        Commit::StaleRules {
-            validated,
-            in_force,
+    let mut result = Commit::Written;
+    // A workbook's parts in reference order, all in the one transaction.
+    for (module, part) in &parts {
+        let validated = part.rules_version.unwrap_or(1);
+        let in_force = super::rules::version_in_force(&mut tx.conn(), &module.key).await?;
+        if validated != in_force {
+            result = Commit::StaleRules {
+                validated,
+                in_force,
+            };
+            break;
         }
-    } else {
-        match crate::pipeline::commit::commit(&mut tx, module, job, job.simulated).await {
-            Ok(Ok(())) => Commit::Written,
-            Ok(Err(refused)) => Commit::Stale(refused),
-            Err(e) => Commit::Failed(e.to_string()),
+        match crate::pipeline::commit::commit(&mut tx, module, part, job.simulated).await {
+            Ok(Ok(())) => {}
+            Ok(Err(refused)) => {
+                result = Commit::Stale(in_part(job, module, refused));
+                break;
+            }
+            Err(e) => {
+                result = Commit::Failed(e.to_string());
+                break;
+            }
         }
-    };
+    }
     if !matches!(result, Commit::Written) {
         // Nothing of the refused transaction is kept; the move is
         // recorded in a fresh one.
@@ -258,35 +383,71 @@ async fn commit(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
         return Ok(());
     };
     if finish(app, tx, job, &after, event, owner).await? && event == Move::Written {
-        let rows = job.counts.insert + job.counts.update;
-        stage_done("commit", started, rows);
-        after_bulk_write(app, &ident(&module.table), rows).await;
+        stage_done("commit", started, job.counts.insert + job.counts.update);
+        for (module, part) in &parts {
+            let rows = part.counts.insert + part.counts.update;
+            after_bulk_write(app, &ident(&module.table), rows).await;
+        }
     }
     Ok(())
 }
 
-async fn rollback(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
-    let module = module_of(app, job)?;
-    let started = Instant::now();
-    let referrers = references::referrers(&app.catalog, &module.key);
-    let mut tx = app.db.begin().await?;
-    let undone =
-        crate::pipeline::commit::rollback(&mut tx, module, job, &referrers, job.simulated).await?;
-    let result = match undone {
-        Ok(()) => Rollback::Undone,
-        Err(refused) => {
-            tx.rollback().await?;
-            tx = app.db.begin().await?;
-            Rollback::Conflict(refused)
+/// The one-module jobs whose rows a job writes, in reference order: the
+/// job itself, or a workbook's parts.
+async fn parts_of<'a>(app: &'a App, job: &Job) -> anyhow::Result<Vec<(&'a Module, Job)>> {
+    if !job.is_workbook() {
+        return Ok(vec![(module_of(app, job)?, job.clone())]);
+    }
+    let mut parts = Vec::with_capacity(job.parts.len());
+    for part in &job.parts {
+        parts.push((
+            module_named(app, &part.module)?,
+            jobs::find_part(app, &part.job).await?,
+        ));
+    }
+    Ok(parts)
+}
+
+/// A refusal of a workbook's part, each row naming the part.
+fn in_part(job: &Job, module: &Module, mut refused: Refused) -> Refused {
+    if job.is_workbook() {
+        for row in &mut refused.rows {
+            row.part = Some(module.key.to_string());
         }
-    };
+    }
+    refused
+}
+
+async fn rollback(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let parts = parts_of(app, job).await?;
+    let mut tx = app.db.begin().await?;
+    let mut result = Rollback::Undone;
+    // A workbook's parts in reverse reference order: a part's referrers in
+    // the same job are undone first, so they count as orphans no more.
+    for (module, part) in parts.iter().rev() {
+        let referrers = references::referrers(&app.catalog, &module.key);
+        let undone =
+            crate::pipeline::commit::rollback(&mut tx, module, part, &referrers, job.simulated)
+                .await?;
+        if let Err(refused) = undone {
+            result = Rollback::Conflict(in_part(job, module, refused));
+            break;
+        }
+    }
+    if !matches!(result, Rollback::Undone) {
+        tx.rollback().await?;
+        tx = app.db.begin().await?;
+    }
     let Some((event, after)) = outcome::rolled_back(job, result, now()) else {
         return Ok(());
     };
     if finish(app, tx, job, &after, event, owner).await? && event == Move::Undone {
-        let rows = job.counts.insert + job.counts.update;
-        stage_done("rollback", started, rows);
-        after_bulk_write(app, &ident(&module.table), rows).await;
+        stage_done("rollback", started, job.counts.insert + job.counts.update);
+        for (module, part) in &parts {
+            let rows = part.counts.insert + part.counts.update;
+            after_bulk_write(app, &ident(&module.table), rows).await;
+        }
     }
     Ok(())
 }
@@ -359,9 +520,10 @@ async fn discard_staged(app: &App, id: &JobId) {
         if job.state != JobState::Validating {
             return Ok(());
         }
-        let module = module_of(app, &job)?;
         let mut tx = app.db.begin().await?;
-        store::stage::Stage::discard(&mut tx.conn(), module, id).await?;
+        for (module, part) in parts_of(app, &job).await? {
+            store::stage::Stage::discard(&mut tx.conn(), module, &part.id).await?;
+        }
         tx.commit().await?;
         anyhow::Ok(())
     };

@@ -188,13 +188,31 @@ pub async fn drop_unused(conn: &mut Conn<'_>, sha256: &str, job_id: &JobId) -> R
     Ok(Dropped::Yes { bytes })
 }
 
-async fn chunk(db: &Db, sha256: &str, seq: i64) -> Result<Option<Packed>> {
+/// Which stored file a reader reads: one filed under its hash, or an
+/// upload's chunks before they are filed (a workbook's sheets are listed
+/// before its job is recorded, in the transaction that files them).
+#[derive(Debug, Clone)]
+enum Stored {
+    Filed(String),
+    Unfiled(String),
+}
+
+async fn chunk(db: &Db, stored: &Stored, seq: i64) -> Result<Option<Packed>> {
     let mut pooled = db.acquire().await?;
     let mut conn = pooled.conn();
-    let found: Option<(i64, Vec<u8>)> = on_conn!(&mut conn, c => sqlx::query_as(
-        "SELECT k.codec, k.data FROM ig_blobs b JOIN ig_blob_chunks k ON k.upload_id = b.upload_id \
-         WHERE b.sha256 = $1 AND k.seq = $2")
-        .bind(sha256).bind(seq).fetch_optional(c).await)?;
+    let (sql, key) = match stored {
+        Stored::Filed(sha256) => (
+            "SELECT k.codec, k.data FROM ig_blobs b JOIN ig_blob_chunks k ON k.upload_id = b.upload_id \
+             WHERE b.sha256 = $1 AND k.seq = $2",
+            sha256,
+        ),
+        Stored::Unfiled(upload_id) => (
+            "SELECT codec, data FROM ig_blob_chunks WHERE upload_id = $1 AND seq = $2",
+            upload_id,
+        ),
+    };
+    let found: Option<(i64, Vec<u8>)> = on_conn!(&mut conn, c => sqlx::query_as(sql)
+        .bind(key).bind(seq).fetch_optional(c).await)?;
     Ok(found.map(|(codec, data)| Packed { codec, data }))
 }
 
@@ -230,7 +248,7 @@ enum Chunks {
     Direct {
         db: Db,
         runtime: Handle,
-        sha256: String,
+        stored: Stored,
         next_seq: i64,
     },
     /// From the fetcher's thread.
@@ -239,14 +257,22 @@ enum Chunks {
 
 impl BlobReader {
     pub fn new(db: Db, runtime: Handle, sha256: &str, ahead: bool) -> BlobReader {
-        let sha256 = sha256.to_string();
+        BlobReader::of(db, runtime, Stored::Filed(sha256.to_string()), ahead)
+    }
+
+    /// A reader of an upload's chunks not filed yet ([`finish`]).
+    pub fn unfiled(db: Db, runtime: Handle, upload_id: &str) -> BlobReader {
+        BlobReader::of(db, runtime, Stored::Unfiled(upload_id.to_string()), true)
+    }
+
+    fn of(db: Db, runtime: Handle, stored: Stored, ahead: bool) -> BlobReader {
         let chunks = if ahead {
-            Chunks::Ahead(fetcher(db, runtime, sha256))
+            Chunks::Ahead(fetcher(db, runtime, stored))
         } else {
             Chunks::Direct {
                 db,
                 runtime,
-                sha256,
+                stored,
                 next_seq: 0,
             }
         };
@@ -264,11 +290,11 @@ impl BlobReader {
             Chunks::Direct {
                 db,
                 runtime,
-                sha256,
+                stored,
                 next_seq,
             } => {
                 *next_seq += 1;
-                fetch(db, runtime, sha256, *next_seq - 1)
+                fetch(db, runtime, stored, *next_seq - 1)
             }
             Chunks::Ahead(fetched) => fetched.recv().unwrap_or_else(|_| {
                 Err(std::io::Error::other(
@@ -280,22 +306,22 @@ impl BlobReader {
 }
 
 /// Chunk `seq` of a stored file, unpacked.
-fn fetch(db: &Db, runtime: &Handle, sha256: &str, seq: i64) -> Fetched {
+fn fetch(db: &Db, runtime: &Handle, stored: &Stored, seq: i64) -> Fetched {
     runtime
-        .block_on(chunk(db, sha256, seq))
+        .block_on(chunk(db, stored, seq))
         .map_err(std::io::Error::other)
         .and_then(|found| found.map(|packed| packed.unpack()).transpose())
 }
 
 /// Starts the thread that fetches a stored file's chunks ahead.
-fn fetcher(db: Db, runtime: Handle, sha256: String) -> std::sync::mpsc::Receiver<Fetched> {
+fn fetcher(db: Db, runtime: Handle, stored: Stored) -> std::sync::mpsc::Receiver<Fetched> {
     let (tx, chunks) = std::sync::mpsc::sync_channel::<Fetched>(AHEAD);
     // A thread that cannot start drops `tx`: the first read says so.
     let _ = std::thread::Builder::new()
         .name("blob-fetch".into())
         .spawn(move || {
             for seq in 0.. {
-                let fetched = fetch(&db, &runtime, &sha256, seq);
+                let fetched = fetch(&db, &runtime, &stored, seq);
                 let last = !matches!(fetched, Ok(Some(_)));
                 if tx.send(fetched).is_err() || last {
                     return;

@@ -12,7 +12,7 @@ use crate::ids::{JobId, KeyId, ModuleKey};
 use crate::ingest::Format;
 use crate::ledger::chain::{ChainKey, Event};
 use crate::ledger::{
-    AppliedMapping, Counts, FileInfo, Job, JobState, Mode, Move, OnError, Revision,
+    AppliedMapping, Counts, FileInfo, Job, JobState, Mode, Move, OnError, Part, Revision,
 };
 use crate::on_conn;
 
@@ -59,9 +59,11 @@ where
     let on_error = text("on_error")?;
     let state = text("state")?;
     let format = text("file_format")?;
+    let module = text("module")?;
     Ok(Job {
         id: row.try_get("id")?,
-        module: row.try_get("module")?,
+        // A workbook job's is '' (the migration that added parts says why).
+        module: (!module.is_empty()).then(|| ModuleKey::from_stored(module)),
         table: text("target_table")?,
         mode: Mode::parse(&mode).ok_or_else(|| corrupt("mode", &mode))?,
         on_error: OnError::parse(&on_error).ok_or_else(|| corrupt("on_error", &on_error))?,
@@ -101,7 +103,13 @@ where
         rules_version: row
             .try_get::<Option<i64>, _>("rules_version")?
             .and_then(|v| u32::try_from(v).ok()),
+        parts: vec![],
     })
+}
+
+/// A job's module as `ig_jobs.module` holds it: '' for a workbook's.
+fn module_text(job: &Job) -> &str {
+    job.module.as_ref().map_or("", ModuleKey::as_str)
 }
 
 /// A job's counts as `ig_jobs.counts` holds them.
@@ -136,7 +144,7 @@ pub async fn insert_by(
          ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)"
     );
     on_conn!(conn, c => sqlx::query(&sql)
-        .bind(&job.id).bind(&job.module).bind(&job.table).bind(job.mode.as_str())
+        .bind(&job.id).bind(module_text(job)).bind(&job.table).bind(job.mode.as_str())
         .bind(job.on_error.as_str()).bind(to_json(&job.options)).bind(job.simulated)
         .bind(&job.file.name).bind(format_str(job.file.format)).bind(job.file.bytes)
         .bind(&job.file.sha256).bind(&job.submitter).bind(job.state.as_str()).bind(job.version)
@@ -163,6 +171,77 @@ pub async fn insert_by(
         Some(detail),
     )
     .await
+}
+
+/// Records a workbook job's part (API.md section 16): a job of its own
+/// that names its workbook and its place in reference order, with no event:
+/// the workbook's events tell its story.
+pub async fn insert_part(
+    conn: &mut Conn<'_>,
+    workbook: &JobId,
+    part_no: i64,
+    part: &Job,
+) -> Result<()> {
+    let sql = format!(
+        "INSERT INTO ig_jobs ({COLUMNS}, parent_id, part_no) VALUES \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)"
+    );
+    on_conn!(conn, c => sqlx::query(&sql)
+        .bind(&part.id).bind(module_text(part)).bind(&part.table).bind(part.mode.as_str())
+        .bind(part.on_error.as_str()).bind(to_json(&part.options)).bind(part.simulated)
+        .bind(&part.file.name).bind(format_str(part.file.format)).bind(part.file.bytes)
+        .bind(&part.file.sha256).bind(&part.submitter).bind(part.state.as_str()).bind(part.version)
+        .bind(to_json(&part.counts)).bind(to_json(&part.warnings))
+        .bind(part.problem.as_ref().map(to_json)).bind(part.gate.as_ref().map(to_json))
+        .bind(to_json(&part.decisions)).bind(part.created_at).bind(part.updated_at)
+        .bind(&part.revision_of).bind(part.revision.as_ref().map(to_json))
+        .bind(part.mapping_applied.as_ref().map(to_json))
+        .bind(workbook).bind(part_no)
+        .execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
+}
+
+/// A workbook job's parts, in reference order.
+pub async fn parts(conn: &mut Conn<'_>, workbook: &JobId) -> Result<Vec<Part>> {
+    let rows: Vec<(JobId, String, String, String, String, String)> = on_conn!(conn, c => sqlx::query_as(
+        "SELECT id, module, target_table, mode, options, counts FROM ig_jobs \
+         WHERE parent_id = $1 ORDER BY part_no")
+        .bind(workbook).fetch_all(c).await)?;
+    rows.into_iter()
+        .map(|(job, module, table, mode, options, counts)| {
+            let options: crate::ledger::JobOptions = json_col(&options, "options")?;
+            Ok(Part {
+                job,
+                module: ModuleKey::from_stored(module),
+                table,
+                sheet: options.sheet.unwrap_or_default(),
+                mode: Mode::parse(&mode).ok_or_else(|| corrupt("mode", &mode))?,
+                counts: json_col(&counts, "counts")?,
+            })
+        })
+        .collect()
+}
+
+/// Fills in the parts of the workbook jobs among `jobs`.
+async fn with_parts(conn: &mut Conn<'_>, mut jobs: Vec<Job>) -> Result<Vec<Job>> {
+    for job in jobs.iter_mut().filter(|j| j.is_workbook()) {
+        job.parts = parts(conn, &job.id).await?;
+    }
+    Ok(jobs)
+}
+
+/// Marks a purged workbook's parts purged too, in the purge's transaction:
+/// their stored file is then no longer needed by them, and their staged
+/// rows are removed as every purged job's are.
+pub async fn mark_parts_purged(
+    conn: &mut Conn<'_>,
+    workbook: &JobId,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_jobs SET purged_at = $2 WHERE parent_id = $1 AND purged_at IS NULL")
+        .bind(workbook).bind(at).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
 }
 
 /// The mappings of the latest `limit` revisions of a module, newest first.
@@ -222,12 +301,24 @@ pub async fn set_rules_version(conn: &mut Conn<'_>, id: &JobId, version: u32) ->
     Ok(())
 }
 
+/// A job by its id, a workbook's with its parts; a workbook's part is no
+/// job of its own ([`get_part`]).
 pub async fn get(conn: &mut Conn<'_>, id: &JobId) -> Result<Option<Job>> {
-    let sql = format!("SELECT {READ_COLUMNS} FROM ig_jobs WHERE id = $1");
-    on_conn!(conn, c => match sqlx::query(&sql).bind(id).fetch_optional(c).await? {
-        Some(row) => Ok(Some(job(&row)?)),
+    get_where(conn, id, "parent_id IS NULL").await
+}
+
+/// A workbook's part, as the one-module job it is underneath.
+pub async fn get_part(conn: &mut Conn<'_>, id: &JobId) -> Result<Option<Job>> {
+    get_where(conn, id, "parent_id IS NOT NULL").await
+}
+
+async fn get_where(conn: &mut Conn<'_>, id: &JobId, which: &str) -> Result<Option<Job>> {
+    let sql = format!("SELECT {READ_COLUMNS} FROM ig_jobs WHERE id = $1 AND {which}");
+    let found = on_conn!(conn, c => match sqlx::query(&sql).bind(id).fetch_optional(c).await? {
+        Some(row) => Ok::<_, StoreError>(Some(job(&row)?)),
         None => Ok(None),
-    })
+    })?;
+    Ok(with_parts(conn, found.into_iter().collect()).await?.pop())
 }
 
 /// Filters for listing jobs.
@@ -245,7 +336,7 @@ pub struct Filter {
 
 /// Jobs, newest first.
 pub async fn list(conn: &mut Conn<'_>, f: &Filter) -> Result<Vec<Job>> {
-    let mut sql = format!("SELECT {READ_COLUMNS} FROM ig_jobs WHERE 1 = 1");
+    let mut sql = format!("SELECT {READ_COLUMNS} FROM ig_jobs WHERE parent_id IS NULL");
     let mut args: Vec<String> = Vec::new();
     let mut arg = |sql: &mut String, clause: &str, value: String| {
         args.push(value);
@@ -278,13 +369,14 @@ pub async fn list(conn: &mut Conn<'_>, f: &Filter) -> Result<Vec<Job>> {
         " ORDER BY id DESC LIMIT {}",
         f.limit.clamp(1, 1000)
     ));
-    on_conn!(conn, c => {
+    let jobs = on_conn!(conn, c => {
         let mut q = sqlx::query(&sql);
         for a in &args {
             q = q.bind(a);
         }
-        q.fetch_all(c).await?.iter().map(job).collect()
-    })
+        q.fetch_all(c).await?.iter().map(job).collect::<Result<Vec<_>>>()
+    })?;
+    with_parts(conn, jobs).await
 }
 
 /// Who or what makes a move, and why.
@@ -488,14 +580,16 @@ async fn add_event(
         actor,
         comment,
         detail,
-        module: Some(job.module.as_str()),
+        module: job.module.as_ref().map(ModuleKey::as_str),
     };
     ledger::append(conn, key, entry).await
 }
 
 /// A page of jobs in id order, after `after_id` (for `ledger verify`).
 pub async fn page(conn: &mut Conn<'_>, after_id: &str, limit: i64) -> Result<Vec<Job>> {
-    let sql = format!("SELECT {READ_COLUMNS} FROM ig_jobs WHERE id > $1 ORDER BY id LIMIT $2");
+    let sql = format!(
+        "SELECT {READ_COLUMNS} FROM ig_jobs WHERE id > $1 AND parent_id IS NULL ORDER BY id LIMIT $2"
+    );
     on_conn!(conn, c => sqlx::query(&sql).bind(after_id).bind(limit).fetch_all(c).await?
         .iter().map(job).collect())
 }
@@ -525,7 +619,7 @@ pub async fn set_counts(conn: &mut Conn<'_>, id: &JobId, counts: &Counts) -> Res
 fn fair_order(work: &str) -> String {
     format!(
         "(SELECT COUNT(*) FROM ig_jobs o WHERE o.submitter = j.submitter \
-           AND o.state IN ({work}) AND (o.lease_until >= $3 OR o.id < j.id)), \
+           AND o.state IN ({work}) AND o.parent_id IS NULL AND (o.lease_until >= $3 OR o.id < j.id)), \
          (SELECT COALESCE(MAX(o.lease_until), 0) FROM ig_jobs o \
            WHERE o.submitter = j.submitter AND o.lease_until IS NOT NULL), \
          j.id"
@@ -543,7 +637,7 @@ pub async fn claim(
     let sql = format!(
         "UPDATE ig_jobs SET lease_owner = $1, lease_until = $2 WHERE id = (\
            SELECT j.id FROM ig_jobs j \
-           WHERE j.state IN ({work}) \
+           WHERE j.state IN ({work}) AND j.parent_id IS NULL \
              AND (j.lease_until IS NULL OR j.lease_until < $3) \
            ORDER BY {order} LIMIT 1{lock}) \
          AND (lease_until IS NULL OR lease_until < $3) \
@@ -623,17 +717,17 @@ pub async fn release(conn: &mut Conn<'_>, id: &JobId, owner: &str, now_ms: i64) 
 
 /// How many jobs are in each state.
 pub async fn count_by_state(conn: &mut Conn<'_>) -> Result<Vec<(String, i64)>> {
-    Ok(
-        on_conn!(conn, c => sqlx::query_as("SELECT state, COUNT(*) FROM ig_jobs GROUP BY state")
-        .fetch_all(c).await)?,
-    )
+    Ok(on_conn!(conn, c => sqlx::query_as(
+            "SELECT state, COUNT(*) FROM ig_jobs WHERE parent_id IS NULL GROUP BY state")
+        .fetch_all(c).await)?)
 }
 
 /// Jobs that may expire (by the state table) and have not moved since
 /// before `cutoff`.
 pub async fn expirable_since(conn: &mut Conn<'_>, cutoff: DateTime<Utc>) -> Result<Vec<JobId>> {
     let sql = format!(
-        "SELECT id FROM ig_jobs WHERE state IN ({}) AND updated_at < $1 ORDER BY id LIMIT 100",
+        "SELECT id FROM ig_jobs WHERE state IN ({}) AND updated_at < $1 AND parent_id IS NULL \
+         ORDER BY id LIMIT 100",
         state_list(&JobState::sources_of(Move::Expire))
     );
     Ok(on_conn!(conn, c => sqlx::query_scalar(&sql).bind(cutoff).fetch_all(c).await)?)
@@ -656,17 +750,18 @@ pub async fn get_many(conn: &mut Conn<'_>, ids: &[JobId]) -> Result<Vec<Job>> {
     }
     let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
     let sql = format!(
-        "SELECT {READ_COLUMNS} FROM ig_jobs WHERE id IN ({}) ORDER BY id DESC",
+        "SELECT {READ_COLUMNS} FROM ig_jobs WHERE id IN ({}) AND parent_id IS NULL ORDER BY id DESC",
         marks.join(", ")
     );
     // Sized to the list: not kept in the statement cache (`store::pieces`).
-    on_conn!(conn, c => {
+    let jobs = on_conn!(conn, c => {
         let mut q = sqlx::query(&sql).persistent(false);
         for id in ids {
             q = q.bind(id);
         }
-        q.fetch_all(c).await?.iter().map(job).collect()
-    })
+        q.fetch_all(c).await?.iter().map(job).collect::<Result<Vec<_>>>()
+    })?;
+    with_parts(conn, jobs).await
 }
 
 /// Gives a job's work lease to `owner` until `until_ms`, whoever held it:

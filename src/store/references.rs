@@ -17,17 +17,34 @@ use crate::validate::{RowAction, Value};
 
 /// The positions in `values` of those the `key` column of `target`'s table
 /// holds, a few statements whatever their number (`sqlite::lookup::present`,
-/// `postgres::lookup::present`).
+/// `postgres::lookup::present`); with `staged`, also those a valid row of
+/// that stage holds (an earlier part of the same workbook job, API.md
+/// section 16: a row in error or excluded names nothing).
 pub async fn present(
     conn: &mut Conn<'_>,
     target: &Module,
     key: usize,
     values: &[Value],
+    staged: Option<i64>,
 ) -> Result<HashSet<usize>> {
+    let also = staged.map(|job| also_staged(target, key, job));
     match conn {
-        Conn::Sqlite(c) => sqlite::lookup::present(c, target, key, values).await,
-        Conn::Postgres(c) => postgres::lookup::present(c, target, key, values).await,
+        Conn::Sqlite(c) => sqlite::lookup::present(c, target, key, values, also.as_deref()).await,
+        Conn::Postgres(c) => {
+            postgres::lookup::present(c, target, key, values, also.as_deref()).await
+        }
     }
+}
+
+/// `OR EXISTS (…)` over a stage's valid rows, the looked-up value as `{v}`.
+/// The stage number is the service's own, written as a literal.
+fn also_staged(target: &Module, key: usize, job: i64) -> String {
+    let s = crate::store::stage::table(target);
+    let col = crate::store::stage::column(target, key);
+    format!(
+        " OR EXISTS (SELECT 1 FROM {s} s WHERE s.job = {job} \
+           AND s.action IN ('insert', 'update', 'unchanged') AND s.{col} = {{v}})"
+    )
 }
 
 /// A key value a rollback would take out of the referenced table while

@@ -46,3 +46,4 @@ mod upserts;
 mod validation;
 mod webhooks;
 mod work;
+mod workbooks;

@@ -206,6 +206,7 @@
       if (/\.xlsx$/.test(name)) { return 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet'; }
       if (/\.xls$/.test(name)) { return 'application/vnd.ms-excel'; }
       if (/\.json$/.test(name)) { return 'application/json'; }
+      if (/\.ods$/.test(name)) { return 'application/vnd.oasis.opendocument.spreadsheet'; }
       if (/\.(jsonl|ndjson)$/.test(name)) { return 'application/x-ndjson'; }
       return file.type || 'application/octet-stream';
     };
@@ -237,8 +238,10 @@
       if (!file) { fail(say('choose')); return; }
       var mode = form.querySelector('input[name="mode"]:checked').value;
       var onError = form.querySelector('input[name="on_error"]:checked').value;
-      var url = form.getAttribute('data-upload') + encodeURIComponent(select.value) +
-        '?mode=' + encodeURIComponent(mode) + '&on_error=' + encodeURIComponent(onError);
+      // No module chosen: a workbook, one sheet a module.
+      var base = select.value === '' ? form.getAttribute('data-workbook') :
+        form.getAttribute('data-upload') + encodeURIComponent(select.value);
+      var url = base + '?mode=' + encodeURIComponent(mode) + '&on_error=' + encodeURIComponent(onError);
       var safeName = file.name.replace(/[^\x20-\x7e]|["\\]/g, '_');
       var xhr = new XMLHttpRequest();
       xhr.open('POST', url);

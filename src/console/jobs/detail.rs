@@ -13,7 +13,7 @@ use super::moves::{OFFERED, actions_panel};
 use super::panels::{
     counts_panel, gate_panel, problem_panel, revision_panel, timeline, warnings_panel, working_text,
 };
-use super::preview::{PAGE, preview_section};
+use super::preview::{PAGE, Place, preview_section};
 use super::{given, moment, short_id};
 use crate::console::layout::{self, Nav, badge, count, person};
 use crate::console::session::Signed;
@@ -28,6 +28,8 @@ use crate::validate::RowAction;
 
 #[derive(Deserialize, Default)]
 pub struct DetailQuery {
+    /// A workbook job's part shown (its module); the first when absent.
+    part: Option<String>,
     action: Option<String>,
     warnings: Option<String>,
     normalized: Option<String>,
@@ -67,31 +69,57 @@ async fn render_detail(
     status: StatusCode,
 ) -> PageResult {
     let job = jobs::get(app, &signed.key, id).await?;
-    let module = app.module(job.module.as_str())?.clone();
+    // The rows shown: the job's, or a workbook's part's (a tab each).
+    let part = job.is_workbook().then(|| {
+        let wanted = given(&q.part);
+        (job.parts.iter())
+            .find(|p| Some(p.module.as_str()) == wanted)
+            .or(job.parts.first())
+            .map(|p| p.module.to_string())
+    });
+    let part = part.flatten();
+    let shown = match &part {
+        Some(p) => {
+            service::parts::row_jobs(app, &job, Some(p))
+                .await?
+                .remove(0)
+                .1
+        }
+        None => job.clone(),
+    };
+    let module = match &shown.module {
+        Some(m) => Some(app.module(m.as_str())?.clone()),
+        None => None,
+    };
+    let place = Place {
+        job: &job.id,
+        part: part.as_deref(),
+    };
     let filter = PreviewFilter {
         action: given(&q.action).and_then(RowAction::parse),
         warned: given(&q.warnings) == Some("only"),
         normalized: given(&q.normalized) == Some("only"),
     };
+    let c = &shown.counts;
     let total = match (filter.warned, filter.action) {
-        _ if filter.normalized => job.counts.normalized,
-        (true, _) => job.counts.warnings,
-        (_, Some(RowAction::Insert)) => job.counts.insert,
-        (_, Some(RowAction::Update)) => job.counts.update,
-        (_, Some(RowAction::Unchanged)) => job.counts.unchanged,
-        (_, Some(RowAction::Error)) => job.counts.errors,
-        (_, Some(RowAction::Excluded)) => job.counts.excluded,
-        (_, None) => job.counts.rows - job.counts.excluded,
+        _ if filter.normalized => c.normalized,
+        (true, _) => c.warnings,
+        (_, Some(RowAction::Insert)) => c.insert,
+        (_, Some(RowAction::Update)) => c.update,
+        (_, Some(RowAction::Unchanged)) => c.unchanged,
+        (_, Some(RowAction::Error)) => c.errors,
+        (_, Some(RowAction::Excluded)) => c.excluded,
+        (_, None) => c.rows - c.excluded,
     };
     let last_page = ((total - 1).max(0) / PAGE) * PAGE;
     let offset = q.offset.unwrap_or(0).clamp(0, last_page);
     // A purged job's page says so where the preview was, and a revised
     // job's links to its revision, which has its rows (the API answers
     // their previews `410`).
-    let (total, rows) = if job.purged_at.is_some() {
+    let (total, rows) = if job.purged_at.is_some() || module.is_none() {
         (0, vec![])
     } else {
-        match jobs::preview(app, &job, filter, offset, PAGE).await {
+        match jobs::preview(app, &shown, filter, offset, PAGE).await {
             Err(service::Error::Revised { .. }) => (0, vec![]),
             page => {
                 let page = page?;
@@ -104,7 +132,10 @@ async fn render_detail(
     let events = jobs::events(app, &job).await?;
     let rule = service::gate::four_eyes(app, &job, &signed.key).await?;
     let ctx = signed.ctx(app, Nav::Jobs);
-    let module_name = layout::module_name(&module);
+    let module_name = (job.modules().iter())
+        .map(|m| layout::module_name_of(app, m.as_str()))
+        .collect::<Vec<_>>()
+        .join(" + ");
     let title = t!(
         "job-title",
         module = module_name.as_str(),
@@ -123,13 +154,17 @@ async fn render_detail(
                 (t!("job-meta-file")) " " strong { (job.file.name.clone().unwrap_or_else(|| t!("job-meta-no-name"))) }
                 " · " (job.file.format.as_str().to_uppercase())
                 " · " (layout::bytes(job.file.bytes))
-                " · " (t!("job-meta-into")) " " code { (job.table) }
+                " · " (t!("job-meta-into")) " "
+                @for (i, table) in tables(&job).iter().enumerate() {
+                    @if i > 0 { ", " }
+                    code { (table) }
+                }
                 " · " (t!("job-meta-mode")) " " strong { (t!("job-mode", mode = job.mode.as_str())) }
                 " · " (t!("job-meta-on-error")) " " strong { (t!("job-on-error", on_error = job.on_error.as_str())) }
                 " · " (t!("job-meta-submitted-by")) " " (person(&people.person(&job.submitter)))
                 " · " (ctx.when(&job.created_at))
-                @if let Some(v) = job.rules_version {
-                    " · " a #rules-version href=(format!("/modules/{}/rules?version={v}", job.module)) {
+                @if let (Some(v), Some(key)) = (job.rules_version, &job.module) {
+                    " · " a #rules-version href=(format!("/modules/{key}/rules?version={v}")) {
                         (t!("job-meta-rules-version", version = v))
                     }
                 }
@@ -175,10 +210,43 @@ async fn render_detail(
             (actions_panel(app, signed, &job, &ctx, &rule))
             @if job.state == JobState::AwaitingApproval { (fix_panel(app, signed, &job)) }
         }
-        (preview_section(ctx.zone, &job, &module, filter, offset, total, &rows))
+        @if let Some(part) = &part { (part_tabs(app, &job, part)) }
+        @if let Some(module) = &module {
+            (preview_section(ctx.zone, &shown, place, module, filter, offset, total, &rows))
+        }
         (timeline(&ctx, &events, &people))
     };
     Ok((status, layout::page(&ctx, &title, content)).into_response())
+}
+
+/// The tables a job writes: its module's, or each part's of a workbook.
+fn tables(job: &Job) -> Vec<&str> {
+    if job.is_workbook() {
+        job.parts.iter().map(|p| p.table.as_str()).collect()
+    } else {
+        vec![job.table.as_str()]
+    }
+}
+
+/// A workbook job's parts as tabs (API.md section 16), each with its
+/// module, sheet and counts; the one shown is marked.
+fn part_tabs(app: &App, job: &Job, shown: &str) -> Markup {
+    html! {
+        nav.tabs.part-tabs #parts aria-label=(t!("job-parts")) {
+            @for p in &job.parts {
+                @let href = format!("/jobs/{}?part={}#preview", job.id, p.module);
+                @let current = p.module.as_str() == shown;
+                a href=(href) aria-current=[current.then_some("true")] data-part=(p.module) {
+                    (layout::module_name_of(app, p.module.as_str()))
+                    " " span.tab-count { (count(p.counts.rows)) }
+                    @if p.counts.errors > 0 {
+                        " " span.tab-count.tab-errors title=(t!("count-errors")) { "⚠ " (count(p.counts.errors)) }
+                    }
+                    " " small.part-sheet { (t!("job-part-sheet", sheet = p.sheet.as_str())) }
+                }
+            }
+        }
+    }
 }
 
 /// Where a job that can be revised is fixed: offered to keys that may

@@ -141,7 +141,10 @@ pub(super) async fn list(
                                 th scope="row" {
                                     a href=(format!("/jobs/{}", j.id)) { code { (short_id(&j.id)) } }
                                 }
-                                td title=(j.module) { (layout::module_name_of(&app, j.module.as_str())) }
+                                @let keys: Vec<&str> = j.modules().iter().map(|m| m.as_str()).collect();
+                                td title=(keys.join(", ")) {
+                                    (keys.iter().map(|k| layout::module_name_of(&app, k)).collect::<Vec<_>>().join(" + "))
+                                }
                                 td.state-cell { (badge(j.state)) }
                                 td.num data-count="rows" { (count(j.counts.rows)) }
                                 td.num.col-errors data-count="errors" { (count(j.counts.errors)) }

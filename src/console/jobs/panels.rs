@@ -182,8 +182,12 @@ pub(super) fn revision_panel(job: &Job, people: &People) -> Markup {
     let (Some(r), Some(of)) = (&job.revision, &job.revision_of) else {
         return html! {};
     };
+    let place = super::preview::Place {
+        job: &job.id,
+        part: None,
+    };
     let excluded_link = preview_link(
-        job,
+        place,
         PreviewFilter {
             action: Some(RowAction::Excluded),
             warned: false,

@@ -50,8 +50,19 @@ fn shown_columns<'a>(module: &'a Module, rows: &[PreviewRow]) -> Vec<&'a str> {
         .collect()
 }
 
-pub(super) fn preview_link(job: &Job, filter: PreviewFilter, offset: i64) -> String {
+/// The page a preview's links lead to: the job's, and on a workbook job
+/// (API.md section 16) the part shown.
+#[derive(Clone, Copy)]
+pub(super) struct Place<'a> {
+    pub job: &'a crate::ids::JobId,
+    pub part: Option<&'a str>,
+}
+
+pub(super) fn preview_link(place: Place, filter: PreviewFilter, offset: i64) -> String {
     let mut params: Vec<(&str, String)> = Vec::new();
+    if let Some(part) = place.part {
+        params.push(("part", part.to_string()));
+    }
     if let Some(a) = filter.action {
         params.push(("action", a.as_str().to_string()));
     }
@@ -66,15 +77,17 @@ pub(super) fn preview_link(job: &Job, filter: PreviewFilter, offset: i64) -> Str
     }
     let q = serde_urlencoded::to_string(params).unwrap_or_default();
     if q.is_empty() {
-        format!("/jobs/{}#preview", job.id)
+        format!("/jobs/{}#preview", place.job)
     } else {
-        format!("/jobs/{}?{q}#preview", job.id)
+        format!("/jobs/{}?{q}#preview", place.job)
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn preview_section(
     zone: Tz,
     job: &Job,
+    place: Place,
     module: &Module,
     filter: PreviewFilter,
     offset: i64,
@@ -128,9 +141,9 @@ pub(super) fn preview_section(
             nav.tabs aria-label=(t!("preview-tabs")) {
                 @for (a, label, n) in tabs {
                     @if a == filter {
-                        a href=(preview_link(job, a, 0)) aria-current="true" { (label) " " span.tab-count { (count(n)) } }
+                        a href=(preview_link(place, a, 0)) aria-current="true" { (label) " " span.tab-count { (count(n)) } }
                     } @else {
-                        a href=(preview_link(job, a, 0)) { (label) " " span.tab-count { (count(n)) } }
+                        a href=(preview_link(place, a, 0)) { (label) " " span.tab-count { (count(n)) } }
                     }
                 }
             }
@@ -161,12 +174,12 @@ pub(super) fn preview_section(
                 nav.pager aria-label=(t!("preview-pages")) {
                     span.range { (t!("preview-range", first = count(first), last = count(last), total = count(total))) }
                     @if offset > 0 {
-                        a.btn href=(preview_link(job, filter, 0)) { (t!("pager-first")) }
-                        a.btn href=(preview_link(job, filter, (offset - PAGE).max(0))) rel="prev" { (t!("pager-previous")) }
+                        a.btn href=(preview_link(place, filter, 0)) { (t!("pager-first")) }
+                        a.btn href=(preview_link(place, filter, (offset - PAGE).max(0))) rel="prev" { (t!("pager-previous")) }
                     }
                     @if last < total {
-                        a.btn href=(preview_link(job, filter, offset + PAGE)) rel="next" { (t!("pager-next")) }
-                        a.btn href=(preview_link(job, filter, last_page)) { (t!("pager-last")) }
+                        a.btn href=(preview_link(place, filter, offset + PAGE)) rel="next" { (t!("pager-next")) }
+                        a.btn href=(preview_link(place, filter, last_page)) { (t!("pager-last")) }
                     }
                 }
             }

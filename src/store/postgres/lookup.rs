@@ -80,14 +80,16 @@ pub async fn present(
     target: &Module,
     key: usize,
     values: &[Value],
+    also: Option<&str>,
 ) -> Result<HashSet<usize>> {
     let mut found = HashSet::new();
     let column = &target.columns[key];
     let (t, col) = (ident(&target.table), ident(&column.name));
     let ty = column_type(column.ty);
+    let also = also.map_or(String::new(), |a| a.replace("{v}", &format!("k.v::{ty}")));
     let sql = format!(
         "SELECT k.i FROM unnest($1::text[]) WITH ORDINALITY AS k(v, i) \
-         WHERE EXISTS (SELECT 1 FROM {t} t WHERE t.{col} = k.v::{ty})"
+         WHERE EXISTS (SELECT 1 FROM {t} t WHERE t.{col} = k.v::{ty}){also}"
     );
     for range in parts(values.len()) {
         let (base, part) = (range.start, &values[range]);

@@ -216,10 +216,12 @@ pub async fn present(
     target: &Module,
     key: usize,
     values: &[Value],
+    also: Option<&str>,
 ) -> Result<HashSet<usize>> {
     let mut found = HashSet::new();
     let column = &target.columns[key];
     let (t, col) = (ident(&target.table), ident(&column.name));
+    let also = also.map_or(String::new(), |a| a.replace("{v}", "k.column2"));
     for range in pieces(values.len(), BATCH) {
         let (base, part) = (range.start, &values[range]);
         // Positions are written as literals (they are this loop's own
@@ -227,7 +229,7 @@ pub async fn present(
         let list: Vec<String> = (0..part.len()).map(|i| format!("({i}, ?)")).collect();
         let sql = format!(
             "SELECT k.column1 FROM (VALUES {}) AS k \
-             WHERE EXISTS (SELECT 1 FROM {t} t WHERE t.{col} = k.column2)",
+             WHERE EXISTS (SELECT 1 FROM {t} t WHERE t.{col} = k.column2){also}",
             list.join(", ")
         );
         let mut q = sqlx::query(&sql);

@@ -1,0 +1,447 @@
+//! Workbooks (API.md section 16): products and the orders that name them
+//! in one file, one job, one approval, one transaction, one rollback.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::common::{TestApp, problem, spawn_app};
+
+/// Posts a workbook to `POST /api/import{query}` and waits for validation.
+async fn post_workbook(app: &TestApp, key: &str, query: &str, body: &Value) -> reqwest::Response {
+    app.client
+        .post(app.url(&format!("/api/import{query}")))
+        .header("X-API-Key", key)
+        .header("Content-Type", "application/json")
+        .header("Prefer", "wait=30")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("request")
+}
+
+async fn workbook(app: &TestApp, key: &str, query: &str, body: &Value) -> Value {
+    let resp = post_workbook(app, key, query, body).await;
+    let status = resp.status();
+    let job: Value = resp.json().await.expect("json");
+    assert_eq!(status, StatusCode::ACCEPTED, "{job}");
+    app.wait_done(key, job["id"].as_str().unwrap()).await
+}
+
+/// Orders (listed first in the file) naming products the same workbook
+/// brings, one naming none; a member that is no module.
+fn shop() -> Value {
+    json!({
+        "Pesanan": [
+            {"order_no": "SO-1", "customer_id": "C-1", "sku": "P-001", "qty": 2, "amount_idr": 170000, "order_date": "2024-05-01"},
+            {"order_no": "SO-2", "customer_id": "C-2", "sku": "P-002", "qty": 1, "amount_idr": 45000, "order_date": "2024-05-02"},
+            {"order_no": "SO-3", "customer_id": "C-3", "sku": "P-404", "qty": 1, "amount_idr": 10000, "order_date": "2024-05-02"}
+        ],
+        "notes": ["not a module"],
+        "products": [
+            {"sku": "P-001", "product_name": "Kaos Polos Hitam", "price_idr": 85000},
+            {"sku": "P-002", "product_name": "Mug Keramik", "price_idr": 45000}
+        ]
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workbook_is_one_job_approved_committed_and_rolled_back_as_one() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let (apr, _) = app.key("Siti Rahayu", "approver", &["*"]).await;
+    let (apr2, _) = app.key("Eko Prasetyo", "approver", &["*"]).await;
+
+    let job = workbook(&app, &sub, "?sheets.Pesanan=orders", &shop()).await;
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    assert_eq!(job["module"], Value::Null);
+    assert_eq!(job["table"], Value::Null);
+    let parts = job["parts"].as_array().unwrap();
+    let modules: Vec<&str> = parts
+        .iter()
+        .map(|p| p["module"].as_str().unwrap())
+        .collect();
+    assert_eq!(modules, ["products", "orders"], "reference order: {job}");
+    assert_eq!(parts[1]["sheet"], "Pesanan");
+    assert_eq!(parts[0]["table"], "uc_products");
+    assert_eq!(parts[0]["counts"]["insert"], 2);
+    assert_eq!(parts[1]["counts"]["insert"], 3);
+    assert_eq!(job["counts"]["rows"], 5, "the parts' sum: {job}");
+    assert_eq!(job["counts"]["insert"], 5);
+    // Only the order naming a product nobody brings is warned.
+    assert_eq!(job["counts"]["warnings"], 1, "{job}");
+    let warnings = job["warnings"].as_array().unwrap();
+    let ignored = warnings
+        .iter()
+        .find(|w| w["code"] == "sheet_ignored")
+        .unwrap_or_else(|| panic!("a sheet_ignored warning: {job}"));
+    assert_eq!(ignored["sheet"], "notes");
+
+    // Nothing is written before the gate; one approval writes both.
+    assert_eq!(app.count("uc_products").await, 0);
+    let id = job["id"].as_str().unwrap();
+    let done = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(done["state"], "committed", "{done}");
+    assert_eq!(app.count("uc_products").await, 2);
+    assert_eq!(app.count("uc_sales_orders").await, 3);
+
+    // The parts are no jobs of their own in the list.
+    let list = app.get_json(&sub, "/api/jobs").await;
+    let ids: Vec<&str> = list["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [id], "{list}");
+
+    // One rollback undoes every part; the job's own orders are no orphans.
+    app.act_ok(&apr, id, "rollback").await;
+    let undone = app.act_ok(&apr2, id, "approve").await;
+    assert_eq!(undone["state"], "rolled_back", "{undone}");
+    assert_eq!(app.count("uc_products").await, 0);
+    assert_eq!(app.count("uc_sales_orders").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_part_stops_the_whole_commit() {
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let job = workbook(&app, &sub, "?sheets.Pesanan=orders", &shop()).await;
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    // An order the workbook inserts appears in the table meanwhile.
+    app.upload(
+        &sub,
+        "orders",
+        "",
+        "order_no,customer_id,sku,qty,amount_idr,order_date\nSO-2,C-9,P-002,1,1,2024-01-01\n",
+    )
+    .await;
+    let other = app
+        .get_json(&sub, "/api/jobs?state=awaiting_approval")
+        .await;
+    let other_id = other["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["module"] == "orders")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.act_ok(&apr, &other_id, "approve").await;
+    let id = job["id"].as_str().unwrap();
+    let failed = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(failed["state"], "failed", "{failed}");
+    assert_eq!(failed["problem"]["code"], "stale_preview");
+    assert_eq!(failed["problem"]["rows"][0]["part"], "orders", "{failed}");
+    // All or nothing: the products part wrote nothing either.
+    assert_eq!(app.count("uc_products").await, 0);
+    assert_eq!(app.count("uc_sales_orders").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workbook_without_a_module_or_with_one_twice_is_refused() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let job = workbook(&app, &sub, "", &json!({"lembar1": [{"a": 1}]})).await;
+    assert_eq!(job["state"], "invalid", "{job}");
+    assert_eq!(job["problem"]["code"], "no_parts");
+    let twice = json!({"products": [], "Produk": []});
+    problem(
+        post_workbook(&app, &sub, "?sheets.Produk=products", &twice).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_parameter",
+    )
+    .await;
+    // Every part's module must be in the key's scope; a refused workbook
+    // leaves nothing stored.
+    let chunks = app.count("ig_blob_chunks").await;
+    let (narrow, _) = app.key("Rina", "submitter", &["products"]).await;
+    let p = problem(
+        post_workbook(&app, &narrow, "?sheets.Pesanan=orders", &shop()).await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    assert!(p["detail"].as_str().unwrap().contains("orders"), "{p}");
+    assert_eq!(app.count("ig_blob_chunks").await, chunks);
+}
+
+/// An XLSX of three sheets: products under a name of its own, orders
+/// with a row in error, and a sheet of notes.
+fn shop_xlsx() -> Vec<u8> {
+    let mut book = rust_xlsxwriter::Workbook::new();
+    let rows: [(&str, Vec<Vec<&str>>); 3] = [
+        (
+            "Produk",
+            vec![
+                vec!["sku", "product_name", "price_idr"],
+                vec!["P-001", "Kaos Polos Hitam", "85000"],
+                vec!["P-002", "Mug Keramik", "45000"],
+            ],
+        ),
+        (
+            "orders",
+            vec![
+                vec![
+                    "order_no",
+                    "customer_id",
+                    "sku",
+                    "qty",
+                    "amount_idr",
+                    "order_date",
+                ],
+                vec!["SO-1", "C-1", "P-001", "2", "170000", "2024-05-01"],
+                vec!["SO-2", "C-2", "P-002", "tiga", "45000", "2024-05-02"],
+            ],
+        ),
+        ("Catatan", vec![vec!["dibuat oleh", "Budi"]]),
+    ];
+    for (name, cells) in rows {
+        let sheet = book.add_worksheet();
+        sheet.set_name(name).unwrap();
+        for (r, row) in cells.iter().enumerate() {
+            for (c, cell) in row.iter().enumerate() {
+                sheet.write_string(r as u32, c as u16, *cell).unwrap();
+            }
+        }
+    }
+    book.save_to_buffer().unwrap()
+}
+
+async fn post_file(app: &TestApp, key: &str, query: &str, ct: &str, body: Vec<u8>) -> Value {
+    let resp = app
+        .client
+        .post(app.url(&format!("/api/import{query}")))
+        .header("X-API-Key", key)
+        .header("Content-Type", ct)
+        .header("Prefer", "wait=30")
+        .body(body)
+        .send()
+        .await
+        .expect("request");
+    let status = resp.status();
+    let job: Value = resp.json().await.expect("json");
+    assert_eq!(status, StatusCode::ACCEPTED, "{job}");
+    app.wait_done(key, job["id"].as_str().unwrap()).await
+}
+
+/// A spreadsheet workbook's parts, their preview and errors by part.
+async fn spreadsheet_parts(app: &TestApp, key: &str, ct: &str, body: Vec<u8>) {
+    let job = post_file(app, key, "?sheets.Produk=products&on_error=skip", ct, body).await;
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    let sheets: Vec<(&str, &str)> = job["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["module"].as_str().unwrap(), p["sheet"].as_str().unwrap()))
+        .collect();
+    assert_eq!(sheets, [("products", "Produk"), ("orders", "orders")]);
+    assert_eq!(job["counts"]["rows"], 4);
+    assert_eq!(job["counts"]["errors"], 1);
+    assert_eq!(job["warnings"][0]["sheet"], "Catatan", "{job}");
+    let id = job["id"].as_str().unwrap();
+
+    let all = app.get_json(key, &format!("/api/jobs/{id}/preview")).await;
+    assert_eq!(all["total"], 4, "{all}");
+    let tagged: Vec<(&str, i64)> = all["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["part"].as_str().unwrap(), r["row"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(
+        tagged,
+        [
+            ("products", 2),
+            ("products", 3),
+            ("orders", 2),
+            ("orders", 3)
+        ]
+    );
+    // A page that starts in one part and ends in the next.
+    let page = app
+        .get_json(key, &format!("/api/jobs/{id}/preview?offset=1&limit=2"))
+        .await;
+    assert_eq!(page["rows"][0]["part"], "products");
+    assert_eq!(page["rows"][1]["part"], "orders");
+    let orders = app
+        .get_json(key, &format!("/api/jobs/{id}/preview?part=orders"))
+        .await;
+    assert_eq!(orders["total"], 2);
+    assert_eq!(orders["rows"][1]["action"], "error");
+
+    let errors = app.get_json(key, &format!("/api/jobs/{id}/errors")).await;
+    assert_eq!(errors["total"], 1);
+    assert_eq!(errors["errors"][0]["part"], "orders");
+    assert_eq!(errors["errors"][0]["row"], 3);
+    assert_eq!(errors["errors"][0]["column"], "qty");
+    problem(
+        app.get(key, &format!("/api/jobs/{id}/preview?part=payments"))
+            .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_parameter",
+    )
+    .await;
+    // The errored-rows file is a part's.
+    problem(
+        app.get(
+            key,
+            &format!("/api/jobs/{id}/errors?format=csv&layout=rows"),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_parameter",
+    )
+    .await;
+    let resp = app
+        .get(
+            key,
+            &format!("/api/jobs/{id}/errors?format=csv&layout=rows&part=orders"),
+        )
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let text = resp.text().await.unwrap();
+    assert!(text.contains("SO-2") && text.contains("tiga"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_xlsx_workbook_shows_its_parts_preview_and_errors() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let xlsx = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+    spreadsheet_parts(&app, &sub, xlsx, shop_xlsx()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ods_workbook_shows_its_parts_preview_and_errors() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("toko.xlsx");
+    std::fs::write(&path, shop_xlsx()).unwrap();
+    let ods = crate::fixtures::libreoffice(&[path], "ods", dir.path());
+    let body = std::fs::read(&ods[0]).unwrap();
+    spreadsheet_parts(
+        &app,
+        &sub,
+        "application/vnd.oasis.opendocument.spreadsheet",
+        body,
+    )
+    .await;
+}
+
+/// The sheet names of an XLSX or ODS, in order.
+fn sheet_names(bytes: &[u8], ods: bool) -> Vec<String> {
+    use calamine::Reader;
+    let cursor = std::io::Cursor::new(bytes.to_vec());
+    if ods {
+        calamine::Ods::new(cursor).unwrap().sheet_names()
+    } else {
+        calamine::Xlsx::new(cursor).unwrap().sheet_names()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workbook_template_has_a_sheet_a_module_in_reference_order_and_reads_back() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    for (format, ct, ods) in [
+        (
+            "xlsx",
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+            false,
+        ),
+        (
+            "ods",
+            "application/vnd.oasis.opendocument.spreadsheet",
+            true,
+        ),
+    ] {
+        let path =
+            format!("/api/templates/workbook?modules=payments,orders,products&format={format}");
+        let resp = app.get(&sub, &path).await;
+        assert_eq!(resp.status(), StatusCode::OK, "{path}");
+        assert_eq!(resp.headers()["content-type"], ct);
+        let body = resp.bytes().await.unwrap().to_vec();
+        assert_eq!(
+            sheet_names(&body, ods),
+            ["products", "orders", "payments"],
+            "{format}"
+        );
+        // The template, sent back as it is, is a workbook of three parts.
+        let job = post_file(&app, &sub, "?on_error=skip", ct, body).await;
+        let modules: Vec<&str> = job["parts"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{job}"))
+            .iter()
+            .map(|p| p["module"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            modules,
+            ["products", "orders", "payments"],
+            "{format}: {job}"
+        );
+        assert_eq!(job["counts"]["rows"], 3, "{format}: {job}");
+    }
+    problem(
+        app.get(&sub, "/api/templates/workbook?modules=").await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_parameter",
+    )
+    .await;
+    problem(
+        app.get(&sub, "/api/templates/workbook?modules=products,gudang")
+            .await,
+        StatusCode::NOT_FOUND,
+        "unknown_module",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shows_a_workbook_job_as_tabs_with_one_gate() {
+    use crate::console::{Console, csrf_of, location};
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let job = workbook(&app, &sub, "?sheets.Pesanan=orders", &shop()).await;
+    let id = job["id"].as_str().unwrap();
+    let path = format!("/jobs/{id}");
+    let mut a = Console::new(&app);
+    a.sign_in(&apr).await;
+    // The list names both modules.
+    let list = a.page("/jobs").await;
+    assert!(list.contains("Products + Sales orders"), "{list}");
+    let html = a.page(&path).await;
+    assert!(html.contains("id=\"parts\""), "{html}");
+    assert!(html.contains(&format!("href=\"/jobs/{id}?part=orders#preview\"")));
+    assert!(html.contains("Kaos Polos Hitam"), "the first part's rows");
+    assert!(html.contains("uc_products") && html.contains("uc_sales_orders"));
+    let orders = a.page(&format!("{path}?part=orders")).await;
+    assert!(orders.contains("SO-3") && !orders.contains("Kaos Polos Hitam"));
+    // One gate for the whole workbook.
+    assert_eq!(
+        orders
+            .matches(&format!("action=\"/jobs/{id}/approve\""))
+            .count(),
+        1
+    );
+    let csrf = csrf_of(&orders);
+    let etag = format!("\"{id}-{}\"", 2);
+    let resp = a
+        .post(
+            &format!("{path}/approve"),
+            &[("_csrf", &csrf), ("etag", &etag)],
+        )
+        .await;
+    assert_eq!(
+        resp.status(),
+        StatusCode::SEE_OTHER,
+        "{}",
+        resp.text().await.unwrap()
+    );
+    assert_eq!(location(&resp), format!("{path}?done=approve"));
+    assert_eq!(app.wait_done(&apr, id).await["state"], "committed");
+    assert_eq!(app.count("uc_products").await, 2);
+    assert_eq!(app.count("uc_sales_orders").await, 3);
+}
