@@ -43,7 +43,11 @@ impl Service<'_> {
 /// What to upload and where.
 pub struct Upload<'a> {
     pub service: Service<'a>,
-    pub module: &'a str,
+    /// The module; `None` for a workbook (API.md section 16), whose
+    /// sheets name their modules.
+    pub module: Option<&'a str>,
+    /// A workbook's `SHEET=MODULE` mappings (`sheets.<sheet>=<module>`).
+    pub sheets: &'a [String],
     pub file: &'a Path,
     pub mode: Option<&'a str>,
     pub on_error: Option<&'a str>,
@@ -108,7 +112,19 @@ pub async fn run(u: Upload<'_>) -> anyhow::Result<i32> {
     if let Some(m) = u.mapping {
         query.push(("mapping", m));
     }
+    let mut mapped = Vec::new();
+    for pair in u.sheets {
+        let Some((sheet, module)) = pair.split_once('=') else {
+            anyhow::bail!("--sheet {pair:?}: write it SHEET=MODULE (--sheet Produk=products)");
+        };
+        mapped.push((format!("sheets.{sheet}"), module));
+    }
+    query.extend(mapped.iter().map(|(k, v)| (k.as_str(), *v)));
     let query = serde_urlencoded::to_string(&query)?;
+    let path = match u.module {
+        Some(module) => format!("/api/import/{module}"),
+        None => "/api/import".to_string(),
+    };
     let name = u
         .file
         .file_name()
@@ -116,7 +132,7 @@ pub async fn run(u: Upload<'_>) -> anyhow::Result<i32> {
         .unwrap_or("upload");
     let client = reqwest::Client::new();
     let resp = client
-        .post(format!("{base}/api/import/{}?{query}", u.module))
+        .post(format!("{base}{path}?{query}"))
         .header("X-API-Key", u.service.key)
         .header("Content-Type", content_type(u.file))
         .header("Content-Length", len)

@@ -56,12 +56,24 @@ enum Command {
     /// Upload a file to a running service (a client of the API).
     #[command(after_help = "Examples:\n  \
         IMPORTGATE_KEY=igk_… importgate import customers pelanggan.csv --wait\n  \
-        importgate import orders pesanan.xlsx --mode upsert --on-error skip --url https://import.example.co.id --wait")]
+        importgate import orders pesanan.xlsx --mode upsert --on-error skip --url https://import.example.co.id --wait\n  \
+        importgate import --workbook toko.xlsx --sheet Produk=products --sheet Pesanan=orders --wait")]
     Import {
         /// Module key (customers, orders, …).
-        module: String,
+        #[arg(required_unless_present = "workbook")]
+        module: Option<String>,
         /// The file: CSV, XLSX, XLS, ODS, JSON or NDJSON.
-        file: PathBuf,
+        #[arg(required_unless_present = "workbook")]
+        file: Option<PathBuf>,
+        /// A workbook instead (XLSX, ODS, or a JSON object of arrays):
+        /// each sheet named after a module is a part of one job, approved,
+        /// committed and rolled back as one.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["module", "file", "mapping"])]
+        workbook: Option<PathBuf>,
+        /// A workbook's sheet not named after a module, and the module it
+        /// holds (repeatable).
+        #[arg(long = "sheet", value_name = "SHEET=MODULE", requires = "workbook")]
+        sheets: Vec<String>,
         #[command(flatten)]
         service: ServiceArgs,
         /// insert: only new keys; update: only keys the table holds;
@@ -545,6 +557,8 @@ async fn main() -> anyhow::Result<()> {
         Command::Import {
             module,
             file,
+            workbook,
+            sheets,
             service,
             mode,
             on_error,
@@ -552,9 +566,14 @@ async fn main() -> anyhow::Result<()> {
             wait,
             json,
         } => {
+            let (module, file) = match &workbook {
+                Some(w) => (None, w.clone()),
+                None => (module, file.unwrap_or_default()),
+            };
             let code = importgate::client::run(importgate::client::Upload {
                 service: service.client(),
-                module: &module,
+                module: module.as_deref(),
+                sheets: &sheets,
                 file: &file,
                 mode: mode.as_deref(),
                 on_error: on_error.as_deref(),

@@ -32,8 +32,15 @@ pub async fn print(
         true => first_errors(client, s, job).await?,
         false => Value::Null,
     };
+    // A workbook's errors name their part (API.md section 16).
     let listed: Vec<String> = (errors["errors"].as_array().into_iter().flatten())
-        .map(|e| format!("  {}", e["message"].as_str().unwrap_or("")))
+        .map(|e| {
+            let part = e["part"]
+                .as_str()
+                .map(|p| format!("{p}: "))
+                .unwrap_or_default();
+            format!("  {part}{}", e["message"].as_str().unwrap_or(""))
+        })
         .collect();
     let heading = match errors["total"].as_u64() {
         Some(total) if total as usize > listed.len() => {
@@ -73,9 +80,17 @@ pub fn lines(job: &Value, base: &str) -> String {
     let text = |v: &Value| v.as_str().unwrap_or("").to_string();
     let id = text(&job["id"]);
     let state = text(&job["state"]);
+    let parts = job["parts"].as_array().cloned().unwrap_or_default();
+    let modules: Vec<&str> = (parts.iter())
+        .filter_map(|p| p["module"].as_str())
+        .collect();
+    let target = match job["module"].as_str() {
+        Some(m) => m.to_string(),
+        None if !modules.is_empty() => format!("workbook: {}", modules.join(" + ")),
+        None => "workbook".to_string(),
+    };
     let mut out = format!(
-        "{id}  {}  {state}{}\n",
-        job["module"].as_str().unwrap_or("-"),
+        "{id}  {target}  {state}{}\n",
         if job["simulated"] == true {
             "  (simulation: no table is written)"
         } else {
@@ -98,6 +113,17 @@ pub fn lines(job: &Value, base: &str) -> String {
         ),
     );
     line("rows", counts(&job["counts"]));
+    for p in &parts {
+        line(
+            "part",
+            format!(
+                "{} (sheet {}): {}",
+                text(&p["module"]),
+                text(&p["sheet"]),
+                counts(&p["counts"])
+            ),
+        );
+    }
     line(
         "submitted",
         format!(

@@ -489,7 +489,7 @@ async fn record(app: &App, mut export: Export) {
             actor: Some(export.by.as_str()),
             comment: None,
             detail: Some(export.detail()),
-            module: Some(export.module.as_str()),
+            modules: vec![export.module.as_str()],
         };
         store::ledger::append(&mut c, &app.seal.key, entry).await?;
         tx.commit().await?;

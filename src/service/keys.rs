@@ -313,7 +313,7 @@ pub(super) async fn log(
         actor: actor.map(|k| k.id.as_str()),
         comment: None,
         detail: Some(detail),
-        module: None,
+        modules: vec![],
     };
     Ok(store::ledger::append(conn, &app.seal.key, entry).await?)
 }

@@ -407,7 +407,7 @@ async fn log(
         actor: Some(actor.id.as_str()),
         comment: None,
         detail: Some(detail),
-        module: Some(p.module.as_str()),
+        modules: vec![p.module.as_str()],
     };
     Ok(store::ledger::append(conn, &app.seal.key, entry).await?)
 }

@@ -580,7 +580,8 @@ async fn add_event(
         actor,
         comment,
         detail,
-        module: job.module.as_ref().map(ModuleKey::as_str),
+        // A workbook's are its parts' (API.md section 16).
+        modules: job.modules().into_iter().map(ModuleKey::as_str).collect(),
     };
     ledger::append(conn, key, entry).await
 }

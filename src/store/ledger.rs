@@ -28,9 +28,9 @@ pub struct Entry<'a> {
     pub actor: Option<&'a str>,
     pub comment: Option<&'a str>,
     pub detail: Option<Json>,
-    /// The job's module, for the webhooks that filter by module; `None`
-    /// for key events.
-    pub module: Option<&'a str>,
+    /// The job's module (a workbook job's: its parts'), for the webhooks
+    /// that filter by module; none for key events.
+    pub modules: Vec<&'a str>,
 }
 
 pub(super) fn event<R: Row>(r: &R) -> Result<Event>
@@ -58,7 +58,7 @@ where
 pub async fn append(conn: &mut Conn<'_>, key: &ChainKey, e: Entry<'_>) -> Result<()> {
     let event_type = crate::ledger::events::client_type(e.event, e.to);
     let webhooks = match event_type {
-        Some(t) => webhooks::wanting(conn, t, e.module).await?,
+        Some(t) => webhooks::wanting(conn, t, &e.modules).await?,
         None => Vec::new(),
     };
     // One link at a time: the chain is global, so concurrent moves take
@@ -199,8 +199,19 @@ pub async fn feed(
     let in_modules = if modules.is_empty() {
         "1 = 0".to_string()
     } else {
-        let marks: Vec<String> = (0..modules.len()).map(|i| format!("${}", i + 4)).collect();
-        format!("{module} IN ({})", marks.join(", "))
+        let marks = |from: usize| -> String {
+            (0..modules.len())
+                .map(|i| format!("${}", from + i))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        // A workbook job (module '') is seen when every part's module is.
+        format!(
+            "({module} IN ({}) OR (j.module = '' AND NOT EXISTS (SELECT 1 FROM ig_jobs q \
+               WHERE q.parent_id = j.id AND q.module NOT IN ({}))))",
+            marks(4),
+            marks(4 + modules.len())
+        )
     };
     let filter = match (scope.modules.is_some(), scope.keys) {
         (false, true) => "1 = 1".to_string(),
@@ -218,7 +229,7 @@ pub async fn feed(
     );
     on_conn!(conn, c => {
         let mut q = sqlx::query(&sql).bind(after_seq).bind(upto).bind(limit);
-        for m in modules {
+        for m in modules.iter().chain(modules) {
             q = q.bind(m);
         }
         let rows = q.fetch_all(c).await?;

@@ -100,19 +100,22 @@ pub async fn delete(conn: &mut Conn<'_>, id: &str) -> Result<bool> {
 }
 
 /// The enabled endpoints that want an event of this type (about a job of
-/// `module`). Read before a move takes the ledger's lock, so that the lock
+/// one of `modules`: a workbook's any part). Read before a move takes the ledger's lock, so that the lock
 /// is held for the outbox's rows only.
 pub async fn wanting(
     conn: &mut Conn<'_>,
     event_type: &str,
-    module: Option<&str>,
+    modules: &[&str],
 ) -> Result<Vec<String>> {
     let sql = format!("SELECT {COLUMNS} FROM ig_webhooks WHERE enabled = $1");
     let hooks: Vec<Webhook> = on_conn!(conn, c => sqlx::query(&sql).bind(true).fetch_all(c).await?
         .iter().map(webhook).collect::<Result<_>>())?;
     Ok(hooks
         .into_iter()
-        .filter(|w| w.wants(event_type, module))
+        .filter(|w| match modules {
+            [] => w.wants(event_type, None),
+            some => some.iter().any(|m| w.wants(event_type, Some(m))),
+        })
         .map(|w| w.id)
         .collect())
 }

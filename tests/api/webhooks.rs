@@ -93,7 +93,7 @@ impl Log {
     }
 
     /// The bodies that arrived at `path`, as JSON, once there are `n`.
-    async fn wait(&self, path: &str, n: usize) -> Vec<(HeaderMap, Value)> {
+    pub async fn wait(&self, path: &str, n: usize) -> Vec<(HeaderMap, Value)> {
         for _ in 0..200 {
             if self.count(path) >= n {
                 break;

@@ -445,3 +445,91 @@ async fn the_console_shows_a_workbook_job_as_tabs_with_one_gate() {
     assert_eq!(app.count("uc_products").await, 2);
     assert_eq!(app.count("uc_sales_orders").await, 3);
 }
+
+/// `importgate import --workbook`: the real binary sends a workbook and
+/// prints its parts; an order in error names its part.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_import_command_sends_a_workbook_and_names_its_parts() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("toko.xlsx");
+    std::fs::write(&file, shop_xlsx()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_importgate"))
+        .args(["import", "--workbook"])
+        .arg(&file)
+        .args(["--sheet", "Produk=products", "--on-error", "skip"])
+        .args(["--url", &app.base, "--wait"])
+        .env("IMPORTGATE_KEY", &sub)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("workbook: products + orders  awaiting_approval"),
+        "{text}"
+    );
+    assert!(
+        text.contains("part       products (sheet Produk): 2: 2 insert"),
+        "{text}"
+    );
+    assert!(
+        text.contains("part       orders (sheet orders): 2: 1 insert, 1 in error"),
+        "{text}"
+    );
+    assert!(text.contains("  orders: row 3, column qty"), "{text}");
+}
+
+/// Events carry the whole job with its parts: a webhook for orders hears
+/// of a workbook with orders; the feed shows its events to a key whose
+/// scope covers every part, and to no narrower one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_and_webhooks_carry_the_workbook_with_its_parts() {
+    use crate::webhooks::receiver;
+    let app = crate::common::spawn_app_with(|s| {
+        s.webhooks.allow_private = true;
+        s.webhooks.retry_base = std::time::Duration::from_millis(100);
+    })
+    .await;
+    let (base, log) = receiver().await;
+    let resp = app
+        .client
+        .post(app.url("/api/webhooks"))
+        .header("X-API-Key", &app.admin)
+        .json(&json!({"url": format!("{base}/orders"), "events": ["job.committed"], "modules": ["orders"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let job = workbook(&app, &sub, "?sheets.Pesanan=orders", &shop()).await;
+    let id = job["id"].as_str().unwrap();
+    app.act_ok(&apr, id, "approve").await;
+    let got = log.wait("/orders", 1).await;
+    let sent = &got[0].1["data"]["job"];
+    assert_eq!(sent["id"], id, "{sent}");
+    assert_eq!(sent["module"], Value::Null);
+    assert_eq!(sent["parts"][1]["module"], "orders", "{sent}");
+
+    let seen = |key: String| {
+        let app = &app;
+        async move {
+            let page = app.get_json(&key, "/api/events?limit=100").await;
+            (page["events"].as_array().unwrap().iter())
+                .filter(|e| e["data"]["job"]["id"] == id)
+                .count()
+        }
+    };
+    let (both, _) = app.key("Dewi", "approver", &["products", "orders"]).await;
+    let (one, _) = app.key("Joko", "approver", &["products"]).await;
+    assert!(
+        seen(both).await >= 3,
+        "created, awaiting approval, committed"
+    );
+    assert_eq!(seen(one).await, 0);
+}
