@@ -429,10 +429,18 @@ async fn approve(client: &Client, base: &str, key: &str, id: &str) {
 /// Waits until a PostgreSQL backend is stuck on a lock while updating the
 /// orders table (the commit, stopped by the test's lock).
 async fn wait_for_blocked_update(db: &Db) {
+    wait_for_blocked(db, "UPDATE \"uc_sales_orders\"").await
+}
+
+/// Waits until a PostgreSQL backend is stuck on a lock in a statement
+/// that starts with `statement`.
+async fn wait_for_blocked(db: &Db, statement: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
-    let sql = "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
-               AND query LIKE 'UPDATE \"uc_sales_orders\"%'";
-    while count(db, sql, None).await == 0 {
+    let sql = format!(
+        "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+         AND query LIKE '{statement}%'"
+    );
+    while count(db, &sql, None).await == 0 {
         assert!(
             Instant::now() < deadline,
             "the commit never reached the table"
@@ -974,5 +982,150 @@ async fn a_killed_replica_loses_no_webhook_delivery() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     drop(b);
+    db.close().await;
+}
+
+/// A workbook of `products` new products and `orders` orders naming them,
+/// the first order `SO-0000000` (upserted: the table holds it already).
+fn shop_workbook(products: usize, orders: usize) -> String {
+    let products: Vec<Value> = (0..products)
+        .map(|i| serde_json::json!({"sku": format!("WB-{i:05}"), "product_name": format!("Barang {i}"), "price_idr": 1000 + i}))
+        .collect();
+    let orders: Vec<Value> = (0..orders)
+        .map(|i| serde_json::json!({
+            "order_no": format!("SO-{i:07}"), "customer_id": "C-1",
+            "sku": if i == 0 { "SKU-000".to_string() } else { format!("WB-{:05}", i % products.len()) },
+            "qty": 2, "amount_idr": 5000, "order_date": "2024-03-01"
+        }))
+        .collect();
+    serde_json::json!({"products": products, "orders": orders}).to_string()
+}
+
+/// A locked row that a workbook's commit or rollback writes: on
+/// PostgreSQL the work stops there, its transaction open, with one part
+/// written in it already; the replica is killed then (on SQLite, as
+/// soon as it holds the job). All or nothing, and the survivor does it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workbook_killed_mid_commit_or_mid_rollback_leaves_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database(dir.path()).await;
+    let (first, printed) = start(&url, &dir.path().join("r0.log")).await;
+    let admin = first_admin_key(&printed);
+    let (second, _) = start(&url, &dir.path().join("r1.log")).await;
+    let mut replicas = vec![first, second];
+    let db = Db::connect(&url).await.unwrap();
+    let client = Client::new();
+    let base = replicas[0].base.clone();
+    let sub = create_key(&client, &base, &admin, "Budi Santoso", "submitter").await;
+    let apr = create_key(&client, &base, &admin, "Siti Rahayu", "approver").await;
+    let apr2 = create_key(&client, &base, &admin, "Eko Prasetyo", "approver").await;
+    let postgres = url.starts_with("postgres");
+    // One order in the table, which the workbook updates.
+    let (_, first_order) = upload(&client, &base, "orders", &sub, orders_csv(1), Some(30)).await;
+    wait_state(&client, &base, &sub, &first_order, "awaiting_approval").await;
+    approve(&client, &base, &apr, &first_order).await;
+    wait_state(&client, &base, &sub, &first_order, "committed").await;
+
+    let resp = client
+        .post(format!("{base}/api/import?mode.orders=upsert"))
+        .header("X-API-Key", &sub)
+        .header("Content-Type", "application/json")
+        .header("Prefer", "wait=60")
+        .body(shop_workbook(1000, 20_000))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    let id = resp.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let job = wait_state(&client, &base, &sub, &id, "awaiting_approval").await;
+    assert_eq!(job["counts"]["update"], 1, "{job}");
+    let products = "SELECT COUNT(*) FROM uc_products";
+    let orders = "SELECT COUNT(*) FROM uc_sales_orders";
+
+    // Mid-commit: the products part is written in the transaction when the
+    // orders part waits on the locked order.
+    let mut blocker = None;
+    if postgres {
+        let mut tx = db.begin().await.unwrap();
+        on_conn!(&mut tx.conn(), c => {
+            sqlx::query("SELECT id FROM uc_sales_orders FOR UPDATE").execute(c).await.unwrap();
+        });
+        blocker = Some(tx);
+    }
+    approve(&client, &base, &apr, &id).await;
+    let c = wait_for_holder(&db, &replicas, &id, "committing").await;
+    if postgres {
+        wait_for_blocked_update(&db).await;
+    }
+    drop(replicas.remove(c));
+    if let Some(tx) = blocker {
+        tx.rollback().await.unwrap();
+    }
+    assert_eq!(
+        count(&db, products, None).await,
+        0,
+        "no part of the killed commit"
+    );
+    assert_eq!(count(&db, orders, None).await, 1);
+    let survivor = replicas[0].base.clone();
+    let job = wait_state(&client, &survivor, &sub, &id, "committed").await;
+    assert!(job["problem"].is_null(), "{job}");
+    assert_eq!(count(&db, products, None).await, 1000);
+    assert_eq!(count(&db, orders, None).await, 20_000, "every order once");
+
+    // Mid-rollback: the orders part is undone in the transaction when the
+    // products part waits on a locked product.
+    let (third, _) = start(&url, &dir.path().join("r2.log")).await;
+    replicas.push(third);
+    let resp = client
+        .post(format!("{survivor}/api/jobs/{id}/rollback"))
+        .header("X-API-Key", &apr)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    let mut blocker = None;
+    if postgres {
+        let mut tx = db.begin().await.unwrap();
+        on_conn!(&mut tx.conn(), c => {
+            sqlx::query("SELECT id FROM uc_products FOR UPDATE").execute(c).await.unwrap();
+        });
+        blocker = Some(tx);
+    }
+    approve(&client, &survivor, &apr2, &id).await;
+    let r = wait_for_holder(&db, &replicas, &id, "rolling_back").await;
+    if postgres {
+        wait_for_blocked(&db, "DELETE FROM \"uc_products\"").await;
+    }
+    drop(replicas.remove(r));
+    if let Some(tx) = blocker {
+        tx.rollback().await.unwrap();
+    }
+    assert_eq!(
+        count(&db, orders, None).await,
+        20_000,
+        "no part of the killed rollback"
+    );
+    assert_eq!(count(&db, products, None).await, 1000);
+    let last = replicas[0].base.clone();
+    let job = wait_state(&client, &last, &sub, &id, "rolled_back").await;
+    assert!(job["problem"].is_null(), "{job}");
+    assert_eq!(count(&db, products, None).await, 0);
+    assert_eq!(
+        count(&db, orders, None).await,
+        1,
+        "the order it updated is back"
+    );
+    let (_, names) = events(&client, &last, &sub, &id).await;
+    assert_eq!(
+        names,
+        [
+            "upload", "checked", "approve", "written", "rollback", "approve", "undone"
+        ],
+        "each move once"
+    );
     db.close().await;
 }
