@@ -24,7 +24,7 @@ use crate::ledger::revision::Changes;
 use crate::ledger::{Fix, Job, JobState as State, Mode, Move, OnError};
 use crate::service::keys::NewKey;
 use crate::service::uploads::{self, Params};
-use crate::service::{self, App, gate, jobs, revisions, work};
+use crate::service::{self, App, gate, jobs, revisions, work, workbooks};
 
 /// The keys the demo prints (secrets, shown once) and who they belong to.
 pub struct DemoKeys {
@@ -64,7 +64,7 @@ impl Drop for Days {
 }
 
 /// The stories [`Days`] spreads over the days.
-const STORIES: i64 = 14;
+const STORIES: i64 = 15;
 
 /// How long after a story's upload each of its decisions is taken.
 const DECISION_AFTER_MS: i64 = 35 * 60 * 1000;
@@ -379,6 +379,70 @@ async fn crm_export(app: &App, who: &KeyRecord, d: &mut Dice) -> anyhow::Result<
         ..Changes::default()
     };
     revise(app, who, &job, fixed, State::AwaitingApproval).await
+}
+
+/// A launch's workbook (API.md section 16): the sheets `Produk` (mapped to
+/// products), `orders` and `payments`, the orders naming the new products
+/// and the payments the new orders; it waits at the gate as one job.
+async fn launch_workbook(app: &App, who: &KeyRecord, d: &mut Dice) -> anyhow::Result<Job> {
+    let products = products_csv(d, 500, 6);
+    let mut orders =
+        String::from("order_no,customer_id,sku,qty,amount_idr,order_date,status,payment_method\n");
+    let mut payments =
+        String::from("payment_no,order_no,amount_idr,paid_at,method,bank_ref,status\n");
+    for k in 0..8 {
+        let qty = d.between(1, 12);
+        let amount = qty * d.between(40, 200) * 1000;
+        let _ = writeln!(
+            orders,
+            "SO-2024-009{k:02},CUST-{:04},SKU-{:06},{qty},{amount},2024-05-20,paid,QRIS",
+            d.between(1, 40),
+            500 + k % 6
+        );
+        let _ = writeln!(
+            payments,
+            "PAY-2024-009{k:02},SO-2024-009{k:02},{amount},2024-05-20 1{}:15,QRIS,REF{:09},verified",
+            k % 10,
+            d.next() % 1_000_000_000
+        );
+    }
+    let sheets = [
+        ("Produk", products),
+        ("orders", orders),
+        ("payments", payments),
+    ];
+    let body = workbook_xlsx(&sheets)?;
+    let up = workbooks::WorkbookUpload {
+        sheets: [("Produk".to_string(), "products".to_string())].into(),
+        format: Some(Format::Xlsx),
+        file_name: Some("peluncuran-koleksi-lebaran.xlsx".to_string()),
+        ..workbooks::WorkbookUpload::from_query(&[])?
+    };
+    let body = futures::stream::once(async move {
+        Ok::<_, std::convert::Infallible>(bytes::Bytes::from(body))
+    });
+    let job = workbooks::upload(app, who, up, body)
+        .await
+        .map_err(|e| anyhow::anyhow!("demo workbook: {e}"))?
+        .job;
+    let job = settle(app, &job.id).await?;
+    expect(&job, State::AwaitingApproval)?;
+    Ok(job)
+}
+
+/// An XLSX of CSV texts, a sheet each, every cell a string.
+fn workbook_xlsx(sheets: &[(&str, String)]) -> anyhow::Result<Vec<u8>> {
+    let mut book = rust_xlsxwriter::Workbook::new();
+    for (name, csv) in sheets {
+        let sheet = book.add_worksheet();
+        sheet.set_name(*name)?;
+        for (r, line) in csv.lines().enumerate() {
+            for (c, cell) in line.split(',').enumerate() {
+                sheet.write_string(r as u32, c as u16, cell)?;
+            }
+        }
+    }
+    Ok(book.save_to_buffer()?)
 }
 
 /// One revision of a demo job, validated; it must end in `end`.
@@ -721,6 +785,11 @@ pub async fn seed(app: &Arc<App>) -> anyhow::Result<DemoKeys> {
     days.next();
     // Awaiting approval, revised twice: a CRM export fixed inside importgate.
     crm_export(app, &agus, &mut d).await?;
+
+    days.next();
+    // Awaiting approval: a workbook of new products, the orders that name
+    // them and their payments, one approval for all three.
+    launch_workbook(app, &budi, &mut d).await?;
 
     days.next();
     // Awaiting approval: a large catalogue export, to page through.

@@ -1144,3 +1144,56 @@ async fn browser_every_page_fits_a_laptop_and_a_phone_in_both_languages() {
         b.close().await;
     }
 }
+
+/// A workbook (API.md section 16) through the real browser: the upload
+/// page takes it with no module chosen, its page shows a tab a part, and
+/// one approval writes every part.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_a_workbook_is_uploaded_read_by_part_and_approved_once() {
+    let app = spawn_app().await;
+    let sub = app.key("Budi Santoso", "submitter", &["*"]).await.0;
+    let apr = app.key("Siti Rahayu", "approver", &["*"]).await.0;
+    let files = tempfile::tempdir().unwrap();
+    let book = serde_json::json!({
+        "products": [
+            {"sku": "P-001", "product_name": "Kaos Polos Hitam", "price_idr": 85000},
+            {"sku": "P-002", "product_name": "Mug Keramik", "price_idr": 45000}
+        ],
+        "Orders": [
+            {"order_no": "SO-1", "customer_id": "C-1", "sku": "P-001", "qty": 2, "amount_idr": 170000, "order_date": "2024-05-01"}
+        ],
+        "catatan": []
+    });
+    let path = file(files.path(), "toko.json", &book.to_string());
+    let b = Browser::start(&app.base, 1280, 900).await;
+    b.sign_in(&sub).await;
+    b.goto("/upload").await;
+    b.find("#module").await.select_by_value("").await.unwrap();
+    assert!(b.text("#workbook-info").await.contains("sheet"));
+    b.find("#file").await.send_keys(&path).await.unwrap();
+    b.click("#upload-button").await;
+    b.wait_text("h1 .badge", "Awaiting approval").await;
+    let job = b.path().await;
+    assert_eq!(b.count("#parts a").await, 2);
+    assert!(b.text("#parts a[aria-current]").await.contains("Products"));
+    assert!(b.text("table.preview").await.contains("Mug Keramik"));
+    assert!(
+        b.text("#warnings, section.warnings, main")
+            .await
+            .contains("catatan")
+    );
+    b.click("#parts a[data-part=orders]").await;
+    b.wait_text("#parts a[aria-current]", "Sales orders").await;
+    assert!(b.text("table.preview").await.contains("SO-1"));
+    b.shot("workbook-1280").await;
+    b.sign_out().await;
+
+    b.sign_in(&apr).await;
+    b.goto(&job).await;
+    assert_eq!(b.count("details.action-approve").await, 1, "one gate");
+    b.decide("approve", "").await;
+    b.wait_text("h1 .badge", "Committed").await;
+    assert_eq!(app.count("uc_products").await, 2);
+    assert_eq!(app.count("uc_sales_orders").await, 1);
+    b.close().await;
+}

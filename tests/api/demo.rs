@@ -122,6 +122,16 @@ async fn the_demo_has_jobs_in_every_state_and_says_it_simulates() {
     assert_eq!(revised["revision"]["mapping"]["No. WA"], "wa_number");
     let modules: BTreeSet<&str> = jobs.iter().filter_map(|j| j["module"].as_str()).collect();
     assert!(modules.len() >= 5, "{modules:?}");
+    // A workbook waits at the gate: products, the orders naming them and
+    // their payments, one job.
+    let workbook = (jobs.iter())
+        .find(|j| j["module"].is_null())
+        .expect("a workbook job");
+    assert_eq!(workbook["state"], "awaiting_approval", "{workbook}");
+    let parts: Vec<&str> = (workbook["parts"].as_array().unwrap().iter())
+        .map(|p| p["module"].as_str().unwrap())
+        .collect();
+    assert_eq!(parts, ["products", "orders", "payments"], "{workbook}");
     // Rules are in force for three modules, and a change waits at the gate.
     for module in ["customers", "products", "orders"] {
         let set: Value =
