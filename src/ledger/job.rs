@@ -485,6 +485,9 @@ pub struct Part {
     pub sheet: String,
     pub mode: Mode,
     pub counts: Counts,
+    /// The version of its module's rules the part was validated with
+    /// (API.md section 14); none before its validation began.
+    pub rules_version: Option<u32>,
 }
 
 /// What a job is made of when it starts: who sent which file into which

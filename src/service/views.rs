@@ -97,6 +97,11 @@ pub struct PartView {
     pub sheet: String,
     pub mode: Mode,
     pub counts: Counts,
+    /// The version of its module's rules the part was validated with
+    /// (API.md section 14); absent before its validation began.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub rules_version: Option<u32>,
 }
 
 /// A saved mapping as an upload applied it.
@@ -141,6 +146,7 @@ impl JobView {
                     sheet: p.sheet.clone(),
                     mode: p.mode,
                     counts: p.counts.clone(),
+                    rules_version: p.rules_version,
                 })
                 .collect(),
             state: job.state,

@@ -203,12 +203,13 @@ pub async fn insert_part(
 
 /// A workbook job's parts, in reference order.
 pub async fn parts(conn: &mut Conn<'_>, workbook: &JobId) -> Result<Vec<Part>> {
-    let rows: Vec<(JobId, String, String, String, String, String)> = on_conn!(conn, c => sqlx::query_as(
-        "SELECT id, module, target_table, mode, options, counts FROM ig_jobs \
+    type PartRow = (JobId, String, String, String, String, String, Option<i64>);
+    let rows: Vec<PartRow> = on_conn!(conn, c => sqlx::query_as(
+        "SELECT id, module, target_table, mode, options, counts, rules_version FROM ig_jobs \
          WHERE parent_id = $1 ORDER BY part_no")
         .bind(workbook).fetch_all(c).await)?;
     rows.into_iter()
-        .map(|(job, module, table, mode, options, counts)| {
+        .map(|(job, module, table, mode, options, counts, rules)| {
             let options: crate::ledger::JobOptions = json_col(&options, "options")?;
             Ok(Part {
                 job,
@@ -217,6 +218,7 @@ pub async fn parts(conn: &mut Conn<'_>, workbook: &JobId) -> Result<Vec<Part>> {
                 sheet: options.sheet.unwrap_or_default(),
                 mode: Mode::parse(&mode).ok_or_else(|| corrupt("mode", &mode))?,
                 counts: json_col(&counts, "counts")?,
+                rules_version: rules.and_then(|v| u32::try_from(v).ok()),
             })
         })
         .collect()

@@ -533,3 +533,116 @@ async fn events_and_webhooks_carry_the_workbook_with_its_parts() {
     );
     assert_eq!(seen(one).await, 0);
 }
+
+/// Proposes `rules` for `module` as the first admin, and has an approver
+/// approve them: the version in force.
+async fn rules_in_force(app: &TestApp, apr: &str, module: &str, rules: Value) -> i64 {
+    let resp = app
+        .client
+        .post(app.url(&format!("/api/modules/{module}/rules")))
+        .header("X-API-Key", &app.admin)
+        .json(&json!({"rules": rules}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    let p: Value = resp.json().await.unwrap();
+    let id = p["id"].as_str().unwrap();
+    let resp = app
+        .client
+        .post(app.url(&format!("/api/rule-proposals/{id}/approve")))
+        .header("X-API-Key", apr)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    p["version"].as_i64().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_part_uses_and_pins_its_modules_rules() {
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let date = json!([{"id": "date", "column": "order_date", "normalize": "date_id"}]);
+    assert_eq!(rules_in_force(&app, &apr, "orders", date).await, 2);
+    let mut book = shop();
+    book["Pesanan"][0]["order_date"] = json!("17 Agustus 2024");
+    let job = workbook(&app, &sub, "?sheets.Pesanan=orders", &book).await;
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    assert_eq!(job["parts"][0]["rules_version"], 1, "{job}");
+    assert_eq!(job["parts"][1]["rules_version"], 2, "{job}");
+    assert_eq!(job["parts"][1]["counts"]["normalized"], 1, "{job}");
+    let id = job["id"].as_str().unwrap();
+    let orders = app
+        .get_json(&sub, &format!("/api/jobs/{id}/preview?part=orders"))
+        .await;
+    assert_eq!(orders["rows"][0]["values"]["order_date"], "2024-08-17");
+    // The orders' rules change while the workbook waits: refused at commit,
+    // nothing of any part written.
+    let more = json!([{"id": "date", "column": "order_date", "normalize": "date_id"},
+        {"id": "qty", "check": "row.qty > 0", "message": "qty > 0", "columns": ["qty"], "severity": "error"}]);
+    rules_in_force(&app, &apr, "orders", more).await;
+    let failed = app.act_ok(&apr, id, "approve").await;
+    assert_eq!(failed["state"], "failed", "{failed}");
+    assert_eq!(failed["problem"]["code"], "stale_rules");
+    assert_eq!(app.count("uc_products").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_part_with_a_header_problem_or_past_the_row_limit_makes_the_job_invalid() {
+    let app = crate::common::spawn_app_with(|s| s.limits.rows = 4).await;
+    let sub = app.submitter().await;
+    let mut book = shop();
+    for order in book["Pesanan"].as_array_mut().unwrap() {
+        order.as_object_mut().unwrap().remove("order_no");
+    }
+    let job = workbook(&app, &sub, "?sheets.Pesanan=orders", &book).await;
+    assert_eq!(job["state"], "invalid", "{job}");
+    assert_eq!(job["problem"]["code"], "missing_columns");
+    let detail = job["problem"]["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("sheet \"Pesanan\" (orders): "),
+        "{detail}"
+    );
+    assert!(detail.contains("order_no"), "{detail}");
+    // 2 products and 3 orders: past a limit of 4 rows in all.
+    let job = workbook(&app, &sub, "?sheets.Pesanan=orders", &shop()).await;
+    assert_eq!(job["state"], "invalid", "{job}");
+    assert_eq!(job["problem"]["code"], "too_many_rows");
+    let detail = job["problem"]["detail"].as_str().unwrap();
+    assert!(detail.contains("more than 4 rows in all"), "{detail}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workbook_bomb_or_another_format_is_refused() {
+    let app = spawn_app().await;
+    let sub = app.submitter().await;
+    // A CSV is no workbook.
+    let resp = app
+        .client
+        .post(app.url("/api/import"))
+        .header("X-API-Key", &sub)
+        .header("Content-Type", "text/csv")
+        .body("sku,product_name\nP-1,Kaos\n")
+        .send()
+        .await
+        .unwrap();
+    problem(
+        resp,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+    )
+    .await;
+    // A zip claiming a huge sheet: the XLSX limits hold while the sheets
+    // are listed; the job ends invalid, naming why.
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let opts = zip::write::SimpleFileOptions::default();
+    zip.start_file("[Content_Types].xml", opts).unwrap();
+    std::io::Write::write_all(&mut zip, &vec![b' '; 64 << 20]).unwrap();
+    let bomb = zip.finish().unwrap().into_inner();
+    let xlsx = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+    let job = post_file(&app, &sub, "", xlsx, bomb).await;
+    assert_eq!(job["state"], "invalid", "{job}");
+    assert_eq!(job["problem"]["code"], "unreadable", "{job}");
+}
