@@ -73,6 +73,11 @@ pub struct RevisionBody {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FixBody {
+    /// A workbook job's part (its module) the row is in (API.md section
+    /// 16); required there, absent on other jobs.
+    #[serde(default)]
+    #[schema(nullable = false)]
+    part: Option<String>,
     #[schema(minimum = 1)]
     row: u64,
     column: String,
@@ -83,45 +88,135 @@ pub struct FixBody {
     value: Value,
 }
 
+/// A workbook job's revision (API.md section 16): each fix, exclusion and
+/// mapping names its part.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({
+    "mapping": {"orders": {"Jumlah": "qty"}},
+    "fixes": [{"part": "orders", "row": 12, "column": "qty", "value": "3"}],
+    "exclude": [{"part": "products", "row": 7}],
+    "comment": "quantities from the shop's notes"
+}))]
+pub struct WorkbookRevisionBody {
+    /// By part: the sheet's headers, as written, → module columns.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    mapping: BTreeMap<String, BTreeMap<String, Option<String>>>,
+    /// Cells to set, each naming its part.
+    #[serde(default)]
+    fixes: Vec<FixBody>,
+    /// Rows to leave out, each naming its part.
+    #[serde(default)]
+    exclude: Vec<PartRow>,
+    #[serde(default)]
+    #[schema(nullable = false, max_length = 2000)]
+    comment: Option<String>,
+}
+
+/// A row of a workbook job's part.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PartRow {
+    part: String,
+    #[schema(minimum = 1)]
+    row: u64,
+}
+
+/// The JSON object of a body, or the problem saying the shape it must have.
+fn object_of(body: &[u8], shape: &str) -> ApiResult<Value> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err(Problem::bad_request(shape)),
+        Err(e) => Err(Problem::bad_request(format!("{shape}: {e}"))),
+    }
+}
+
+/// The problem naming the member a body's deserialisation stopped at.
+fn member_problem(e: serde_path_to_error::Error<serde_json::Error>) -> Problem {
+    let why = e.inner().to_string();
+    // A member the body may not have is named by the message alone.
+    let member = match e.path().to_string().as_str() {
+        "." => why
+            .strip_prefix("unknown field `")
+            .and_then(|rest| rest.split('`').next())
+            .unwrap_or("body")
+            .to_string(),
+        path => path.to_string(),
+    };
+    Problem::invalid_parameter(&member, format!("{member}: {why}"))
+}
+
+/// A fix's value as text (`None` empties the cell).
+fn fix_value(value: Value, i: usize) -> ApiResult<Option<String>> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s)),
+        Value::Number(n) => Ok(Some(n.to_string())),
+        Value::Bool(b) => Ok(Some(b.to_string())),
+        _ => {
+            let member = format!("fixes[{i}].value");
+            Err(Problem::invalid_parameter(
+                &member,
+                format!("{member} must be a string, a number, true, false or null"),
+            ))
+        }
+    }
+}
+
+/// Parses a workbook job's revision: the changes of each part, by its
+/// module, and the comment.
+fn parse_workbook(body: &[u8]) -> ApiResult<(BTreeMap<String, Changes>, Option<String>)> {
+    let mut parts: BTreeMap<String, Changes> = BTreeMap::new();
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok((parts, None));
+    }
+    let shape = "the body must be a JSON object like {\"mapping\": {\"orders\": {…}}, \"fixes\": [{\"part\", \"row\", \"column\", \"value\"}], \"exclude\": [{\"part\", \"row\"}]}";
+    let req: WorkbookRevisionBody =
+        serde_path_to_error::deserialize(object_of(body, shape)?).map_err(member_problem)?;
+    for (part, mapping) in req.mapping {
+        parts.entry(part).or_default().mapping = mapping;
+    }
+    for (i, f) in req.fixes.into_iter().enumerate() {
+        let Some(part) = f.part else {
+            let member = format!("fixes[{i}].part");
+            return Err(Problem::invalid_parameter(
+                &member,
+                format!("{member}: a workbook job's fix names its part (its module)"),
+            ));
+        };
+        let fix = Fix {
+            row: f.row,
+            column: f.column,
+            value: fix_value(f.value, i)?,
+            was: None,
+        };
+        parts.entry(part).or_default().fixes.push(fix);
+    }
+    for e in req.exclude {
+        parts.entry(e.part).or_default().exclude.push(e.row);
+    }
+    Ok((parts, req.comment))
+}
+
 /// Parses the body, or the problem naming the member that is wrong.
 fn parse(body: &[u8]) -> ApiResult<Changes> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Changes::default());
     }
     let shape = "the body must be a JSON object like {\"mapping\": {…}, \"fixes\": [{\"row\", \"column\", \"value\"}], \"exclude\": [rows]}";
-    let object = match serde_json::from_slice::<Value>(body) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(_) => return Err(Problem::bad_request(shape)),
-        Err(e) => return Err(Problem::bad_request(format!("{shape}: {e}"))),
-    };
-    let req: RevisionBody = serde_path_to_error::deserialize(object).map_err(|e| {
-        let why = e.inner().to_string();
-        // A member the body may not have is named by the message alone.
-        let member = match e.path().to_string().as_str() {
-            "." => why
-                .strip_prefix("unknown field `")
-                .and_then(|rest| rest.split('`').next())
-                .unwrap_or("body")
-                .to_string(),
-            path => path.to_string(),
-        };
-        Problem::invalid_parameter(&member, format!("{member}: {why}"))
-    })?;
+    let object = object_of(body, shape)?;
+    let req: RevisionBody = serde_path_to_error::deserialize(object).map_err(member_problem)?;
     let mut fixes = Vec::with_capacity(req.fixes.len());
     for (i, f) in req.fixes.into_iter().enumerate() {
-        let value = match f.value {
-            Value::Null => None,
-            Value::String(s) => Some(s),
-            Value::Number(n) => Some(n.to_string()),
-            Value::Bool(b) => Some(b.to_string()),
-            _ => {
-                let member = format!("fixes[{i}].value");
-                return Err(Problem::invalid_parameter(
-                    &member,
-                    format!("{member} must be a string, a number, true, false or null"),
-                ));
-            }
-        };
+        if f.part.is_some() {
+            let member = format!("fixes[{i}].part");
+            return Err(Problem::invalid_parameter(
+                &member,
+                format!("{member}: only a workbook job's fixes name a part"),
+            ));
+        }
+        let value = fix_value(f.value, i)?;
         fixes.push(Fix {
             row: f.row,
             column: f.column,
@@ -163,7 +258,7 @@ fn rows_file_of(headers: &HeaderMap, body: Bytes) -> Option<RowsFile> {
 /// ignored, a neutralised cell reads back as its value.
 #[utoipa::path(post, path = "/api/jobs/{id}/revisions", tag = "jobs", operation_id = "revise_job",
     params(("id" = String, Path, description = "The job to revise (`job_…`)")),
-    request_body(description = "What the revision changes: JSON, or the corrected errored-rows file (CSV or XLSX, at most 32 MiB; JSON at most 2 MiB)", content(
+    request_body(description = "What the revision changes: JSON, or the corrected errored-rows file (CSV or XLSX, at most 32 MiB; JSON at most 2 MiB). A workbook job's JSON names the part of each fix and exclusion, and keys its mapping by part: `{\"mapping\": {\"orders\": {\"Jumlah\": \"qty\"}}, \"fixes\": [{\"part\": \"orders\", \"row\": 12, \"column\": \"qty\", \"value\": \"3\"}], \"exclude\": [{\"part\": \"products\", \"row\": 7}]}`", content(
         (RevisionBody = "application/json"),
         (String = "text/csv"),
         (Binary = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
@@ -184,6 +279,20 @@ async fn revise(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Response> {
+    let job_id = jobs::parse_id(&id)?;
+    if jobs::get(&app, &caller.0, &job_id).await?.is_workbook()
+        && rows_file_of(&headers, body.clone()).is_none()
+    {
+        if body.len() > JSON_BYTES {
+            return Err(ServiceError::TooLarge {
+                limit: JSON_BYTES as u64,
+            }
+            .into());
+        }
+        let (parts, comment) = parse_workbook(&body)?;
+        let job = revisions::revise_workbook(&app, &caller.0, &job_id, parts, comment).await?;
+        return super::answer::job_response(&app, &job, StatusCode::CREATED).await;
+    }
     let changes = match rows_file_of(&headers, body.clone()) {
         Some(file) => {
             let id = jobs::parse_id(&id)?;

@@ -27,6 +27,8 @@ pub const MAX_EXCLUDED: usize = 100_000;
 /// key may upload to its module. Both doors offer a fix on this, and
 /// [`revise`] checks it again.
 pub fn may_revise(app: &App, actor: &KeyRecord, job: &Job) -> bool {
+    // A workbook job is revised through the API (its parts named); the
+    // console's fix page is a one-module job's.
     revision::refusal(job).is_none()
         && (job.module.as_ref()).is_some_and(|m| uploads::target(app, actor, m.as_str()).is_ok())
 }
@@ -36,30 +38,144 @@ pub fn may_revise(app: &App, actor: &KeyRecord, job: &Job) -> bool {
 /// and the revised job's move. The new job.
 pub async fn revise(app: &App, actor: &KeyRecord, job_id: &JobId, changes: Changes) -> Result<Job> {
     let job = jobs::get(app, actor, job_id).await?;
-    let key = super::module_of_job(app, &job, "a revision")?.key.clone();
+    let key = super::module_of_job(app, &job, "a revision without parts")?
+        .key
+        .clone();
     let module = uploads::target(app, actor, key.as_str())?;
-    if let Some(why) = revision::refusal(&job) {
-        return Err(Error::InvalidState {
+    revisable(&job)?;
+    let mut changes = changes;
+    changes.comment = comment(changes.comment.as_deref())?;
+    let (combined, saved) = prepare(app, actor, module, &job, changes).await?;
+    let now = store::now();
+    let new = job.revised_by(combined, now);
+    record(app, actor, &job, &new, &[], saved).await?;
+    tracing::info!(job = %new.id, revision_of = %job.id, "revision accepted");
+    Ok(new)
+}
+
+/// Revises a workbook job (API.md section 16): each part's changes (by
+/// its module) checked against the part's module and sheet; the new job
+/// is a workbook whose every part revises the part before it, and whose
+/// own revision names who revised (for four-eyes) and why.
+pub async fn revise_workbook(
+    app: &App,
+    actor: &KeyRecord,
+    job_id: &JobId,
+    mut by_part: BTreeMap<String, Changes>,
+    why: Option<String>,
+) -> Result<Job> {
+    let job = jobs::get(app, actor, job_id).await?;
+    if !job.is_workbook() {
+        return Err(Error::invalid(
+            "part",
+            format!(
+                "{} is a one-module job: its fixes, exclusions and mapping name no part",
+                job.id
+            ),
+        ));
+    }
+    revisable(&job)?;
+    if let Some(unknown) = by_part
+        .keys()
+        .find(|p| !job.parts.iter().any(|x| x.module.as_str() == p.as_str()))
+    {
+        let parts: Vec<&str> = job.parts.iter().map(|p| p.module.as_str()).collect();
+        return Err(Error::invalid(
+            "part",
+            format!(
+                "{} has no part {unknown:?}; its parts: {}",
+                job.id,
+                parts.join(", ")
+            ),
+        ));
+    }
+    let why = comment(why.as_deref())?;
+    let now = store::now();
+    let mut new_parts = Vec::with_capacity(job.parts.len());
+    let mut saved = None;
+    for (_, part) in super::parts::row_jobs(app, &job, None).await? {
+        let key = part
+            .module
+            .clone()
+            .unwrap_or_else(|| unreachable_module(&job));
+        let module = uploads::target(app, actor, key.as_str())?;
+        let mut changes = by_part.remove(key.as_str()).unwrap_or_default();
+        changes.comment = why.clone();
+        let (combined, remembered) = prepare(app, actor, module, &part, changes)
+            .await
+            .map_err(|e| in_part(e, key.as_str()))?;
+        saved = saved.or(remembered);
+        new_parts.push(part.revised_by(combined, now));
+    }
+    let own = revision::combine(
+        &job,
+        Changes {
+            comment: why,
+            ..Changes::default()
+        },
+        actor,
+    );
+    let new = job.revised_by(own, now);
+    record(app, actor, &job, &new, &new_parts, saved).await?;
+    tracing::info!(job = %new.id, revision_of = %job.id, parts = new_parts.len(), "workbook revision accepted");
+    super::jobs::find(app, &new.id).await
+}
+
+/// A part's module, which every part has.
+fn unreachable_module(job: &Job) -> crate::ids::ModuleKey {
+    job.parts
+        .first()
+        .map(|p| p.module.clone())
+        .unwrap_or_else(|| crate::ids::ModuleKey::from_stored(""))
+}
+
+/// A refusal of a part's changes, its parameter prefixed with the part
+/// (`orders.fixes[0].column`).
+fn in_part(e: Error, part: &str) -> Error {
+    match e {
+        Error::Invalid { parameter, message } => Error::Invalid {
+            parameter: format!("{part}.{parameter}"),
+            message: format!("{part}: {message}"),
+        },
+        other => other,
+    }
+}
+
+/// [`Error::InvalidState`] unless the job can be revised now.
+fn revisable(job: &Job) -> Result<()> {
+    match revision::refusal(job) {
+        None => Ok(()),
+        Some(why) => Err(Error::InvalidState {
             title: "The job cannot be revised",
             detail: why,
             state: job.state.as_str().to_string(),
-        });
+        }),
     }
-    let mut changes = changes;
-    changes.comment = comment(changes.comment.as_deref())?;
+}
+
+/// Checks `changes` to a one-module job (or a workbook's part) against
+/// its module and file: the revision they make, and the mapping to save
+/// when asked to remember it.
+async fn prepare(
+    app: &App,
+    actor: &KeyRecord,
+    module: &Module,
+    job: &Job,
+    changes: Changes,
+) -> Result<(crate::ledger::Revision, Option<store::mappings::Saved>)> {
     check_members(app, module, &changes)?;
     let remember = changes.remember_mapping;
-    let combined = revision::combine(&job, changes, actor);
+    let combined = revision::combine(job, changes, actor);
     check_limits(&combined)?;
-    let provided = match staged_columns(app, module, &job, &combined.mapping).await? {
+    let provided = match staged_columns(app, module, job, &combined.mapping).await? {
         Some(provided) => provided,
         None => {
-            let header = file_header(app, &job).await?;
+            let header = file_header(app, job).await?;
             check_mapping(module, &header, &combined.mapping)?
         }
     };
     check_fixed_columns(module, &combined.fixes, &provided)?;
-    check_rows(app, module, &job, &combined.fixes, &combined.exclude).await?;
+    check_rows(app, module, job, &combined.fixes, &combined.exclude).await?;
     let saved = match remember {
         true if combined.mapping.is_empty() => {
             return Err(Error::invalid(
@@ -70,17 +186,29 @@ pub async fn revise(app: &App, actor: &KeyRecord, job_id: &JobId, changes: Chang
         true => Some(store::mappings::Saved {
             id: format!("map_{}", ulid::Ulid::generate()),
             module: module.key.clone(),
-            headers: file_header(app, &job).await?,
+            headers: file_header(app, job).await?,
             mapping: combined.mapping.clone(),
             created_by: actor.id.clone(),
             created_at: store::now(),
         }),
         false => None,
     };
+    Ok((combined, saved))
+}
 
-    let now = store::now();
-    let new = job.revised_by(combined, now);
-    let after = revision::revised(&job, &new.id, actor, now);
+/// Records a revision in one transaction: the new job (`validating`; a
+/// workbook's with its `parts`), the revised job's move, and the mapping
+/// to remember.
+async fn record(
+    app: &App,
+    actor: &KeyRecord,
+    job: &Job,
+    new: &Job,
+    parts: &[Job],
+    saved: Option<store::mappings::Saved>,
+) -> Result<()> {
+    let now = new.created_at;
+    let after = revision::revised(job, &new.id, actor, now);
     // The revised job's event says what took its place (its comment is
     // the cancelled request's decision); the revision's first event names
     // the file's submitter, whom the new job keeps.
@@ -98,17 +226,13 @@ pub async fn revise(app: &App, actor: &KeyRecord, job_id: &JobId, changes: Chang
         "submitter": job.submitter,
         "comment": new.revision.as_ref().and_then(|r| r.comment.as_deref()),
     });
-    store::jobs::insert_by(
-        &mut tx.conn(),
-        &app.seal.key,
-        &new,
-        &actor.id,
-        Some(created),
-    )
-    .await?;
-    if !store::jobs::transition(&mut tx.conn(), &app.seal.key, &job, &after, by).await? {
+    store::jobs::insert_by(&mut tx.conn(), &app.seal.key, new, &actor.id, Some(created)).await?;
+    for (n, part) in parts.iter().enumerate() {
+        store::jobs::insert_part(&mut tx.conn(), &new.id, n as i64, part).await?;
+    }
+    if !store::jobs::transition(&mut tx.conn(), &app.seal.key, job, &after, by).await? {
         tx.rollback().await?;
-        let now = jobs::get(app, actor, job_id).await?;
+        let now = jobs::get(app, actor, &job.id).await?;
         return Err(Error::job_state(&now, Move::Revised));
     }
     store::jobs::set_revised_as(&mut tx.conn(), &job.id, &new.id).await?;
@@ -118,8 +242,7 @@ pub async fn revise(app: &App, actor: &KeyRecord, job_id: &JobId, changes: Chang
     tx.commit().await?;
     app.moves.job(&job.id);
     app.work.notify_one();
-    tracing::info!(job = %new.id, revision_of = %job.id, "revision accepted");
-    Ok(new)
+    Ok(())
 }
 
 /// Each named column is one of the module's, each fixed cell's text fits

@@ -114,7 +114,13 @@ async fn check_rows(
     staged: &HashMap<ModuleKey, i64>,
     rows_before: u64,
 ) -> anyhow::Result<(Job, Validation)> {
-    let mut job = with_saved_mapping(app, module, job).await?;
+    // A workbook's part is read as its sheet is: a mapping saved for the
+    // module is not applied to it (its saver would be a reviser the
+    // workbook's gate does not see).
+    let mut job = match !is_part(app, job).await? {
+        true => with_saved_mapping(app, module, job).await?,
+        false => job.clone(),
+    };
     let (rules_version, rules) = super::rules::for_validation(app, module).await?;
     {
         let mut c = app.db.acquire().await?;
@@ -158,6 +164,14 @@ async fn check_rows(
         Outcome::Checked { counts, warnings } => Validation::Checked { counts, warnings },
     };
     Ok((job, found))
+}
+
+/// Whether `job` is a workbook's part.
+async fn is_part(app: &App, job: &Job) -> anyhow::Result<bool> {
+    let mut c = app.db.acquire().await?;
+    Ok(store::jobs::get_part(&mut c.conn(), &job.id)
+        .await?
+        .is_some())
 }
 
 /// Validates a workbook job (API.md section 16): each part in reference
@@ -317,7 +331,13 @@ async fn read(
     setup: &Setup,
 ) -> anyhow::Result<validation::Outcome> {
     if let Some(parent_id) = &job.revision_of {
-        let parent = store::jobs::get(&mut app.db.acquire().await?.conn(), parent_id).await?;
+        let mut c = app.db.acquire().await?;
+        let parent = match store::jobs::get(&mut c.conn(), parent_id).await? {
+            // A workbook part's revision revises the part before it.
+            None => store::jobs::get_part(&mut c.conn(), parent_id).await?,
+            found => found,
+        };
+        drop(c);
         if let Some(parent) = parent
             && let Some(found) =
                 crate::pipeline::revalidate::revalidate(&app.db, module, job, &parent, setup)

@@ -646,3 +646,144 @@ async fn a_workbook_bomb_or_another_format_is_refused() {
     assert_eq!(job["state"], "invalid", "{job}");
     assert_eq!(job["problem"]["code"], "unreadable", "{job}");
 }
+
+/// Posts a revision of a job; the answer's status and body.
+async fn revise(app: &TestApp, key: &str, id: &str, body: Value) -> (StatusCode, Value) {
+    let resp = app
+        .client
+        .post(app.url(&format!("/api/jobs/{id}/revisions")))
+        .header("X-API-Key", key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    (resp.status(), resp.json().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workbook_is_revised_part_by_part_and_approved_once() {
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let xlsx = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+    let job = post_file(&app, &sub, "?sheets.Produk=products", xlsx, shop_xlsx()).await;
+    assert_eq!(job["state"], "failed", "{job}");
+    assert_eq!(job["problem"]["code"], "row_errors");
+    let id = job["id"].as_str().unwrap();
+
+    // Each change names its part.
+    let (status, p) = revise(
+        &app,
+        &sub,
+        id,
+        json!({"fixes": [{"row": 3, "column": "qty", "value": "3"}]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{p}");
+    assert_eq!(p["parameter"], "fixes[0].part");
+    let (status, p) = revise(
+        &app,
+        &sub,
+        id,
+        json!({"exclude": [{"part": "payments", "row": 2}]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{p}");
+    assert_eq!(p["parameter"], "part");
+    let (status, p) = revise(
+        &app,
+        &sub,
+        id,
+        json!({"fixes": [{"part": "orders", "row": 9, "column": "qty", "value": "3"}]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{p}");
+    assert_eq!(p["parameter"], "orders.fixes", "{p}");
+
+    // The order's quantity fixed, and the product it does not name left out.
+    let body = json!({
+        "fixes": [{"part": "orders", "row": 3, "column": "qty", "value": "3"}],
+        "exclude": [{"part": "products", "row": 2}],
+        "comment": "jumlah dari catatan toko"
+    });
+    let (status, new) = revise(&app, &sub, id, body).await;
+    assert_eq!(status, StatusCode::CREATED, "{new}");
+    assert_eq!(new["revision_of"], id);
+    let new_id = new["id"].as_str().unwrap();
+    let new = app.wait_done(&sub, new_id).await;
+    assert_eq!(new["state"], "awaiting_approval", "{new}");
+    assert_eq!(new["module"], Value::Null);
+    assert_eq!(new["parts"][0]["counts"]["excluded"], 1, "{new}");
+    assert_eq!(new["parts"][1]["counts"]["errors"], 0, "{new}");
+    // SO-1 named the product left out: it names nothing in the workbook now.
+    assert_eq!(new["parts"][1]["counts"]["warnings"], 1, "{new}");
+    let orders = app
+        .get_json(&sub, &format!("/api/jobs/{new_id}/preview?part=orders"))
+        .await;
+    assert_eq!(orders["rows"][1]["values"]["qty"], 3, "{orders}");
+    assert_eq!(orders["rows"][1]["fixed"]["qty"]["was"], "tiga", "{orders}");
+    assert_eq!(app.job(&sub, id).await["revised_as"], new_id);
+
+    // The reviser may not approve it; one approval writes both parts.
+    problem(
+        app.act(&sub, new_id, "approve", None).await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    let done = app.act_ok(&apr, new_id, "approve").await;
+    assert_eq!(done["state"], "committed", "{done}");
+    assert_eq!(app.count("uc_products").await, 1);
+    assert_eq!(app.count("uc_sales_orders").await, 2);
+}
+
+/// Rows staged for products and orders, by any job.
+async fn staged(app: &TestApp) -> i64 {
+    app.count("ig_stage_products").await + app.count("ig_stage_orders").await
+}
+
+/// A rejected workbook is purged with its parts: the job and its events
+/// remain, every part's staged rows and the stored file go, and the
+/// ledger still verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workbook_is_purged_with_its_parts() {
+    let app = crate::common::spawn_app_with(|s| {
+        s.limits.retention_secs = 1;
+        s.expiry_sweep_ms = 200;
+    })
+    .await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let job = workbook(&app, &sub, "?sheets.Pesanan=orders", &shop()).await;
+    let id = job["id"].as_str().unwrap();
+    let sha = job["file"]["sha256"].as_str().unwrap().to_string();
+    assert_eq!(staged(&app).await, 5);
+    let resp = app.act(&apr, id, "reject", Some("bulan salah")).await;
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    let mut purged = Value::Null;
+    for _ in 0..80 {
+        purged = app.job(&sub, id).await;
+        if purged["purged_at"].is_string() && staged(&app).await == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    assert!(purged["purged_at"].is_string(), "{purged}");
+    assert_eq!(staged(&app).await, 0, "every part's staged rows");
+    assert_eq!(
+        app.count(&format!("ig_blobs WHERE sha256 = '{sha}'")).await,
+        0
+    );
+    problem(
+        app.get(&sub, &format!("/api/jobs/{id}/preview?part=orders"))
+            .await,
+        StatusCode::GONE,
+        "purged",
+    )
+    .await;
+    match importgate::service::audit::verify(&app.app.db, &app.app.seal.key, None)
+        .await
+        .unwrap()
+    {
+        importgate::ledger::chain::Verdict::Holds { .. } => {}
+        broken => panic!("{broken:?}"),
+    }
+}
