@@ -21,6 +21,8 @@ fn usage() -> ! {
          [--references 100000]: instead, validate orders with and without their sku reference\n\
          [--revisions 10]: instead, fail orders on that many bad rows, then time a revision fixing them\n\
          [--rules]: instead, validate orders with and without two normalizers and three checks\n\
+         [--workbook 100000]: instead, that many products and --rows orders naming them, as one workbook\n\
+         and as two files uploaded one after the other, side by side\n\
          against a products table of that many rows (API.md section 12), side by side"
     );
     std::process::exit(2)
@@ -44,6 +46,8 @@ struct Options {
     revisions: Option<usize>,
     /// Set, the harness runs the rules comparison only.
     rules: bool,
+    /// Products of the workbook comparison; set, the harness runs it only.
+    workbook: Option<usize>,
 }
 
 fn options() -> Options {
@@ -67,6 +71,7 @@ fn options() -> Options {
         references: None,
         revisions: None,
         rules: false,
+        workbook: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let list = |s: &str| {
@@ -102,6 +107,9 @@ fn options() -> Options {
             }
             "--revisions" => {
                 o.revisions = Some(value.parse().unwrap_or_else(|_| usage()));
+            }
+            "--workbook" => {
+                o.workbook = Some(value.replace('_', "").parse().unwrap_or_else(|_| usage()));
             }
             _ => usage(),
         }
@@ -558,9 +566,14 @@ impl Api {
     ) -> (Duration, Value) {
         let body = tokio::fs::read(path).await.unwrap();
         let t = Instant::now();
+        // No module: a workbook (API.md section 16).
+        let target = match module {
+            "" => String::new(),
+            m => format!("/{m}"),
+        };
         let resp = self
             .client
-            .post(format!("{}/api/import/{module}{query}", self.base))
+            .post(format!("{}/api/import{target}{query}", self.base))
             .header("X-API-Key", key)
             .header("Content-Type", content_type(format))
             .header("Prefer", "wait=60")
@@ -998,6 +1011,124 @@ async fn references_comparison(o: &Options, products: usize) {
     }
 }
 
+/// `products` as a JSON array of `n` rows (`SKU-0000` …, the skus the
+/// orders generator names).
+fn products_json(dir: &Path, n: usize) -> PathBuf {
+    let path = dir.join(format!("products-{n}.json"));
+    if !path.exists() {
+        let mut w = BufWriter::new(std::fs::File::create(&path).unwrap());
+        w.write_all(b"[").unwrap();
+        for i in 0..n {
+            if i > 0 {
+                w.write_all(b",\n").unwrap();
+            }
+            let row = serde_json::json!({"sku": format!("SKU-{i:04}"), "product_name": format!("Produk {i}"), "price_idr": 50000});
+            serde_json::to_writer(&mut w, &row).unwrap();
+        }
+        w.write_all(b"]\n").unwrap();
+        w.flush().unwrap();
+    }
+    path
+}
+
+/// The workbook of the two files: `{"products": [...], "orders": [...]}`.
+fn workbook_json(dir: &Path, products: &Path, orders: &Path) -> PathBuf {
+    let path = dir.join(format!(
+        "workbook-{}-{}.json",
+        products.file_stem().unwrap().to_string_lossy(),
+        orders.file_stem().unwrap().to_string_lossy()
+    ));
+    if !path.exists() {
+        let mut w = BufWriter::new(std::fs::File::create(&path).unwrap());
+        w.write_all(b"{\"products\": ").unwrap();
+        std::io::copy(&mut std::fs::File::open(products).unwrap(), &mut w).unwrap();
+        w.write_all(b", \"orders\": ").unwrap();
+        std::io::copy(&mut std::fs::File::open(orders).unwrap(), &mut w).unwrap();
+        w.write_all(b"}\n").unwrap();
+        w.flush().unwrap();
+    }
+    path
+}
+
+/// Validation and commit of one side of the workbook comparison on a
+/// fresh database: each file uploaded, validated and committed in turn
+/// (`files`: module, path), their times summed.
+async fn upload_and_commit(
+    o: &Options,
+    backend: &str,
+    run: usize,
+    files: &[(&str, &Path)],
+) -> (f64, f64) {
+    let db = fresh_db(o, backend, run);
+    let (server, _admin) = Server::start(&o.bin, &db, &o.dir);
+    let sub = server.key("Budi Santoso", "submitter");
+    let apr = server.key("Siti Rahayu", "approver");
+    let api = Api {
+        client: reqwest::Client::new(),
+        base: server.base.clone(),
+    };
+    let (mut validate, mut commit) = (0.0, 0.0);
+    for (module, path) in files {
+        let (d, job) = api.upload(&sub, module, "", path, "json").await;
+        expect_state(&job, "awaiting_approval", "validation");
+        assert_eq!(
+            job["counts"]["warnings"], 0,
+            "every sku is a product: {job}"
+        );
+        validate += d.as_secs_f64();
+        let (d, job) = api.act(&apr, job["id"].as_str().unwrap(), "approve").await;
+        expect_state(&job, "committed", "commit");
+        commit += d.as_secs_f64();
+    }
+    (validate, commit)
+}
+
+/// A workbook of products and the orders naming them against the two
+/// files uploaded one after the other (API.md section 16), side by side
+/// in each run: validation and commit, each the sum of the two files'.
+async fn workbook_comparison(o: &Options, products: usize) {
+    let products_file = products_json(&o.dir, products);
+    let set = dataset("orders");
+    println!(
+        "importgate benchmark — workbook: {products} products and the orders naming them, {} run(s), medians\n",
+        o.runs
+    );
+    println!(
+        "| orders | backend | two files: validate | workbook: validate | × | two files: commit | workbook: commit | × |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|");
+    for &rows in &o.rows {
+        let orders = set.write(&o.dir, rows, 0, 0.0, "json");
+        let book = workbook_json(&o.dir, &products_file, &orders);
+        for backend in &o.backends {
+            let (mut sv, mut sc, mut wv, mut wc) = (vec![], vec![], vec![], vec![]);
+            for run in 0..o.runs {
+                let files = [
+                    ("products", products_file.as_path()),
+                    ("orders", orders.as_path()),
+                ];
+                let (v, c) = upload_and_commit(o, backend, 2 * run, &files).await;
+                sv.push(v);
+                sc.push(c);
+                let (v, c) =
+                    upload_and_commit(o, backend, 2 * run + 1, &[("", book.as_path())]).await;
+                wv.push(v);
+                wc.push(c);
+            }
+            let (sv, sc, wv, wc) = (median(&sv), median(&sc), median(&wv), median(&wc));
+            println!(
+                "| {rows} | {backend} | {} | {} | {} | {} | {} | {} |",
+                secs(sv),
+                secs(wv),
+                ratio(wv, sv),
+                secs(sc),
+                secs(wc),
+                ratio(wc, sc)
+            );
+        }
+    }
+}
+
 /// The rule set of the rules comparison: two normalizers and three checks
 /// over orders (API.md section 14), all of which every generated row
 /// passes, so both sides stage the same rows.
@@ -1253,6 +1384,10 @@ async fn main() {
     }
     if let Some(bad) = o.revisions {
         revision_comparison(&o, bad).await;
+        return;
+    }
+    if let Some(products) = o.workbook {
+        workbook_comparison(&o, products).await;
         return;
     }
     let mut report = String::new();
