@@ -54,6 +54,27 @@ mod tests {
     }
 
     #[test]
+    fn a_circle_of_references_is_a_catalog_error() {
+        let module = |key: &str, names: &str| {
+            format!(
+                "[[module]]\nkey = \"{key}\"\ntable = \"t_{key}\"\nnatural_key = [\"no\"]\n\
+                 [[module.column]]\nname = \"no\"\ntype = \"text\"\nrequired = true\n\
+                 [[module.column]]\nname = \"other\"\ntype = \"text\"\n\
+                 [[module.reference]]\ncolumn = \"other\"\nmodule = \"{names}\"\nkey = \"no\"\non_missing = \"warn\"\n"
+            )
+        };
+        let text = [module("a", "b"), module("b", "c"), module("c", "a")].join("\n");
+        let found = Catalog::from_toml(&text);
+        let Err(crate::catalog::CatalogError::Invalid(why)) = found else {
+            panic!("a circle is refused: {:?}", found.map(|_| ()));
+        };
+        assert!(why.contains("go round in a circle"), "{why}");
+        assert!(why.contains("a, b, c"), "{why}");
+        // A module naming itself is no circle.
+        assert!(Catalog::from_toml(&module("a", "a")).is_ok());
+    }
+
+    #[test]
     fn every_built_in_module_has_a_place() {
         let catalog = Catalog::builtin();
         let keys = catalog.keys();

@@ -787,3 +787,65 @@ async fn a_workbook_is_purged_with_its_parts() {
         broken => panic!("{broken:?}"),
     }
 }
+
+/// A catalog file of 27 modules: a workbook of 27 parts is one too many.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_than_26_parts_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("catalog.toml");
+    let modules: String = (1..=27)
+        .map(|i| {
+            format!(
+                "[[module]]\nkey = \"m{i:02}\"\ntable = \"t{i:02}\"\nnatural_key = [\"no\"]\n\
+                 [[module.column]]\nname = \"no\"\ntype = \"text\"\nrequired = true\n\n"
+            )
+        })
+        .collect();
+    std::fs::write(&catalog, modules).unwrap();
+    let app = crate::common::spawn_app_with(|s| s.catalog = Some(catalog)).await;
+    let sub = app.submitter().await;
+    let book: serde_json::Map<String, Value> = (1..=27)
+        .map(|i| (format!("m{i:02}"), json!([{"no": "1"}])))
+        .collect();
+    let p = problem(
+        post_workbook(&app, &sub, "", &Value::Object(book)).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_parameter",
+    )
+    .await;
+    assert!(p["detail"].as_str().unwrap().contains("at most 26"), "{p}");
+}
+
+/// A part whose sheet's headers do not fit is mapped in a revision that
+/// names the part.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parts_headers_are_mapped_in_a_revision_naming_the_part() {
+    let app = spawn_app().await;
+    let (sub, apr) = (app.submitter().await, app.approver().await);
+    let mut book = shop();
+    for order in book["Pesanan"].as_array_mut().unwrap() {
+        let o = order.as_object_mut().unwrap();
+        let no = o.remove("order_no").unwrap();
+        o.insert("No. Pesanan".into(), no);
+    }
+    let job = workbook(&app, &sub, "?sheets.Pesanan=orders", &book).await;
+    assert_eq!(job["state"], "invalid", "{job}");
+    assert_eq!(job["problem"]["code"], "missing_columns");
+    let id = job["id"].as_str().unwrap();
+    let (status, new) = revise(
+        &app,
+        &sub,
+        id,
+        json!({"mapping": {"orders": {"No. Pesanan": "order_no"}}, "comment": "kolom nomor"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{new}");
+    let new = app.wait_done(&sub, new["id"].as_str().unwrap()).await;
+    assert_eq!(new["state"], "awaiting_approval", "{new}");
+    assert_eq!(new["parts"][1]["counts"]["insert"], 3, "{new}");
+    let done = app
+        .act_ok(&apr, new["id"].as_str().unwrap(), "approve")
+        .await;
+    assert_eq!(done["state"], "committed");
+    assert_eq!(app.count("uc_sales_orders").await, 3);
+}
