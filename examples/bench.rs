@@ -19,11 +19,11 @@ fn usage() -> ! {
         "bench [--rows 100000,1000000] [--runs 3] [--backends sqlite,postgres] [--formats csv,xlsx,ods,json]\n\
          [--modules orders,customers] [--bad 0.0] [--pg postgres://postgres@127.0.0.1:5432] [--dir DIR] [--bin PATH]\n\
          [--references 100000]: instead, validate orders with and without their sku reference\n\
+         against a products table of that many rows (API.md section 12), side by side\n\
          [--revisions 10]: instead, fail orders on that many bad rows, then time a revision fixing them\n\
          [--rules]: instead, validate orders with and without two normalizers and three checks\n\
          [--workbook 100000]: instead, that many products and --rows orders naming them, as one workbook\n\
-         and as two files uploaded one after the other, side by side\n\
-         against a products table of that many rows (API.md section 12), side by side"
+         and as two files uploaded one after the other, side by side"
     );
     std::process::exit(2)
 }

@@ -57,7 +57,10 @@ pub const ROWS: &str = "rows";
 
 /// Walks the row objects of a document, calling `each` for every one.
 /// `cap` bounds one object's bytes (its message names the object);
-/// `member` is the wrapping object's member whose array is walked.
+/// `member` is the wrapping object's member whose array is walked. A
+/// workbook's part (any member but `rows`) ends its walk with its array:
+/// listing the parts at upload crossed the whole document already, so the
+/// products of a workbook need not cross its orders' bytes too.
 pub fn each_object<R: BufRead>(
     reader: R,
     cap: u64,
@@ -79,7 +82,11 @@ pub fn each_object<R: BufRead>(
                 format!("the document is one array, not an object with a {member:?} member"),
             ));
         }
-        Some(b'{') => s.wrapper(member, each)?,
+        Some(b'{') => {
+            if !s.wrapper(member, each)? {
+                return Ok(());
+            }
+        }
         Some(b) => return Err(s.unexpected(b, r#"an array of objects, or {"rows": [...]}"#)),
         None => return Err(s.eof()),
     }
@@ -153,12 +160,13 @@ impl<R: BufRead> Splitter<R> {
     }
 
     /// The members of `{"rows": [...], …}` whose `{` was read: `rows` is
-    /// walked, the others are skipped.
+    /// walked, the others are skipped. Whether the object was read to its
+    /// end: a workbook's part stops after its own member.
     fn wrapper(
         &mut self,
         member: &str,
         each: &mut dyn FnMut(Element) -> Result<(), FileError>,
-    ) -> Result<(), FileError> {
+    ) -> Result<bool, FileError> {
         let mut found = false;
         if self.peek()? == Some(b'}') {
             self.reader.consume(1);
@@ -174,6 +182,9 @@ impl<R: BufRead> Splitter<R> {
                             return Err(self.unexpected(b, &what));
                         }
                         None => return Err(self.eof()),
+                    }
+                    if member != ROWS {
+                        return Ok(false);
                     }
                 } else {
                     self.skip_value()?;
@@ -198,7 +209,7 @@ impl<R: BufRead> Splitter<R> {
                 format!("the object has no {member:?} member"),
             ));
         }
-        Ok(())
+        Ok(true)
     }
 
     /// A member's name and the `:` after it.
@@ -280,12 +291,23 @@ impl<R: BufRead> Splitter<R> {
     /// `}` or space). `number` names the object in a message (0: a member
     /// of the wrapper).
     fn value(&mut self, number: u64) -> Result<(), FileError> {
+        self.cross(number, true)
+    }
+
+    /// Crosses the value at the reader without keeping it: another part's
+    /// rows in a workbook may be far larger than one object may be.
+    fn skip_value(&mut self) -> Result<(), FileError> {
+        self.cross(0, false)
+    }
+
+    /// Crosses one value, into `buf` (at most `cap` bytes) when `keep`.
+    fn cross(&mut self, number: u64, keep: bool) -> Result<(), FileError> {
         self.buf.clear();
-        let first = match self.peek()? {
-            Some(b) => b,
-            None => return Err(self.eof()),
+        let Some(first) = self.peek()? else {
+            return Err(self.eof());
         };
         let mut scan = Scan::new(first);
+        let mut crossed = 0u64;
         loop {
             let chunk = self.reader.fill_buf().map_err(read_error)?;
             if chunk.is_empty() {
@@ -296,23 +318,15 @@ impl<R: BufRead> Splitter<R> {
             }
             let (used, done) = scan.feed(chunk);
             self.line += chunk[..used].iter().filter(|&&b| b == b'\n').count() as u64;
-            self.buf.extend_from_slice(&chunk[..used]);
-            self.reader.consume(used);
-            if self.buf.len() as u64 > self.cap {
-                let what = match number {
-                    0 => "a member of the file's object".to_string(),
-                    n => format!("object {n}"),
-                };
-                return Err(FileError::new(
-                    FileCode::Unreadable,
-                    format!(
-                        "{what} is longer than {} bytes, more than all its cells at their \
-                         size limit could be",
-                        self.cap
-                    ),
-                ));
+            if keep {
+                self.buf.extend_from_slice(&chunk[..used]);
             }
-            if done && self.buf.is_empty() {
+            self.reader.consume(used);
+            crossed += used as u64;
+            if keep && crossed > self.cap {
+                return Err(self.too_long(number));
+            }
+            if done && crossed == 0 {
                 // `,` `]` or `}` where a value belongs.
                 return Err(self.unexpected(first, "a value"));
             }
@@ -322,33 +336,19 @@ impl<R: BufRead> Splitter<R> {
         }
     }
 
-    /// Crosses the value at the reader without keeping it: another part's
-    /// rows in a workbook may be far larger than one object may be.
-    fn skip_value(&mut self) -> Result<(), FileError> {
-        let Some(first) = self.peek()? else {
-            return Err(self.eof());
+    fn too_long(&self, number: u64) -> FileError {
+        let what = match number {
+            0 => "a member of the file's object".to_string(),
+            n => format!("object {n}"),
         };
-        let mut scan = Scan::new(first);
-        let mut crossed = 0usize;
-        loop {
-            let chunk = self.reader.fill_buf().map_err(read_error)?;
-            if chunk.is_empty() {
-                return match scan {
-                    Scan::Word => Ok(()),
-                    _ => Err(self.eof()),
-                };
-            }
-            let (used, done) = scan.feed(chunk);
-            self.line += chunk[..used].iter().filter(|&&b| b == b'\n').count() as u64;
-            self.reader.consume(used);
-            crossed += used;
-            if done && crossed == 0 {
-                return Err(self.unexpected(first, "a value"));
-            }
-            if done {
-                return Ok(());
-            }
-        }
+        FileError::new(
+            FileCode::Unreadable,
+            format!(
+                "{what} is longer than {} bytes, more than all its cells at their size limit \
+                 could be",
+                self.cap
+            ),
+        )
     }
 
     /// The next byte that is not white space, left unread.

@@ -88,7 +88,7 @@ async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
     }
     let module = module_of(app, job)?;
     let started = Instant::now();
-    let (job, found) = check_rows(app, owner, module, job, &HashMap::new(), 0).await?;
+    let (job, found) = check_rows(app, owner, module, job, None).await?;
     let job = &job;
     let Some((event, mut after)) = outcome::validated(job, found, now()) else {
         return Ok(());
@@ -101,26 +101,32 @@ async fn validate(app: &App, owner: &str, job: &Job) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Reads and checks a one-module job's rows (a workbook's part too):
-/// the job as validated (its mapping and rules recorded) and what was
-/// found. `staged` names the stages of earlier parts of the same workbook
-/// by module, whose valid rows satisfy references; `rows_before` rows of
-/// those parts count against the row limit.
+/// What a workbook's part is validated after: the stages of the earlier
+/// parts by module, whose valid rows satisfy references, and their rows,
+/// which count against the row limit.
+struct Earlier<'a> {
+    staged: &'a HashMap<ModuleKey, i64>,
+    rows: u64,
+}
+
+/// Reads and checks a one-module job's rows, or a workbook's part's
+/// (`earlier` set): the job as validated (its mapping and rules recorded)
+/// and what was found.
 async fn check_rows(
     app: &App,
     owner: &str,
     module: &Module,
     job: &Job,
-    staged: &HashMap<ModuleKey, i64>,
-    rows_before: u64,
+    earlier: Option<Earlier<'_>>,
 ) -> anyhow::Result<(Job, Validation)> {
     // A workbook's part is read as its sheet is: a mapping saved for the
     // module is not applied to it (its saver would be a reviser the
     // workbook's gate does not see).
-    let mut job = match !is_part(app, job).await? {
-        true => with_saved_mapping(app, module, job).await?,
-        false => job.clone(),
+    let mut job = match earlier {
+        None => with_saved_mapping(app, module, job).await?,
+        Some(_) => job.clone(),
     };
+    let rows_before = earlier.as_ref().map_or(0, |e| e.rows);
     let (rules_version, rules) = super::rules::for_validation(app, module).await?;
     {
         let mut c = app.db.acquire().await?;
@@ -141,7 +147,7 @@ async fn check_rows(
                 Some(Target {
                     reference: r.clone(),
                     module: named.clone(),
-                    staged: staged.get(&named.key).copied(),
+                    staged: (earlier.as_ref()).and_then(|e| e.staged.get(&named.key).copied()),
                 })
             })
             .collect(),
@@ -164,14 +170,6 @@ async fn check_rows(
         Outcome::Checked { counts, warnings } => Validation::Checked { counts, warnings },
     };
     Ok((job, found))
-}
-
-/// Whether `job` is a workbook's part.
-async fn is_part(app: &App, job: &Job) -> anyhow::Result<bool> {
-    let mut c = app.db.acquire().await?;
-    Ok(store::jobs::get_part(&mut c.conn(), &job.id)
-        .await?
-        .is_some())
 }
 
 /// Validates a workbook job (API.md section 16): each part in reference
@@ -210,7 +208,7 @@ async fn validate_parts(app: &App, owner: &str, job: &Job) -> anyhow::Result<Val
         .filter(|w| w.code == crate::ledger::WarningCode::SheetIgnored)
         .cloned()
         .collect();
-    for part in &job.parts {
+    for (n, part) in job.parts.iter().enumerate() {
         let module = module_named(app, &part.module)?;
         let part_job = jobs::find_part(app, &part.job).await?;
         {
@@ -219,10 +217,14 @@ async fn validate_parts(app: &App, owner: &str, job: &Job) -> anyhow::Result<Val
             let until = now_ms() + app.settings.lease_ms;
             store::jobs::hold(&mut c.conn(), &part.job, owner, until).await?;
         }
-        let rows_before = counts.rows.max(0) as u64;
-        let (_, found) = check_rows(app, owner, module, &part_job, &staged, rows_before).await?;
+        let earlier = Earlier {
+            staged: &staged,
+            rows: counts.rows.max(0) as u64,
+        };
+        let (_, found) = check_rows(app, owner, module, &part_job, Some(earlier)).await?;
         match found {
             Validation::FileFailure { code, message } => {
+                forget_kept(app, &staged).await?;
                 return Ok(Validation::FileFailure {
                     code,
                     message: format!("sheet {:?} ({}): {message}", part.sheet, part.module),
@@ -237,6 +239,9 @@ async fn validate_parts(app: &App, owner: &str, job: &Job) -> anyhow::Result<Val
                 if let Some(stage) =
                     store::stage::Stage::of(&mut c.conn(), module, &part.job).await?
                 {
+                    for key in named_later(app, job, n, module) {
+                        store::stage::keys::keep(&mut c.conn(), module, key, stage.job).await?;
+                    }
                     staged.insert(part.module.clone(), stage.job);
                 }
                 counts.plus(&part_counts);
@@ -247,7 +252,32 @@ async fn validate_parts(app: &App, owner: &str, job: &Job) -> anyhow::Result<Val
             }
         }
     }
+    forget_kept(app, &staged).await?;
     Ok(Validation::Checked { counts, warnings })
+}
+
+/// The columns of part `n`'s module (`module`) that the references of
+/// the workbook's later parts name, each once.
+fn named_later(app: &App, job: &Job, n: usize, module: &Module) -> Vec<usize> {
+    let mut keys: Vec<usize> = (job.parts.iter().skip(n + 1))
+        .filter_map(|later| app.catalog.get(later.module.as_str()))
+        .flat_map(|later| later.references.iter())
+        .filter(|r| r.module == module.key.as_str())
+        .map(|r| r.key_index)
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// Lets go of the keys the later parts looked up: they are kept only
+/// while the workbook is validated.
+async fn forget_kept(app: &App, staged: &HashMap<ModuleKey, i64>) -> anyhow::Result<()> {
+    let mut c = app.db.acquire().await?;
+    for &stage in staged.values() {
+        store::stage::keys::forget(&mut c.conn(), stage).await?;
+    }
+    Ok(())
 }
 
 /// An upload whose exact set of headers has a mapping saved for its

@@ -76,6 +76,12 @@ pub async fn forget_stage(conn: &mut Conn<'_>, job_id: &JobId) -> Result<()> {
     on_conn!(conn, c => sqlx::query(
         "DELETE FROM ig_stage_breaks WHERE job = (SELECT stage FROM ig_jobs WHERE id = $1)")
         .bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;
+    let stage: Option<i64> = on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT stage FROM ig_jobs WHERE id = $1").bind(job_id).fetch_optional(c).await)?
+    .flatten();
+    if let Some(stage) = stage {
+        super::stage::keys::forget(conn, stage).await?;
+    }
     on_conn!(conn, c => sqlx::query(
         "UPDATE ig_jobs SET stage = NULL WHERE id = $1 AND purged_at IS NOT NULL")
         .bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;

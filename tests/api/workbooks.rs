@@ -6,25 +6,41 @@ use serde_json::{Value, json};
 
 use crate::common::{TestApp, problem, spawn_app};
 
-/// Posts a workbook to `POST /api/import{query}` and waits for validation.
-async fn post_workbook(app: &TestApp, key: &str, query: &str, body: &Value) -> reqwest::Response {
+/// Posts a file of type `ct` to `POST /api/import{query}`, waiting for
+/// its validation.
+async fn post_import(
+    app: &TestApp,
+    key: &str,
+    query: &str,
+    ct: &str,
+    body: impl Into<reqwest::Body>,
+) -> reqwest::Response {
     app.client
         .post(app.url(&format!("/api/import{query}")))
         .header("X-API-Key", key)
-        .header("Content-Type", "application/json")
+        .header("Content-Type", ct)
         .header("Prefer", "wait=30")
-        .body(body.to_string())
+        .body(body)
         .send()
         .await
         .expect("request")
 }
 
-async fn workbook(app: &TestApp, key: &str, query: &str, body: &Value) -> Value {
-    let resp = post_workbook(app, key, query, body).await;
+/// Posts a JSON workbook.
+async fn post_workbook(app: &TestApp, key: &str, query: &str, body: &Value) -> reqwest::Response {
+    post_import(app, key, query, "application/json", body.to_string()).await
+}
+
+/// The job of an accepted upload, once validated.
+async fn validated(app: &TestApp, key: &str, resp: reqwest::Response) -> Value {
     let status = resp.status();
     let job: Value = resp.json().await.expect("json");
     assert_eq!(status, StatusCode::ACCEPTED, "{job}");
     app.wait_done(key, job["id"].as_str().unwrap()).await
+}
+
+async fn workbook(app: &TestApp, key: &str, query: &str, body: &Value) -> Value {
+    validated(app, key, post_workbook(app, key, query, body).await).await
 }
 
 /// Orders (listed first in the file) naming products the same workbook
@@ -75,6 +91,9 @@ async fn a_workbook_is_one_job_approved_committed_and_rolled_back_as_one() {
         .find(|w| w["code"] == "sheet_ignored")
         .unwrap_or_else(|| panic!("a sheet_ignored warning: {job}"));
     assert_eq!(ignored["sheet"], "notes");
+
+    // The keys the orders looked up are kept only while it validates.
+    assert_eq!(kept_keys(&app).await, 0);
 
     // Nothing is written before the gate; one approval writes both.
     assert_eq!(app.count("uc_products").await, 0);
@@ -210,20 +229,7 @@ fn shop_xlsx() -> Vec<u8> {
 }
 
 async fn post_file(app: &TestApp, key: &str, query: &str, ct: &str, body: Vec<u8>) -> Value {
-    let resp = app
-        .client
-        .post(app.url(&format!("/api/import{query}")))
-        .header("X-API-Key", key)
-        .header("Content-Type", ct)
-        .header("Prefer", "wait=30")
-        .body(body)
-        .send()
-        .await
-        .expect("request");
-    let status = resp.status();
-    let job: Value = resp.json().await.expect("json");
-    assert_eq!(status, StatusCode::ACCEPTED, "{job}");
-    app.wait_done(key, job["id"].as_str().unwrap()).await
+    validated(app, key, post_import(app, key, query, ct, body).await).await
 }
 
 /// A spreadsheet workbook's parts, their preview and errors by part.
@@ -537,27 +543,8 @@ async fn events_and_webhooks_carry_the_workbook_with_its_parts() {
 /// Proposes `rules` for `module` as the first admin, and has an approver
 /// approve them: the version in force.
 async fn rules_in_force(app: &TestApp, apr: &str, module: &str, rules: Value) -> i64 {
-    let resp = app
-        .client
-        .post(app.url(&format!("/api/modules/{module}/rules")))
-        .header("X-API-Key", &app.admin)
-        .json(&json!({"rules": rules}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), StatusCode::CREATED);
-    let p: Value = resp.json().await.unwrap();
-    let id = p["id"].as_str().unwrap();
-    let resp = app
-        .client
-        .post(app.url(&format!("/api/rule-proposals/{id}/approve")))
-        .header("X-API-Key", apr)
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), StatusCode::OK);
-    p["version"].as_i64().unwrap()
+    let proposal = app.rules_in_force(apr, module, rules).await;
+    proposal["version"].as_i64().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -848,4 +835,65 @@ async fn a_parts_headers_are_mapped_in_a_revision_naming_the_part() {
         .await;
     assert_eq!(done["state"], "committed");
     assert_eq!(app.count("uc_sales_orders").await, 3);
+}
+
+/// The key values kept of earlier parts for the lookups of later ones:
+/// SQLite keeps them while a workbook is validated, PostgreSQL none.
+async fn kept_keys(app: &TestApp) -> i64 {
+    match app.database.starts_with("sqlite") {
+        true => app.count("ig_part_keys").await,
+        false => 0,
+    }
+}
+
+/// A catalog whose orders name products by an integer column too, so
+/// that a later part's references look up another type than text in an
+/// earlier part.
+fn typed_references_catalog(dir: &std::path::Path) -> std::path::PathBuf {
+    let builtin = include_str!("../../src/catalog/modules.toml");
+    let sku = "[[module.reference]]\ncolumn = \"sku\"\nmodule = \"products\"\nkey = \"sku\"\non_missing = \"warn\"";
+    let typed = builtin.replacen(
+        sku,
+        &format!(
+            "{sku}\n\n[[module.reference]]\ncolumn = \"qty\"\nmodule = \"products\"\nkey = \"stock_qty\"\non_missing = \"warn\""
+        ),
+        1,
+    );
+    assert_ne!(typed, builtin, "the orders reference is the first");
+    let path = dir.join("catalog.toml");
+    std::fs::write(&path, typed).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_integer_key_of_an_earlier_part_satisfies_a_later_parts_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = typed_references_catalog(dir.path());
+    let app = crate::common::spawn_app_with(|s| s.catalog = Some(path.clone())).await;
+    let sub = app.submitter().await;
+    let book = json!({
+        "products": [
+            {"sku": "P-001", "product_name": "Kaos", "price_idr": 85000, "stock_qty": 2},
+            {"sku": "P-002", "product_name": "Mug", "price_idr": 45000, "stock_qty": 10}
+        ],
+        "orders": [
+            {"order_no": "SO-1", "customer_id": "C-1", "sku": "P-001", "qty": 2, "amount_idr": 170000, "order_date": "2024-05-01"},
+            {"order_no": "SO-2", "customer_id": "C-2", "sku": "P-002", "qty": 10, "amount_idr": 450000, "order_date": "2024-05-02"},
+            {"order_no": "SO-3", "customer_id": "C-3", "sku": "P-002", "qty": 3, "amount_idr": 135000, "order_date": "2024-05-02"}
+        ]
+    });
+    let job = workbook(&app, &sub, "", &book).await;
+    assert_eq!(job["state"], "awaiting_approval", "{job}");
+    // Only qty 3 names no product's stock_qty.
+    assert_eq!(job["parts"][1]["counts"]["warnings"], 1, "{job}");
+    let id = job["id"].as_str().unwrap();
+    let page = app
+        .get_json(&sub, &format!("/api/jobs/{id}/preview?part=orders"))
+        .await;
+    let warned: Vec<i64> = (page["rows"].as_array().unwrap().iter())
+        .filter(|r| !r["warnings"].as_array().is_none_or(|w| w.is_empty()))
+        .map(|r| r["row"].as_i64().unwrap())
+        .collect();
+    assert_eq!(warned, [3], "{page}");
+    assert_eq!(kept_keys(&app).await, 0);
 }

@@ -17,6 +17,7 @@
 //! A row as the validation stages it is a [`StagedRow`]; where the file's
 //! numbering jumps among a job's rows is kept beside them ([`breaks`]).
 
+pub mod keys;
 pub mod writes;
 
 use super::db::Conn;
@@ -88,7 +89,8 @@ impl<'a> Stage<'a> {
     }
 
     /// Lets go of what a validation run staged for a job, when it has a
-    /// stage: its rows, their errors and the file's numbering breaks.
+    /// stage: its rows, their errors, the file's numbering breaks and the
+    /// keys a workbook's later parts looked up.
     pub async fn discard(conn: &mut Conn<'_>, module: &'a Module, job_id: &JobId) -> Result<()> {
         match Stage::of(conn, module, job_id).await? {
             Some(stage) => stage.clear(conn, job_id).await,
@@ -103,7 +105,7 @@ impl<'a> Stage<'a> {
             .bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;
         on_conn!(conn, c => sqlx::query("DELETE FROM ig_stage_breaks WHERE job = $1")
             .bind(self.job).execute(c).await.map(|r| r.rows_affected()))?;
-        Ok(())
+        keys::forget(conn, self.job).await
     }
 
     /// Records which columns the file gave (once its header is matched).
