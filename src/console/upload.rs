@@ -21,7 +21,6 @@ use serde_json::json;
 use super::layout::{self, Nav};
 use super::session::{CSRF_HEADER, Signed};
 use super::{PageResult, ScriptResult};
-use crate::ingest::Declared;
 use crate::ledger::{Mode, OnError};
 use crate::service::modules::{self, TemplateFormat};
 use crate::service::uploads::{self, Declaration, Params};
@@ -176,7 +175,7 @@ async fn upload(
     let params: Params = serde_urlencoded::from_str(query.as_deref().unwrap_or(""))
         .map_err(|e| service::Error::invalid("query", format!("the upload's options: {e}")))?;
     let declaration = sent_file(&signed, &headers)?;
-    let format = file_format(&declaration)?;
+    let format = declaration.body_format()?;
     let up = uploads::Upload {
         module: &module,
         mode: params.mode.unwrap_or(Mode::Insert),
@@ -206,18 +205,6 @@ fn sent_file(signed: &Signed, headers: &HeaderMap) -> Result<Declaration, crate:
     })?)
 }
 
-/// The file's declared format. The page's script sends the file itself,
-/// never a form.
-fn file_format(d: &Declaration) -> Result<Option<crate::ingest::Format>, service::Error> {
-    match d.declared {
-        Declared::Format(f) => Ok(Some(f)),
-        Declared::Sniff => Ok(None),
-        Declared::Multipart => Err(service::Error::UnsupportedType(
-            "multipart/form-data".into(),
-        )),
-    }
-}
-
 /// The answer to an accepted upload: where its job is, and its status.
 fn accepted(id: &crate::ids::JobId) -> Response {
     let body = json!({
@@ -243,7 +230,7 @@ async fn upload_workbook(
             .collect();
     let mut up = WorkbookUpload::from_query(&pairs)?;
     let declaration = sent_file(&signed, &headers)?;
-    up.format = file_format(&declaration)?;
+    up.format = declaration.body_format()?;
     up.file_name = declaration.name;
     let job = workbooks::upload(&app, &signed.key, up, body.into_data_stream())
         .await?

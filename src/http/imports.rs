@@ -129,7 +129,13 @@ async fn upload_or_close(
 ) -> ApiResult<Response> {
     upload(app, caller, module, headers, request)
         .await
-        .map_err(|p| p.header(header::CONNECTION, "close".into()))
+        .map_err(closing)
+}
+
+/// A refused upload closes its connection: the rest of its body is not
+/// read, so the connection cannot carry another request.
+fn closing(refused: Problem) -> Problem {
+    refused.header(header::CONNECTION, "close".into())
 }
 
 async fn upload(
@@ -217,7 +223,7 @@ async fn workbook_or_close(
 ) -> ApiResult<Response> {
     workbook(&app, &caller, &headers, request)
         .await
-        .map_err(|p| p.header(header::CONNECTION, "close".into()))
+        .map_err(closing)
 }
 
 async fn workbook(
@@ -236,17 +242,9 @@ async fn workbook(
     let declaration =
         Declaration::from_headers(|name| headers.get(name).and_then(|v| v.to_str().ok()))?;
     within_limit(app.settings.limits.body_bytes, headers)?;
+    up.format = declaration.body_format()?;
     up.file_name = declaration.name;
     up.idempotency_key = idempotency_key;
-    up.format = match declaration.declared {
-        Declared::Format(f) => Some(f),
-        Declared::Sniff => None,
-        Declared::Multipart => {
-            return Err(Problem::bad_request(
-                "send the workbook itself as the body (its type, or application/octet-stream)",
-            ));
-        }
-    };
     let body = request.into_body().into_data_stream();
     let Accepted { job, replayed } = workbooks::upload(app, &caller.0, up, body).await?;
     let status = if replayed {

@@ -24,7 +24,7 @@ use crate::store::idempotency::Claim;
 use crate::store::{self, blobs};
 
 /// How long an `Idempotency-Key` answers with its first job.
-pub(super) const IDEMPOTENCY_HOURS: i64 = 24;
+const IDEMPOTENCY_HOURS: i64 = 24;
 
 /// The module a file is uploaded for, if the key may upload to it.
 pub fn target<'a>(app: &'a App, actor: &KeyRecord, module: &str) -> Result<&'a Module> {
@@ -131,6 +131,20 @@ pub struct Declaration {
 }
 
 impl Declaration {
+    /// The format of a file sent as the body itself, not a form (a
+    /// workbook; the console's uploads): `None` to tell it from its bytes.
+    pub fn body_format(&self) -> Result<Option<Format>> {
+        match self.declared {
+            Declared::Format(f) => Ok(Some(f)),
+            Declared::Sniff => Ok(None),
+            Declared::Multipart => Err(Error::BadRequest(
+                "send the file itself as the body (its type, or application/octet-stream), \
+                 not a form"
+                    .into(),
+            )),
+        }
+    }
+
     /// From the request's `Content-Type` and `Content-Disposition`, as
     /// `header` gives them by (lowercase) name.
     /// [`Error::UnsupportedType`] for a type the service does not read.
@@ -271,33 +285,12 @@ where
         mapping_applied,
     };
     let job = Job::start(new, now);
-    let mut tx = app.db.begin().await?;
-    if let Some(idem) = &up.idempotency_key {
-        let expired = now - chrono::Duration::hours(IDEMPOTENCY_HOURS);
-        let claim = store::idempotency::claim(
-            &mut tx.conn(),
-            &actor.id,
-            idem,
-            &fingerprint(&job),
-            &job.id,
-            now,
-            expired,
-        )
-        .await?;
-        if claim != Claim::New {
-            // Nothing of this request is kept.
-            tx.rollback().await?;
-            blobs::discard(&mut app.db.acquire().await?.conn(), &stored.upload_id).await?;
-            return replayed_or_refused(app, claim).await;
-        }
-    }
-    blobs::finish(
-        &mut tx.conn(),
-        &stored.upload_id,
-        &stored.sha256,
-        stored.bytes as i64,
-    )
-    .await?;
+    let print = fingerprint(&job);
+    let idem = up.idempotency_key.as_deref();
+    let mut tx = match file_upload(app, actor, idem, &print, &job.id, &stored).await? {
+        Filed::New(tx) => tx,
+        Filed::Before(first) => return Ok(*first),
+    };
     store::jobs::insert(&mut tx.conn(), &app.seal.key, &job).await?;
     tx.commit().await?;
     app.moves.job(&job.id);
@@ -307,6 +300,47 @@ where
         job,
         replayed: false,
     })
+}
+
+/// An upload's chunks filed under its hash, or the answer to a request
+/// seen before.
+pub(super) enum Filed {
+    /// Filed, in this transaction, which records the new job next.
+    New(store::Tx),
+    /// The first job of a request with the same `Idempotency-Key`: nothing
+    /// of this one is kept.
+    Before(Box<Accepted>),
+}
+
+/// Claims the request's `Idempotency-Key`, when it has one, for job `job`
+/// (`print`: what makes two requests the same) and files the stored
+/// upload's chunks, in a transaction the caller records the job in. With
+/// the key seen before, nothing of the upload is kept and the answer is
+/// [`replayed_or_refused`]'s.
+pub(super) async fn file_upload(
+    app: &App,
+    actor: &KeyRecord,
+    idem: Option<&str>,
+    print: &str,
+    job: &crate::ids::JobId,
+    stored: &StoredBody,
+) -> Result<Filed> {
+    let mut tx = app.db.begin().await?;
+    if let Some(idem) = idem {
+        let now = store::now();
+        let expired = now - chrono::Duration::hours(IDEMPOTENCY_HOURS);
+        let claim =
+            store::idempotency::claim(&mut tx.conn(), &actor.id, idem, print, job, now, expired)
+                .await?;
+        if claim != Claim::New {
+            tx.rollback().await?;
+            blobs::discard(&mut app.db.acquire().await?.conn(), &stored.upload_id).await?;
+            return Ok(Filed::Before(Box::new(replayed_or_refused(app, claim).await?)));
+        }
+    }
+    let (id, sha, bytes) = (&stored.upload_id, &stored.sha256, stored.bytes as i64);
+    blobs::finish(&mut tx.conn(), id, sha, bytes).await?;
+    Ok(Filed::New(tx))
 }
 
 /// What makes two uploads the same request: module, parameters and bytes.
@@ -350,7 +384,7 @@ async fn named_mapping(
 }
 
 /// The answer to an upload whose `Idempotency-Key` was seen before.
-pub(super) async fn replayed_or_refused(app: &App, claim: Claim) -> Result<Accepted> {
+async fn replayed_or_refused(app: &App, claim: Claim) -> Result<Accepted> {
     match claim {
         Claim::Replay(first) => {
             let job = super::jobs::find(app, &first).await?;

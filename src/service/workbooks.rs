@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use futures::Stream;
 use sha2::{Digest, Sha256};
 
-use super::uploads::{self, Accepted, IDEMPOTENCY_HOURS};
+use super::uploads::{self, Accepted};
 use super::{App, Error, Result, in_scope};
 use crate::ids::ModuleKey;
 use crate::ingest::sheets::{self, MAX_PARTS};
@@ -18,7 +18,6 @@ use crate::ingest::{FileError, Format};
 use crate::keys::KeyRecord;
 use crate::ledger::{FileInfo, Job, JobOptions, Mode, NewJob, OnError, Warning, WarningCode};
 use crate::store::blobs::{self, BlobReader};
-use crate::store::idempotency::Claim;
 use crate::store::{self, Db};
 
 /// A workbook upload, as a front door received it.
@@ -283,33 +282,12 @@ where
             Job::start(part, now)
         })
         .collect();
-    let mut tx = app.db.begin().await?;
-    if let Some(idem) = &up.idempotency_key {
-        let expired = now - chrono::Duration::hours(IDEMPOTENCY_HOURS);
-        let print = fingerprint(&up, &stored.sha256);
-        let claim = store::idempotency::claim(
-            &mut tx.conn(),
-            &actor.id,
-            idem,
-            &print,
-            &job.id,
-            now,
-            expired,
-        )
-        .await?;
-        if claim != Claim::New {
-            tx.rollback().await?;
-            blobs::discard(&mut app.db.acquire().await?.conn(), &stored.upload_id).await?;
-            return uploads::replayed_or_refused(app, claim).await;
-        }
-    }
-    blobs::finish(
-        &mut tx.conn(),
-        &stored.upload_id,
-        &stored.sha256,
-        stored.bytes as i64,
-    )
-    .await?;
+    let print = fingerprint(&up, &stored.sha256);
+    let idem = up.idempotency_key.as_deref();
+    let mut tx = match uploads::file_upload(app, actor, idem, &print, &job.id, &stored).await? {
+        uploads::Filed::New(tx) => tx,
+        uploads::Filed::Before(first) => return Ok(*first),
+    };
     store::jobs::insert(&mut tx.conn(), &app.seal.key, &job).await?;
     for (n, part) in parts.iter().enumerate() {
         store::jobs::insert_part(&mut tx.conn(), &job.id, n as i64, part).await?;

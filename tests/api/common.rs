@@ -269,6 +269,29 @@ impl TestApp {
 
     /// Runs SQL on the service's database (to look at or change a table
     /// behind the service's back); every column is read as text.
+    /// Rules for `module` proposed by the admin and approved by `apr`:
+    /// the proposal, its version now in force.
+    pub async fn rules_in_force(&self, apr: &str, module: &str, rules: Value) -> Value {
+        let resp = (self.client)
+            .post(self.url(&format!("/api/modules/{module}/rules")))
+            .header("X-API-Key", &self.admin)
+            .json(&serde_json::json!({"rules": rules}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::CREATED);
+        let proposal: Value = resp.json().await.unwrap();
+        let id = proposal["id"].as_str().unwrap();
+        let resp = (self.client)
+            .post(self.url(&format!("/api/rule-proposals/{id}/approve")))
+            .header("X-API-Key", apr)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        proposal
+    }
+
     pub async fn sql(&self, sql: &str) -> Vec<Vec<Option<String>>> {
         use sqlx::Row;
         let mut pooled = self.app.db.acquire().await.expect("conn");

@@ -677,25 +677,9 @@ async fn rule_changes_reach_a_receiver_for_their_module() {
         json!({"url": format!("{base}/orders"), "events": ["rules.proposed"], "modules": ["orders"]}),
     )
     .await;
-    let resp = app
-        .client
-        .post(app.url("/api/modules/customers/rules"))
-        .header("X-API-Key", &app.admin)
-        .json(&json!({"rules": [{"id": "wa", "column": "wa_number", "normalize": "phone_id"}]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), StatusCode::CREATED);
-    let p: Value = resp.json().await.unwrap();
+    let rules = json!([{"id": "wa", "column": "wa_number", "normalize": "phone_id"}]);
+    let p = app.rules_in_force(&apr, "customers", rules).await;
     let id = p["id"].as_str().unwrap();
-    let resp = app
-        .client
-        .post(app.url(&format!("/api/rule-proposals/{id}/approve")))
-        .header("X-API-Key", &apr)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), StatusCode::OK);
     let got = log.wait("/rules", 2).await;
     let types: Vec<&str> = got.iter().map(|g| g.1["type"].as_str().unwrap()).collect();
     assert_eq!(types, ["rules.proposed", "rules.approved"]);
