@@ -146,6 +146,76 @@ pub struct Settings {
     /// A file holding the bearer token a scraper that is not on loopback
     /// shows to `/metrics` on the main listener.
     pub metrics_token_file: Option<PathBuf>,
+    /// Console sign-in with the company's identity provider (API.md
+    /// section 17).
+    pub oidc: Oidc,
+    /// Whether the console's sign-in page takes an API key.
+    pub console_key_sign_in: bool,
+    /// How long a console session lasts at most after sign-in.
+    pub console_session_hours: u32,
+}
+
+/// The identity provider the console signs people in with (API.md
+/// section 17): on when the issuer, client id, client secret file and
+/// redirect URL are all set.
+#[derive(Debug, Clone, Default)]
+pub struct Oidc {
+    pub issuer: Option<String>,
+    pub client_id: Option<String>,
+    pub client_secret_file: Option<PathBuf>,
+    pub redirect_url: Option<String>,
+    /// The provider's name on the sign-in button.
+    pub display_name: Option<String>,
+    /// The ID token's claim holding the groups (a string or an array of
+    /// them): `groups` unless set (Google's `hd`, the Workspace domain).
+    pub groups_claim: Option<String>,
+    /// Group → role (`admin`, `approver`, `submitter`).
+    pub roles: std::collections::BTreeMap<String, String>,
+    /// Group → the modules it gives (all, for a group not named).
+    pub modules: std::collections::BTreeMap<String, Vec<String>>,
+    /// Whether a person the provider vouches for but importgate does not
+    /// know is created at sign-in.
+    pub create_persons: bool,
+    /// Whether an issuer on plain `http` is accepted (tests).
+    pub allow_http: bool,
+}
+
+impl Oidc {
+    /// Whether the console offers sign-in with the provider.
+    pub fn enabled(&self) -> bool {
+        self.issuer.is_some()
+            && self.client_id.is_some()
+            && self.client_secret_file.is_some()
+            && self.redirect_url.is_some()
+    }
+
+    /// Refuses a provider set in part, naming what is missing, and a
+    /// mapping to a role that is none.
+    pub fn check(&self) -> anyhow::Result<()> {
+        let missing: Vec<&str> = [
+            ("oidc_issuer", self.issuer.is_none()),
+            ("oidc_client_id", self.client_id.is_none()),
+            ("oidc_client_secret_file", self.client_secret_file.is_none()),
+            ("oidc_redirect_url", self.redirect_url.is_none()),
+        ]
+        .into_iter()
+        .filter_map(|(name, unset)| unset.then_some(name))
+        .collect();
+        if !missing.is_empty() && missing.len() < 4 {
+            anyhow::bail!(
+                "sign-in with an identity provider needs {} too",
+                missing.join(", ")
+            );
+        }
+        for (group, role) in &self.roles {
+            if !["admin", "approver", "submitter"].contains(&role.as_str()) {
+                anyhow::bail!(
+                    "oidc_roles: group {group:?} maps to {role:?}, not admin, approver or submitter"
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 /// How webhooks are delivered (API.md section 13).
@@ -227,6 +297,9 @@ impl Default for Settings {
             events_poll_ms: 1_000,
             metrics_listen: None,
             metrics_token_file: None,
+            oidc: Oidc::default(),
+            console_key_sign_in: true,
+            console_session_hours: 12,
         }
     }
 }
@@ -275,6 +348,18 @@ pub struct FileSettings {
     pub webhook_timeout_seconds: Option<f64>,
     pub metrics_listen: Option<SocketAddr>,
     pub metrics_token_file: Option<PathBuf>,
+    pub oidc_issuer: Option<String>,
+    pub oidc_client_id: Option<String>,
+    pub oidc_client_secret_file: Option<PathBuf>,
+    pub oidc_redirect_url: Option<String>,
+    pub oidc_display_name: Option<String>,
+    pub oidc_groups_claim: Option<String>,
+    pub oidc_roles: Option<std::collections::BTreeMap<String, String>>,
+    pub oidc_modules: Option<std::collections::BTreeMap<String, Vec<String>>>,
+    pub oidc_create_persons: Option<bool>,
+    pub oidc_allow_http: Option<bool>,
+    pub console_key_sign_in: Option<bool>,
+    pub console_session_hours: Option<u32>,
 }
 
 impl FileSettings {
@@ -285,7 +370,8 @@ impl FileSettings {
     }
 
     /// Applies the file over the defaults.
-    pub fn apply(self, s: &mut Settings) -> anyhow::Result<()> {
+    pub fn apply(mut self, s: &mut Settings) -> anyhow::Result<()> {
+        self.apply_sign_in(s);
         if let Some(v) = self.listen {
             s.listen = v;
         }
@@ -407,6 +493,36 @@ impl FileSettings {
             s.limits.retention_secs = day_secs(v)?;
         }
         Ok(())
+    }
+
+    /// The console's sign-in settings (API.md section 17).
+    fn apply_sign_in(&mut self, s: &mut Settings) {
+        let o = &mut s.oidc;
+        o.issuer = self.oidc_issuer.take().or(o.issuer.take());
+        o.client_id = self.oidc_client_id.take().or(o.client_id.take());
+        o.client_secret_file =
+            (self.oidc_client_secret_file.take()).or(o.client_secret_file.take());
+        o.redirect_url = self.oidc_redirect_url.take().or(o.redirect_url.take());
+        o.display_name = self.oidc_display_name.take().or(o.display_name.take());
+        o.groups_claim = self.oidc_groups_claim.take().or(o.groups_claim.take());
+        if let Some(v) = self.oidc_roles.take() {
+            o.roles = v;
+        }
+        if let Some(v) = self.oidc_modules.take() {
+            o.modules = v;
+        }
+        if let Some(v) = self.oidc_create_persons {
+            o.create_persons = v;
+        }
+        if let Some(v) = self.oidc_allow_http {
+            o.allow_http = v;
+        }
+        if let Some(v) = self.console_key_sign_in {
+            s.console_key_sign_in = v;
+        }
+        if let Some(v) = self.console_session_hours {
+            s.console_session_hours = v.max(1);
+        }
     }
 }
 

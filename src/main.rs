@@ -38,7 +38,7 @@ enum Command {
         importgate serve\n  \
         importgate serve --listen 0.0.0.0:8080 --database postgres://importgate@db/importgate\n  \
         IMPORTGATE_DATABASE=sqlite:///var/lib/importgate/importgate.db importgate serve --workers 4")]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// The service in simulation over a fresh database with demo jobs in
     /// every state; prints a submitter, an approver and an admin key.
     #[command(after_help = "Example:\n  \
@@ -445,6 +445,20 @@ struct ServeArgs {
     /// to /metrics on the main listener (loopback needs none)
     #[arg(long, env = "IMPORTGATE_METRICS_TOKEN_FILE")]
     metrics_token_file: Option<PathBuf>,
+    /// The identity provider's issuer URL, for console sign-in (with the
+    /// three below; the groups mapping is in the settings file)
+    #[arg(long, env = "IMPORTGATE_OIDC_ISSUER")]
+    oidc_issuer: Option<String>,
+    /// The client id importgate has at the identity provider
+    #[arg(long, env = "IMPORTGATE_OIDC_CLIENT_ID")]
+    oidc_client_id: Option<String>,
+    /// A file holding the client's secret
+    #[arg(long, env = "IMPORTGATE_OIDC_CLIENT_SECRET_FILE")]
+    oidc_client_secret_file: Option<PathBuf>,
+    /// Where the provider sends people back: this service's
+    /// /auth/oidc/callback, as the provider knows it
+    #[arg(long, env = "IMPORTGATE_OIDC_REDIRECT_URL")]
+    oidc_redirect_url: Option<String>,
 }
 
 #[derive(Args)]
@@ -524,7 +538,7 @@ fn init_logs_at(json: bool, default: &str) {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Serve(args) => serve(args).await,
+        Command::Serve(args) => serve(*args).await,
         Command::Demo { listen } => demo(listen).await,
         Command::Keys {
             command:
@@ -759,6 +773,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(f) = args.metrics_token_file {
         s.metrics_token_file = Some(f);
     }
+    let o = &mut s.oidc;
+    o.issuer = args.oidc_issuer.or(o.issuer.take());
+    o.client_id = args.oidc_client_id.or(o.client_id.take());
+    o.client_secret_file = args.oidc_client_secret_file.or(o.client_secret_file.take());
+    o.redirect_url = args.oidc_redirect_url.or(o.redirect_url.take());
+    o.check()?;
     s.simulate |= args.simulate;
     s.allow_self_approval |= args.allow_self_approval;
     if let Some(c) = args.catalog {

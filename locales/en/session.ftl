@@ -10,3 +10,9 @@ signin-too-many-detail = this key may make { $limit } { $class ->
     [uploads] uploads
    *[requests] requests
 } a minute; try again in { $seconds } s
+# Signing in with the company's identity provider (src/console/oidc.rs).
+signin-with = Sign in with { $provider }
+signin-or-key = Or sign in with an API key
+signin-oidc-refused = Sign-in with your company account was refused: { $why }
+signin-key-off = Sign-in with an API key is off here; sign in with your company account.
+signin-oidc-continue = Signed in. Continue

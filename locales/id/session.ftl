@@ -10,3 +10,9 @@ signin-too-many-detail = kunci ini hanya boleh mengirim { $limit_text } { $class
     [uploads] unggahan
    *[requests] permintaan
 } per menit; coba lagi dalam { $seconds_text } detik
+# Signing in with the company's identity provider (src/console/oidc.rs).
+signin-with = Masuk dengan { $provider }
+signin-or-key = Atau masuk dengan kunci API
+signin-oidc-refused = Masuk dengan akun perusahaan ditolak: { $why }
+signin-key-off = Masuk dengan kunci API tidak diaktifkan di sini; masuklah dengan akun perusahaan Anda.
+signin-oidc-continue = Berhasil masuk. Lanjutkan

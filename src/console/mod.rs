@@ -30,6 +30,7 @@ pub mod jobs;
 pub mod keys;
 pub mod layout;
 pub mod notes;
+mod oidc;
 pub mod request;
 pub mod rules;
 pub mod session;
@@ -58,6 +59,7 @@ pub fn routes() -> Router<Arc<App>> {
     Router::new()
         .route("/", get(home))
         .merge(session::routes())
+        .merge(oidc::routes())
         .merge(jobs::routes())
         .merge(fix::routes())
         .merge(upload::routes())

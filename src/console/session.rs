@@ -87,7 +87,7 @@ fn csrf_problem() -> Shown {
     )
 }
 
-fn cookie(name: &'static str, value: String, secure: bool) -> Cookie<'static> {
+pub fn cookie(name: &'static str, value: String, secure: bool) -> Cookie<'static> {
     Cookie::build((name, value))
         .path("/")
         .http_only(true)
@@ -267,21 +267,44 @@ async fn signin_page(
         return Redirect::to(&next).into_response();
     }
     let (jar, token) = form_token(jar, &headers);
-    let ctx = Ctx::new(&app, Nav::SignIn);
-    (jar, signin_markup(&ctx, &token, &next, None)).into_response()
+    (jar, signin_page_for(&app, &token, &next, None)).into_response()
 }
 
-fn signin_markup(ctx: &Ctx, token: &str, next: &str, error: Option<&str>) -> maud::Markup {
+/// The sign-in page: the identity provider's button when it is on, the
+/// key form unless `console_key_sign_in` is off, and `error` above them.
+pub fn signin_page_for(app: &App, token: &str, next: &str, error: Option<&str>) -> maud::Markup {
+    let ctx = Ctx::new(app, Nav::SignIn);
+    let provider = service::oidc::enabled(app).then(|| service::oidc::display_name(app));
+    let start: String = serde_urlencoded::to_string([("next", next)]).unwrap_or_default();
+    let keys_on = app.settings.console_key_sign_in;
     layout::page(
-        ctx,
+        &ctx,
         &t!("sign-in"),
         html! {
             div.narrow {
                 h1 { (t!("sign-in")) }
-                p.lead { (t!("signin-lead")) }
                 @if let Some(e) = error {
                     div.alert.alert-error role="alert" { (e) }
                 }
+                @if let Some(name) = &provider {
+                    p { a #oidc-sign-in .btn.btn-primary href=(format!("/auth/oidc/start?{start}")) {
+                        (t!("signin-with", provider = name.as_str()))
+                    } }
+                }
+                @if keys_on {
+                    @if provider.is_some() { h2 { (t!("signin-or-key")) } }
+                    (key_form(token, next))
+                } @else {
+                    p { (t!("signin-key-off")) }
+                }
+            }
+        },
+    )
+}
+
+fn key_form(token: &str, next: &str) -> maud::Markup {
+    html! {
+                p.lead { (t!("signin-lead")) }
                 form.card method="post" action="/signin" {
                     input type="hidden" name="_csrf" value=(token);
                     input type="hidden" name="next" value=(next);
@@ -292,9 +315,7 @@ fn signin_markup(ctx: &Ctx, token: &str, next: &str, error: Option<&str>) -> mau
                     button.btn.btn-primary type="submit" { (t!("sign-in")) }
                 }
                 p { (t!("signin-no-key")) " " a href="/developers#request" { (t!("signin-request-key")) } "." }
-            }
-        },
-    )
+    }
 }
 
 #[derive(Deserialize)]
@@ -313,11 +334,15 @@ async fn signin(
 ) -> PageResult {
     check_anonymous_form(&headers, &jar, &form.csrf)?;
     let next = safe_next(form.next.as_deref());
+    if !app.settings.console_key_sign_in {
+        let page = signin_page_for(&app, &form.csrf, &next, Some(&t!("signin-key-off")));
+        return Ok((StatusCode::FORBIDDEN, page).into_response());
+    }
     let id = match sessions::open(&app, form.key.trim()).await {
         Ok((id, _)) => id,
         Err(service::Error::Unauthorized) => {
-            let ctx = Ctx::new(&app, Nav::SignIn);
-            let page = signin_markup(&ctx, &form.csrf, &next, Some(&t!("signin-key-refused")));
+            let refused = t!("signin-key-refused");
+            let page = signin_page_for(&app, &form.csrf, &next, Some(&refused));
             return Ok((StatusCode::UNAUTHORIZED, page).into_response());
         }
         Err(e) => return Err(e.into()),

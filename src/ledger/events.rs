@@ -4,7 +4,7 @@
 //! service's private notes (`interrupted`) are not events.
 
 /// Every event type a client may see or subscribe to.
-pub const TYPES: [&str; 24] = [
+pub const TYPES: [&str; 26] = [
     "job.created",
     "job.awaiting_approval",
     "job.invalid",
@@ -21,6 +21,8 @@ pub const TYPES: [&str; 24] = [
     "job.purged",
     "key.created",
     "key.revoked",
+    "person.signed_in",
+    "person.sign_in_refused",
     "key_request.created",
     "key_request.decided",
     "key_request.withdrawn",
@@ -53,6 +55,8 @@ pub fn client_type(event: &str, to_state: &str) -> Option<&'static str> {
         "purged" => "job.purged",
         "key_created" => "key.created",
         "key_revoked" => "key.revoked",
+        "signed_in" => "person.signed_in",
+        "sign_in_refused" => "person.sign_in_refused",
         "key_request_created" => "key_request.created",
         "key_request_decided" => "key_request.decided",
         "key_request_withdrawn" => "key_request.withdrawn",
@@ -76,9 +80,12 @@ pub fn about_exports(client_type: &str) -> bool {
     client_type.starts_with("module.")
 }
 
-/// Whether a client's name is about keys (seen by admins only).
+/// Whether a client's name is about keys or sign-ins (seen by admins
+/// only).
 pub fn about_keys(client_type: &str) -> bool {
-    client_type.starts_with("key.") || client_type.starts_with("key_request.")
+    client_type.starts_with("key.")
+        || client_type.starts_with("key_request.")
+        || client_type.starts_with("person.")
 }
 
 #[cfg(test)]

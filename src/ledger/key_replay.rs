@@ -18,12 +18,18 @@ pub fn key_mismatch(key: &KeyRecord, events: &[Event]) -> Option<String> {
     let created = events.iter().find(|e| e.event == "key_created")?;
     let detail = created.detail_json().unwrap_or(Json::Null);
     let text = |name: &str| detail.get(name).map(|v| v.as_str().map(str::to_string));
-    if let Some(role) = text("role")
+    // A sign-in key's role and modules are its holder's latest sign-in's
+    // (API.md section 17): the last `key_regranted` says them.
+    let granted = (events.iter().rev())
+        .find(|e| e.event == "key_regranted")
+        .and_then(|e| e.detail_json())
+        .unwrap_or_else(|| detail.clone());
+    if let Some(role) = granted.get("role").map(|v| v.as_str().map(str::to_string))
         && role.as_deref() != Some(key.role.as_str())
     {
         return Some(differs("role", key.role.as_str(), role));
     }
-    if let Some(modules) = detail.get("modules")
+    if let Some(modules) = granted.get("modules")
         && modules != &serde_json::json!(key.modules)
     {
         return Some(differs(

@@ -242,6 +242,14 @@ pub(super) async fn shown(
                 ..EventData::default()
             };
             (data, None)
+        } else if ty == "person.sign_in_refused" {
+            let detail = link.detail_json().unwrap_or_default();
+            let reason = detail["reason"].as_str().unwrap_or_default().to_string();
+            let data = EventData {
+                sign_in: Some(super::views::SignInRefusal { reason }),
+                ..EventData::default()
+            };
+            (data, None)
         } else if ty.starts_with("key_request.") {
             let Some(r) = store::key_requests::get(c, &link.job_id).await? else {
                 continue;

@@ -43,6 +43,7 @@ pub mod mapping;
 pub mod modules;
 pub mod moves;
 pub mod ods;
+pub mod oidc;
 pub mod packing;
 pub mod parts;
 pub mod reports;

@@ -12,8 +12,6 @@ use crate::store::{self, sessions};
 
 /// A session ends this long after its last use.
 pub const IDLE: Duration = Duration::hours(1);
-/// A session ends this long after sign-in, used or not.
-pub const ABSOLUTE: Duration = Duration::hours(12);
 /// A session's expiry is written again at most this often.
 const EXTEND_STEP: Duration = Duration::minutes(5);
 
@@ -31,18 +29,25 @@ pub struct Session {
 /// [`super::Error::Unauthorized`].
 pub async fn open(app: &App, presented: &str) -> Result<(String, KeyRecord)> {
     let key = super::keys::verify(app, presented).await?;
+    let id = open_for(app, &key).await?;
+    tracing::info!(key_id = %key.id, "console sign-in");
+    Ok((id, key))
+}
+
+/// A new session for `key` (a key presented, or the key standing for a
+/// person the identity provider signed in): its id, for the cookie.
+pub async fn open_for(app: &App, key: &KeyRecord) -> Result<String> {
     let id = keys::token(43);
     let csrf = keys::token(32);
     let now = store::now();
     let mut c = app.db.acquire().await?;
     sessions::sweep(&mut c.conn(), now).await?;
     sessions::insert(&mut c.conn(), &keys::hash(&id), &key.id, &csrf, now + IDLE).await?;
-    tracing::info!(key_id = %key.id, "console sign-in");
-    Ok((id, key))
+    Ok(id)
 }
 
 /// The session with this id, if it is current and its key live; its
-/// expiry slides by [`IDLE`] up to [`ABSOLUTE`].
+/// expiry slides by [`IDLE`] up to `console_session_hours` after sign-in.
 pub async fn find(app: &App, id: &str) -> Result<Option<Session>> {
     let id_hash = keys::hash(id);
     let now = store::now();
@@ -57,7 +62,8 @@ pub async fn find(app: &App, id: &str) -> Result<Option<Session>> {
         sessions::delete(&mut c.conn(), &id_hash).await?;
         return Ok(None);
     }
-    let wanted = (now + IDLE).min(s.created_at + ABSOLUTE);
+    let absolute = Duration::hours(i64::from(app.settings.console_session_hours));
+    let wanted = (now + IDLE).min(s.created_at + absolute);
     if wanted - s.expires_at > EXTEND_STEP {
         sessions::extend(&mut c.conn(), &id_hash, wanted).await?;
     }

@@ -335,7 +335,9 @@ pub(super) async fn file_upload(
         if claim != Claim::New {
             tx.rollback().await?;
             blobs::discard(&mut app.db.acquire().await?.conn(), &stored.upload_id).await?;
-            return Ok(Filed::Before(Box::new(replayed_or_refused(app, claim).await?)));
+            return Ok(Filed::Before(Box::new(
+                replayed_or_refused(app, claim).await?,
+            )));
         }
     }
     let (id, sha, bytes) = (&stored.upload_id, &stored.sha256, stored.bytes as i64);

@@ -300,6 +300,17 @@ pub struct EventData {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub export: Option<ExportView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub sign_in: Option<SignInRefusal>,
+}
+
+/// A refused sign-in with the identity provider (API.md section 17), in
+/// its `person.sign_in_refused` event: why, and no one's name.
+#[derive(Debug, Serialize, ToSchema, Clone)]
+pub struct SignInRefusal {
+    /// `state`, `token`, `provider`, `no_person`, `no_group` or `revoked`.
+    pub reason: String,
 }
 
 /// An export of a module's rows (API.md section 15), in its

@@ -161,3 +161,21 @@ pub async fn names(conn: &mut Conn<'_>) -> Result<HashMap<String, String>> {
         .fetch_all(c).await)?;
     Ok(rows.into_iter().collect())
 }
+
+/// Gives a key the role, modules, name and email of its holder's latest
+/// sign-in with the identity provider (API.md section 17).
+pub async fn regrant(
+    conn: &mut Conn<'_>,
+    id: &KeyId,
+    role: Role,
+    modules: &[String],
+    name: &str,
+    email: Option<&str>,
+) -> Result<()> {
+    let modules_json = serde_json::to_string(modules).unwrap_or_else(|_| "[]".into());
+    on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_keys SET role = $2, modules = $3, name = $4, email = $5 WHERE id = $1")
+        .bind(id).bind(role.as_str()).bind(&modules_json).bind(name).bind(email)
+        .execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(())
+}

@@ -67,6 +67,7 @@ pub mod ledger;
 pub mod load;
 pub mod lookup;
 pub mod mappings;
+pub mod oidc;
 pub mod postgres;
 pub mod references;
 pub mod retention;

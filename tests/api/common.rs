@@ -32,6 +32,18 @@ pub async fn spawn_app() -> TestApp {
 
 /// The service with settings changed by `tweak`.
 pub async fn spawn_app_with(tweak: impl FnOnce(&mut Settings)) -> TestApp {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    spawn_app_on(listener, tweak).await
+}
+
+/// The service on `listener` (bound first, so that settings can name its
+/// address), with settings changed by `tweak`.
+pub async fn spawn_app_on(
+    listener: tokio::net::TcpListener,
+    tweak: impl FnOnce(&mut Settings),
+) -> TestApp {
     let dir = tempfile::tempdir().expect("temp dir");
     let database = fresh_database(dir.path()).await;
     let mut settings = Settings {
@@ -48,9 +60,6 @@ pub async fn spawn_app_with(tweak: impl FnOnce(&mut Settings)) -> TestApp {
         .await
         .expect("admin key")
         .expect("fresh database");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     tokio::spawn(app.clone().serve(listener));
     TestApp {

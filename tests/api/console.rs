@@ -62,15 +62,31 @@ impl<'a> Console<'a> {
     }
 
     pub async fn get(&mut self, path: &str) -> Response {
+        self.get_url(&self.app.url(path)).await
+    }
+
+    /// A GET of a whole URL (another server on loopback shares the jar:
+    /// cookies do not tell ports apart).
+    pub async fn get_url(&mut self, url: &str) -> Response {
         let resp = self
             .client
-            .get(self.app.url(path))
+            .get(url)
             .header("Cookie", self.cookie_header())
             .send()
             .await
             .expect("request");
         self.keep_cookies(&resp);
         resp
+    }
+
+    /// Whether the jar holds a cookie of this name.
+    pub fn has_cookie(&self, name: &str) -> bool {
+        self.cookies.contains_key(name)
+    }
+
+    /// The value of a cookie in the jar.
+    pub fn cookie(&self, name: &str) -> Option<String> {
+        self.cookies.get(name).cloned()
     }
 
     pub async fn page(&mut self, path: &str) -> String {

@@ -11,6 +11,7 @@
 //! `cargo xtask test [--sqlite-only] [-- <nextest arguments>]`
 
 use std::env;
+use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
 /// The PostgreSQL server the second half runs against.
@@ -43,6 +44,16 @@ const NEEDS: &[Need] = &[
         program: "curl",
         package: "curl",
         why: "the demo's printed API commands are run as a newcomer pastes them",
+    },
+    Need {
+        program: "node",
+        package: "nodejs",
+        why: "the sign-in tests run a real OpenID provider (tests/oidc)",
+    },
+    Need {
+        program: "npm",
+        package: "npm",
+        why: "installing the test OpenID provider from the npm registry",
     },
     Need {
         program: "psql",
@@ -78,6 +89,7 @@ fn test(args: &[String]) -> Result<(), String> {
         .collect();
     ensure_nextest()?;
     ensure_programs()?;
+    ensure_oidc_provider()?;
     let pg = env::var("IMPORTGATE_TEST_POSTGRES_SERVER").unwrap_or_else(|_| DEFAULT_PG.into());
     if !sqlite_only {
         ensure_postgres(&pg)?;
@@ -134,6 +146,27 @@ fn ensure_nextest() -> Result<(), String> {
         Ok(())
     } else {
         Err("cargo-nextest is missing and `cargo install cargo-nextest --locked` failed; install it, then run again".into())
+    }
+}
+
+/// Installs the test OpenID provider (`oidc-provider` from npm, locked
+/// by tests/oidc/package-lock.json) unless it is there.
+fn ensure_oidc_provider() -> Result<(), String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/oidc");
+    if dir
+        .join("node_modules/oidc-provider/package.json")
+        .is_file()
+    {
+        return Ok(());
+    }
+    step("installing the test OpenID provider (npm ci --prefix tests/oidc)");
+    if ok(Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&dir))
+    {
+        Ok(())
+    } else {
+        Err("`npm ci --prefix tests/oidc` failed; the sign-in tests need it".into())
     }
 }
 
