@@ -58,11 +58,11 @@ pub async fn find(app: &App, id: &str) -> Result<Option<Session>> {
     let Some(key) = store::keys::get(&mut c.conn(), &s.key_id).await? else {
         return Ok(None);
     };
-    if !key.is_live(chrono::Utc::now()) {
+    let absolute = Duration::hours(i64::from(app.settings.console_session_hours));
+    if !key.is_live(chrono::Utc::now()) || now >= s.created_at + absolute {
         sessions::delete(&mut c.conn(), &id_hash).await?;
         return Ok(None);
     }
-    let absolute = Duration::hours(i64::from(app.settings.console_session_hours));
     let wanted = (now + IDLE).min(s.created_at + absolute);
     if wanted - s.expires_at > EXTEND_STEP {
         sessions::extend(&mut c.conn(), &id_hash, wanted).await?;

@@ -1197,3 +1197,56 @@ async fn browser_a_workbook_is_uploaded_read_by_part_and_approved_once() {
     assert_eq!(app.count("uc_sales_orders").await, 1);
     b.close().await;
 }
+
+/// Signs in from the sign-in page's button through the test provider's
+/// login form, as `account`.
+async fn sign_in_at_provider(b: &Browser, account: &str) {
+    b.goto("/signin").await;
+    assert_eq!(b.text("#oidc-sign-in").await, "Sign in with Test Workspace");
+    b.click("#oidc-sign-in").await;
+    b.type_into("#login", account).await;
+    b.type_into("#password", "any").await;
+    b.click("#submit").await;
+    b.wait_path("/jobs").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_staff_sign_in_through_the_provider_and_a_second_person_approves() {
+    let (app, _provider) = crate::oidc::with_provider(|_| {}).await;
+    crate::oidc::key_with_email(&app, "Budi Santoso", "budi@example.co.id", "submitter").await;
+    crate::oidc::key_with_email(&app, "Siti Rahayu", "siti@example.co.id", "submitter").await;
+    let files = tempfile::tempdir().unwrap();
+    let payments = "payment_no,order_no,amount_idr,paid_at,method,status\n\
+                    PAY-1,SO-9,1000,2024-05-01 10:00,QRIS,verified\n";
+    let path = file(files.path(), "pembayaran.csv", payments);
+
+    let b = Browser::start(&app.base, 1280, 900).await;
+    sign_in_at_provider(&b, "sub-budi").await;
+    assert!(b.text(".who").await.contains("Bu***o"));
+    b.goto("/upload").await;
+    b.find("#module")
+        .await
+        .select_by_value("payments")
+        .await
+        .unwrap();
+    b.find("#file").await.send_keys(&path).await.unwrap();
+    b.click("#upload-button").await;
+    b.wait_text("h1 .badge", "Awaiting approval").await;
+    let job = b.path().await;
+    assert_eq!(
+        b.count("details.action-approve").await,
+        0,
+        "not his to approve"
+    );
+    b.sign_out().await;
+
+    // Siti approves payments by her group at the provider.
+    sign_in_at_provider(&b, "sub-siti").await;
+    assert!(b.text(".who").await.contains("Si***u"));
+    b.goto(&job).await;
+    b.decide("approve", "sesuai mutasi rekening").await;
+    b.wait_text("h1 .badge", "Committed").await;
+    b.shot("oidc-approved-1280").await;
+    assert_eq!(app.count("uc_payments").await, 1);
+    b.close().await;
+}

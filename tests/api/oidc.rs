@@ -15,7 +15,7 @@ use crate::common::{TestApp, spawn_app_on};
 use crate::console::Console;
 
 /// The test provider, stopped when dropped.
-struct Provider {
+pub struct Provider {
     child: Child,
     issuer: String,
 }
@@ -70,7 +70,7 @@ impl Drop for Provider {
 
 /// The service signing in with a fresh test provider: staff are
 /// submitters, finance approvers approve payments only, ops admins admin.
-async fn with_provider(
+pub async fn with_provider(
     tweak: impl FnOnce(&mut importgate::config::Settings),
 ) -> (TestApp, Provider) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -112,7 +112,12 @@ async fn with_provider(
 }
 
 /// A key for a person with an email, as an admin gives one: its id.
-async fn key_with_email(app: &TestApp, name: &str, email: &str, role: &str) -> (String, String) {
+pub async fn key_with_email(
+    app: &TestApp,
+    name: &str,
+    email: &str,
+    role: &str,
+) -> (String, String) {
     let resp = app
         .client
         .post(app.url("/api/keys"))
@@ -423,4 +428,41 @@ async fn a_slow_provider_is_said_within_ten_seconds() {
     );
     assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert!(resp.text().await.unwrap().contains("cannot be reached"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_ends_console_session_hours_after_sign_in() {
+    let (app, provider) = with_provider(|s| s.console_session_hours = 3).await;
+    key_with_email(&app, "Budi Santoso", "budi@example.co.id", "submitter").await;
+    let mut c = Console::new(&app);
+    provider.next("sub-budi", "normal").await;
+    assert_eq!(sign_in_through(&mut c, &app).await.status(), StatusCode::OK);
+    let signed_at = |hours: i64| {
+        let at = chrono::Utc::now() - chrono::Duration::hours(hours);
+        format!("UPDATE ig_sessions SET created_at = '{}'", at.to_rfc3339())
+    };
+    // Two hours in, the session holds; past three, it has ended.
+    app.sql(&signed_at(2)).await;
+    assert_eq!(c.get("/jobs").await.status(), StatusCode::OK);
+    app.sql(&signed_at(4)).await;
+    let resp = c.get("/jobs").await;
+    assert_eq!(resp.status(), StatusCode::SEE_OTHER);
+    assert!(crate::console::location(&resp).starts_with("/signin"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_oidc_create_persons_an_unknown_person_is_made_at_sign_in() {
+    let (app, provider) = with_provider(|s| s.oidc.create_persons = true).await;
+    let before = keys_of(&app).await.len();
+    let mut c = Console::new(&app);
+    // Eko's email is not verified and no key has it: a new person.
+    provider.next("sub-eko", "normal").await;
+    assert_eq!(sign_in_through(&mut c, &app).await.status(), StatusCode::OK);
+    let keys = keys_of(&app).await;
+    assert_eq!(keys.len(), before + 1);
+    let made = keys.last().unwrap();
+    assert_eq!(made["role"], "submitter");
+    assert_ne!(made["person_id"], keys[0]["person_id"]);
+    // The unverified email is not kept as the person's.
+    assert_eq!(made["email"], Value::Null, "{made}");
 }
