@@ -207,6 +207,18 @@ async fn a_person_signs_in_through_the_provider_as_the_person_of_their_keys() {
         "{types:?}"
     );
     assert!(!events.to_string().contains("Budi Santoso"), "masked");
+    chain_holds(&app).await;
+}
+
+/// The ledger verifies: the sign-in keys' rows say what their events do.
+async fn chain_holds(app: &TestApp) {
+    let verdict = importgate::service::audit::verify(&app.app.db, &app.app.seal.key, None)
+        .await
+        .unwrap();
+    assert!(
+        matches!(verdict, importgate::ledger::chain::Verdict::Holds { .. }),
+        "{verdict:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -222,6 +234,16 @@ async fn groups_give_the_widest_role_and_a_mapped_scope() {
         .find(|k| k["role"] == "approver")
         .expect("an approver");
     assert_eq!(signed["modules"], json!(["payments"]));
+
+    // Each sign-in regrants the key from the groups of the moment (here the
+    // same): the key's row still says what its events say.
+    let mut again = Console::new(&app);
+    provider.next("sub-siti", "normal").await;
+    assert_eq!(
+        sign_in_through(&mut again, &app).await.status(),
+        StatusCode::OK
+    );
+    chain_holds(&app).await;
 }
 
 /// What a refused return shows: the sign-in page, its message, no session.
@@ -258,6 +280,7 @@ async fn a_token_that_fails_any_check_signs_nobody_in() {
         .filter(|e| e["type"] == "person.sign_in_refused")
         .count();
     assert_eq!(refusals, 7, "{events}");
+    chain_holds(&app).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
