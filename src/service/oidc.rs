@@ -24,6 +24,7 @@ use openidconnect::{
     Nonce, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope, TokenResponse,
 };
 use serde_json::json;
+use subtle::ConstantTimeEq;
 
 use super::{App, Error, Result};
 use crate::config::Oidc;
@@ -105,7 +106,7 @@ pub async fn start(app: &App, next: &str) -> Result<std::result::Result<Started,
             id: "/auth/oidc/start".into(),
         });
     };
-    let client = match client(app, &p).await {
+    let client = match client(app, &p, &http_client()).await {
         Ok(c) => c,
         Err(r) => return Ok(Err(r)),
     };
@@ -167,7 +168,6 @@ async fn signed_in(
             id: "/auth/oidc/callback".into(),
         });
     };
-    use subtle::ConstantTimeEq;
     if state.is_empty() || !bool::from(state.as_bytes().ct_eq(held.as_bytes())) {
         return Ok(Err(refused(
             "state",
@@ -222,8 +222,8 @@ async fn checked_claims(
     code: &str,
     login: &store::oidc::Login,
 ) -> std::result::Result<Claims, Refused> {
-    let client = client(app, p).await?;
     let http = http_client();
+    let client = client(app, p, &http).await?;
     let call = |r: HttpRequest| fetch(http.clone(), r);
     let exchange = client
         .exchange_code(AuthorizationCode::new(code.to_string()))
@@ -421,7 +421,7 @@ async fn person_of(
             format!("{why}, so importgate cannot tell who you are; ask an admin"),
         )));
     };
-    let found = store::oidc::person_by_email(conn, email, store::now()).await?;
+    let found = store::keys::persons_with_email(conn, email, store::now()).await?;
     Ok(match found.as_slice() {
         [one] => Ok(one.clone()),
         [] if create => Ok(keys::person_id()),
@@ -492,9 +492,13 @@ type ProviderClient = CoreClient<
     openidconnect::EndpointMaybeSet,
 >;
 
-/// The provider's client, discovered now. An `http` issuer is refused
-/// unless `oidc_allow_http`.
-async fn client(app: &App, p: &Provider<'_>) -> std::result::Result<ProviderClient, Refused> {
+/// The provider's client, discovered now through `http`. An `http` issuer
+/// is refused unless `oidc_allow_http`.
+async fn client(
+    app: &App,
+    p: &Provider<'_>,
+    http: &reqwest::Client,
+) -> std::result::Result<ProviderClient, Refused> {
     if p.issuer.starts_with("http://") && !app.settings.oidc.allow_http {
         return Err(refused(
             "provider",
@@ -503,7 +507,6 @@ async fn client(app: &App, p: &Provider<'_>) -> std::result::Result<ProviderClie
     }
     let issuer = IssuerUrl::new(p.issuer.to_string())
         .map_err(|e| refused("provider", format!("oidc_issuer is not a URL: {e}")))?;
-    let http = http_client();
     let call = |r: HttpRequest| fetch(http.clone(), r);
     let meta = CoreProviderMetadata::discover_async(issuer, &call)
         .await

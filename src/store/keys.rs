@@ -179,3 +179,16 @@ pub async fn regrant(
         .execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
 }
+
+/// The persons whose live keys have this email (compared without case).
+pub async fn persons_with_email(
+    conn: &mut Conn<'_>,
+    email: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<String>> {
+    let found = on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT DISTINCT person_id FROM ig_keys WHERE LOWER(email) = LOWER($1) \
+           AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)")
+        .bind(email).bind(now).fetch_all(c).await)?;
+    Ok(found)
+}

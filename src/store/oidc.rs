@@ -70,17 +70,3 @@ pub async fn insert_link(
         .execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
 }
-
-/// The person of a live key with this email (compared without case), if
-/// one person has it.
-pub async fn person_by_email(
-    conn: &mut Conn<'_>,
-    email: &str,
-    now: DateTime<Utc>,
-) -> Result<Vec<String>> {
-    let found = on_conn!(conn, c => sqlx::query_scalar(
-        "SELECT DISTINCT person_id FROM ig_keys WHERE LOWER(email) = LOWER($1) \
-           AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)")
-        .bind(email).bind(now).fetch_all(c).await)?;
-    Ok(found)
-}

@@ -71,15 +71,15 @@ pub async fn remove_staged(
     Ok(removed as i64)
 }
 
-/// Records that a purged job has no staged rows left.
+/// Records that a purged job has no staged rows left: its stage's
+/// numbering breaks and kept keys go, and the job names no stage.
 pub async fn forget_stage(conn: &mut Conn<'_>, job_id: &JobId) -> Result<()> {
-    on_conn!(conn, c => sqlx::query(
-        "DELETE FROM ig_stage_breaks WHERE job = (SELECT stage FROM ig_jobs WHERE id = $1)")
-        .bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;
     let stage: Option<i64> = on_conn!(conn, c => sqlx::query_scalar(
         "SELECT stage FROM ig_jobs WHERE id = $1").bind(job_id).fetch_optional(c).await)?
     .flatten();
     if let Some(stage) = stage {
+        on_conn!(conn, c => sqlx::query("DELETE FROM ig_stage_breaks WHERE job = $1")
+            .bind(stage).execute(c).await.map(|r| r.rows_affected()))?;
         super::stage::keys::forget(conn, stage).await?;
     }
     on_conn!(conn, c => sqlx::query(
