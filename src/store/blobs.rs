@@ -124,9 +124,11 @@ pub async fn put_chunk(
 /// [`drop_unused`]).
 pub async fn finish(conn: &mut Conn<'_>, upload_id: &str, sha256: &str, bytes: i64) -> Result<()> {
     txn::lock(conn, Lock::Blobs).await?;
-    let done = on_conn!(conn, c => sqlx::query(
-        "INSERT INTO ig_blobs (sha256, upload_id, bytes, created_at) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (sha256) DO NOTHING")
+    let sql = conn.dialect().insert_or_skip(
+        "ig_blobs (sha256, upload_id, bytes, created_at) VALUES ($1, $2, $3, $4)",
+        "sha256",
+    );
+    let done = on_conn!(conn, c => sqlx::query(&sql)
         .bind(sha256).bind(upload_id).bind(bytes).bind(now()).execute(c).await.map(|r| r.rows_affected()))?;
     if done == 0 {
         discard(conn, upload_id).await?;
@@ -150,9 +152,9 @@ pub async fn purge_orphans(
     Ok(on_conn!(conn, c => sqlx::query(
         "DELETE FROM ig_blob_chunks WHERE created_at < $1 \
          AND NOT EXISTS (SELECT 1 FROM ig_blobs b WHERE b.upload_id = ig_blob_chunks.upload_id) \
-         AND NOT EXISTS (SELECT 1 FROM ig_blob_chunks k \
-                         WHERE k.upload_id = ig_blob_chunks.upload_id AND k.created_at >= $1)")
-        .bind(before).execute(c).await.map(|r| r.rows_affected()))?)
+         AND upload_id NOT IN (SELECT f.upload_id FROM \
+                               (SELECT DISTINCT upload_id FROM ig_blob_chunks WHERE created_at >= $2) f)")
+        .bind(before).bind(before).execute(c).await.map(|r| r.rows_affected()))?)
 }
 
 /// What became of a stored file when a job that used it was purged.
@@ -178,12 +180,16 @@ pub async fn drop_unused(conn: &mut Conn<'_>, sha256: &str, job_id: &JobId) -> R
     if users > 0 {
         return Ok(Dropped::Shared { jobs: users });
     }
+    // Read, then dropped: MySQL's `DELETE` returns nothing. The lock
+    // keeps anyone else from dropping or filing it in between.
     let found: Option<(String, i64)> = on_conn!(conn, c => sqlx::query_as(
-        "DELETE FROM ig_blobs WHERE sha256 = $1 RETURNING upload_id, bytes")
+        "SELECT upload_id, bytes FROM ig_blobs WHERE sha256 = $1")
         .bind(sha256).fetch_optional(c).await)?;
     let Some((upload_id, bytes)) = found else {
         return Ok(Dropped::Absent);
     };
+    on_conn!(conn, c => sqlx::query("DELETE FROM ig_blobs WHERE sha256 = $1")
+        .bind(sha256).execute(c).await.map(|r| r.rows_affected()))?;
     discard(conn, &upload_id).await?;
     Ok(Dropped::Yes { bytes })
 }

@@ -5,23 +5,26 @@
 use std::time::Duration;
 
 use sqlx::pool::PoolConnection;
+use sqlx::{MySql, MySqlConnection, MySqlPool};
 use sqlx::{PgConnection, PgPool, Postgres, Sqlite, SqliteConnection, SqlitePool};
 
 use super::dialect::Dialect;
 use super::error::{Result, StoreError};
-use super::{postgres, sqlite};
+use super::{mysql, postgres, sqlite};
 
-/// A pool of connections to one of the two databases.
+/// A pool of connections to one of the three databases.
 #[derive(Clone, Debug)]
 pub enum Db {
     Sqlite(SqlitePool),
     Postgres(PgPool),
+    Mysql(MySqlPool),
 }
 
 /// One connection, borrowed from a pool or from a transaction.
 pub enum Conn<'c> {
     Sqlite(&'c mut SqliteConnection),
     Postgres(&'c mut PgConnection),
+    Mysql(&'c mut MySqlConnection),
 }
 
 /// A transaction: everything done through [`Tx::conn`] is kept or dropped
@@ -29,16 +32,20 @@ pub enum Conn<'c> {
 pub enum Tx {
     Sqlite(sqlx::Transaction<'static, Sqlite>),
     Postgres(sqlx::Transaction<'static, Postgres>),
+    Mysql(sqlx::Transaction<'static, MySql>),
 }
 
 /// A connection held from the pool outside any transaction.
 pub enum Pooled {
     Sqlite(PoolConnection<Sqlite>),
     Postgres(PoolConnection<Postgres>),
+    Mysql(PoolConnection<MySql>),
 }
 
 /// Runs `$body` with `$c` bound to the driver's own `&mut Connection`: SQL
-/// that is the same for both databases, written once.
+/// that is the same for every database, written once. On MySQL `$c` is
+/// the connection as [`mysql::exec::Exec`](crate::store::mysql::exec::Exec),
+/// which takes the statements' `$n` parameters as MySQL's `?`.
 #[macro_export]
 macro_rules! on_conn {
     ($conn:expr, $c:ident => $body:expr) => {
@@ -49,6 +56,11 @@ macro_rules! on_conn {
             }
             $crate::store::Conn::Postgres(inner) => {
                 let $c: &mut sqlx::PgConnection = &mut **inner;
+                $body
+            }
+            $crate::store::Conn::Mysql(inner) => {
+                let mut exec = $crate::store::mysql::exec::Exec(&mut **inner);
+                let $c = &mut exec;
                 $body
             }
         }
@@ -82,7 +94,8 @@ impl Db {
         )))
     }
 
-    /// Connects to `sqlite://path` (created if absent) or `postgres://…`.
+    /// Connects to `sqlite://path` (created if absent), `postgres://…`,
+    /// or `mysql://…` / `mariadb://…`.
     pub async fn connect(url: &str) -> Result<Db> {
         Db::connect_with(url, Duration::from_secs(60)).await
     }
@@ -94,6 +107,8 @@ impl Db {
             Ok(Db::Sqlite(sqlite::connect::pool(url, busy).await?))
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             Ok(Db::Postgres(postgres::connect::pool(url).await?))
+        } else if url.starts_with("mysql:") || url.starts_with("mariadb:") {
+            Ok(Db::Mysql(mysql::connect::pool(url).await?))
         } else {
             Err(StoreError::Url(url.to_string()))
         }
@@ -103,6 +118,7 @@ impl Db {
         match self {
             Db::Sqlite(_) => Dialect::Sqlite,
             Db::Postgres(_) => Dialect::Postgres,
+            Db::Mysql(_) => Dialect::Mysql,
         }
     }
 
@@ -111,6 +127,7 @@ impl Db {
         Ok(match self {
             Db::Sqlite(p) => Pooled::Sqlite(p.acquire().await?),
             Db::Postgres(p) => Pooled::Postgres(p.acquire().await?),
+            Db::Mysql(p) => Pooled::Mysql(p.acquire().await?),
         })
     }
 
@@ -132,6 +149,7 @@ impl Db {
             Ok::<_, sqlx::Error>(match db {
                 Db::Sqlite(p) => Tx::Sqlite(sqlite::txn::begin(&p).await?),
                 Db::Postgres(p) => Tx::Postgres(postgres::txn::begin(&p).await?),
+                Db::Mysql(p) => Tx::Mysql(mysql::txn::begin(&p).await?),
             })
         });
         match started.await {
@@ -190,7 +208,7 @@ impl Db {
     fn back_after_outage(&self) {
         match self {
             Db::Sqlite(_) => sqlite::connect::distrust_open_connections(),
-            Db::Postgres(_) => {}
+            Db::Postgres(_) | Db::Mysql(_) => {}
         }
     }
 
@@ -199,6 +217,7 @@ impl Db {
         match self {
             Db::Sqlite(p) => p.close().await,
             Db::Postgres(p) => p.close().await,
+            Db::Mysql(p) => p.close().await,
         }
     }
 }
@@ -208,6 +227,7 @@ impl Tx {
         match self {
             Tx::Sqlite(t) => Conn::Sqlite(t),
             Tx::Postgres(t) => Conn::Postgres(t),
+            Tx::Mysql(t) => Conn::Mysql(t),
         }
     }
 
@@ -215,6 +235,7 @@ impl Tx {
         match self {
             Tx::Sqlite(t) => t.commit().await?,
             Tx::Postgres(t) => t.commit().await?,
+            Tx::Mysql(t) => t.commit().await?,
         }
         Ok(())
     }
@@ -223,6 +244,7 @@ impl Tx {
         match self {
             Tx::Sqlite(t) => t.rollback().await?,
             Tx::Postgres(t) => t.rollback().await?,
+            Tx::Mysql(t) => t.rollback().await?,
         }
         Ok(())
     }
@@ -233,6 +255,7 @@ impl Pooled {
         match self {
             Pooled::Sqlite(c) => Conn::Sqlite(c),
             Pooled::Postgres(c) => Conn::Postgres(c),
+            Pooled::Mysql(c) => Conn::Mysql(c),
         }
     }
 }
@@ -242,6 +265,7 @@ impl Conn<'_> {
         match self {
             Conn::Sqlite(_) => Dialect::Sqlite,
             Conn::Postgres(_) => Dialect::Postgres,
+            Conn::Mysql(_) => Dialect::Mysql,
         }
     }
 }

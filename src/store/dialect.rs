@@ -3,7 +3,7 @@
 //! shared files, answered by each backend's `sql.rs`
 //! (`sqlite::sql`, `postgres::sql`) side by side.
 
-use super::{postgres, sqlite};
+use super::{mysql, postgres, sqlite};
 use crate::catalog::ColumnType;
 
 /// Which SQL dialect a connection speaks (for the few statements that differ).
@@ -11,6 +11,7 @@ use crate::catalog::ColumnType;
 pub enum Dialect {
     Sqlite,
     Postgres,
+    Mysql,
 }
 
 impl Dialect {
@@ -20,6 +21,7 @@ impl Dialect {
         match self {
             Dialect::Sqlite => sqlite::sql::param(n),
             Dialect::Postgres => postgres::sql::param(n),
+            Dialect::Mysql => mysql::sql::param(n),
         }
     }
 
@@ -40,6 +42,7 @@ impl Dialect {
         match self {
             Dialect::Sqlite => sqlite::sql::column_type(ty),
             Dialect::Postgres => postgres::sql::column_type(ty),
+            Dialect::Mysql => mysql::sql::column_type(ty),
         }
     }
 
@@ -48,6 +51,7 @@ impl Dialect {
         match self {
             Dialect::Sqlite => sqlite::sql::ID_COLUMN,
             Dialect::Postgres => postgres::sql::ID_COLUMN,
+            Dialect::Mysql => mysql::sql::ID_COLUMN,
         }
     }
 
@@ -56,6 +60,7 @@ impl Dialect {
         match self {
             Dialect::Sqlite => sqlite::sql::MODULE_TABLE_OPTIONS.to_string(),
             Dialect::Postgres => postgres::sql::module_table_options(),
+            Dialect::Mysql => mysql::sql::module_table_options(),
         }
     }
 
@@ -64,6 +69,7 @@ impl Dialect {
         match self {
             Dialect::Sqlite => sqlite::sql::STAGE_TABLE_OPTIONS,
             Dialect::Postgres => postgres::sql::STAGE_TABLE_OPTIONS,
+            Dialect::Mysql => mysql::sql::STAGE_TABLE_OPTIONS,
         }
     }
 
@@ -72,6 +78,7 @@ impl Dialect {
         match self {
             Dialect::Sqlite => sqlite::sql::null_safe_eq(a, b),
             Dialect::Postgres => postgres::sql::null_safe_eq(a, b),
+            Dialect::Mysql => mysql::sql::null_safe_eq(a, b),
         }
     }
 
@@ -83,6 +90,7 @@ impl Dialect {
         match self {
             Dialect::Sqlite => sqlite::sql::equals(column, param, ty),
             Dialect::Postgres => postgres::sql::equals(column, param),
+            Dialect::Mysql => mysql::sql::equals(column, param),
         }
     }
 
@@ -92,6 +100,7 @@ impl Dialect {
         match self {
             Dialect::Sqlite => sqlite::sql::json_text_list(param),
             Dialect::Postgres => postgres::sql::json_text_list(param),
+            Dialect::Mysql => mysql::sql::json_text_list(param),
         }
     }
 
@@ -100,6 +109,7 @@ impl Dialect {
         match self {
             Dialect::Sqlite => sqlite::sql::CLAIM_LOCK,
             Dialect::Postgres => postgres::sql::CLAIM_LOCK,
+            Dialect::Mysql => mysql::sql::CLAIM_LOCK,
         }
     }
 
@@ -109,6 +119,7 @@ impl Dialect {
         match self {
             Dialect::Sqlite => sqlite::sql::rows_per_write(rows),
             Dialect::Postgres => postgres::sql::rows_per_write(rows),
+            Dialect::Mysql => mysql::sql::rows_per_write(rows),
         }
     }
 
@@ -125,6 +136,7 @@ impl Dialect {
         match self {
             Dialect::Sqlite => sqlite::sql::delete_joined(target, id, from, on, filter),
             Dialect::Postgres => postgres::sql::delete_joined(target, id, from, on, filter),
+            Dialect::Mysql => mysql::sql::delete_joined(target, id, from, on, filter),
         }
     }
 
@@ -135,6 +147,7 @@ impl Dialect {
         match self {
             Dialect::Sqlite => sqlite::sql::json_record(json, alias, columns),
             Dialect::Postgres => postgres::sql::json_record(json, alias, columns),
+            Dialect::Mysql => mysql::sql::json_record(json, alias, columns),
         }
     }
 
@@ -144,6 +157,7 @@ impl Dialect {
         match self {
             Dialect::Sqlite => sqlite::sql::json_member(json, alias, name),
             Dialect::Postgres => postgres::sql::json_member(json, alias, name),
+            Dialect::Mysql => mysql::sql::json_member(json, alias, name),
         }
     }
 
@@ -153,6 +167,7 @@ impl Dialect {
         match self {
             Dialect::Sqlite => sqlite::sql::joined_in_order(rows, column, order),
             Dialect::Postgres => postgres::sql::joined_in_order(rows, column, order),
+            Dialect::Mysql => mysql::sql::joined_in_order(rows, column, order),
         }
     }
 
@@ -161,6 +176,7 @@ impl Dialect {
         match self {
             Dialect::Sqlite => sqlite::sql::sortable_key(key),
             Dialect::Postgres => postgres::sql::sortable_key(key),
+            Dialect::Mysql => mysql::sql::sortable_key(key),
         }
     }
 
@@ -170,6 +186,103 @@ impl Dialect {
         match self {
             Dialect::Sqlite => sqlite::sql::key_match_is_exact(ty),
             Dialect::Postgres => postgres::sql::key_match_is_exact(ty),
+            Dialect::Mysql => mysql::sql::key_match_is_exact(ty),
+        }
+    }
+
+    /// The SQL type of a module column a unique index holds (a natural
+    /// key's): MySQL indexes no unbounded text.
+    pub fn key_column_type(self, ty: ColumnType) -> &'static str {
+        match self {
+            Dialect::Mysql => mysql::sql::key_column_type(ty),
+            _ => self.column_type(ty),
+        }
+    }
+
+    /// The type of a text column an index holds.
+    pub fn key_text(self) -> &'static str {
+        match self {
+            Dialect::Mysql => mysql::sql::KEY_TEXT,
+            _ => "TEXT",
+        }
+    }
+
+    /// `CREATE [UNIQUE] INDEX` of `columns` (a list) on `table`, over the
+    /// rows where `filter` holds where the database keeps partial indexes
+    /// (MySQL keeps every row). The caller asks first whether it exists.
+    pub fn create_index(
+        self,
+        name: &str,
+        table: &str,
+        columns: &str,
+        unique: bool,
+        filter: Option<&str>,
+    ) -> String {
+        match self {
+            Dialect::Mysql => mysql::sql::create_index(name, table, columns, unique),
+            _ => {
+                let unique = if unique { "UNIQUE " } else { "" };
+                let filter = filter.map(|f| format!(" WHERE {f}")).unwrap_or_default();
+                format!("CREATE {unique}INDEX IF NOT EXISTS {name} ON {table} ({columns}){filter}")
+            }
+        }
+    }
+
+    /// `DROP INDEX` of index `name` of `table`, which exists.
+    pub fn drop_index(self, name: &str, table: &str) -> String {
+        match self {
+            Dialect::Mysql => mysql::sql::drop_index(name, table),
+            _ => format!("DROP INDEX IF EXISTS {name}"),
+        }
+    }
+
+    /// `expr` as text.
+    pub fn as_text(self, expr: &str) -> String {
+        match self {
+            Dialect::Mysql => mysql::sql::as_text(expr),
+            _ => format!("CAST({expr} AS TEXT)"),
+        }
+    }
+
+    /// Whether DDL commits the transaction it runs in (MySQL's does).
+    pub fn ddl_commits(self) -> bool {
+        self == Dialect::Mysql
+    }
+
+    /// `INSERT INTO {insert}` that inserts nothing where a row with the
+    /// same `key` (a unique index's columns) is there: the statement's
+    /// count of rows says which.
+    pub fn insert_or_skip(self, insert: &str, key: &str) -> String {
+        match self {
+            Dialect::Mysql => mysql::sql::insert_or_skip(insert),
+            _ => format!("INSERT INTO {insert} ON CONFLICT ({key}) DO NOTHING"),
+        }
+    }
+
+    /// Whether an `UPDATE` can return the rows it wrote (`RETURNING`):
+    /// MySQL's cannot.
+    pub fn update_returns(self) -> bool {
+        self != Dialect::Mysql
+    }
+
+    /// `UPDATE` of `target`'s rows that the rows `r` of `from` meet where
+    /// `filter` holds, each column of `sets` to its expression (of `r`).
+    pub fn update_joined(
+        self,
+        target: &str,
+        sets: &[(String, String)],
+        from: &str,
+        filter: &str,
+    ) -> String {
+        match self {
+            Dialect::Mysql => mysql::sql::update_joined(target, sets, from, filter),
+            _ => {
+                let sets: Vec<String> = sets.iter().map(|(c, e)| format!("{c} = {e}")).collect();
+                format!(
+                    "UPDATE {target} SET {} FROM {from} r WHERE {filter}",
+                    sets.join(", ")
+                )
+            }
         }
     }
 }

@@ -2,15 +2,22 @@
 //! themselves (each backend names its own: `sqlite::errors`,
 //! `postgres::errors`).
 
-use super::{postgres, sqlite};
+use super::{mysql, postgres, sqlite};
 
 /// A database error from the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database: {0}")]
     Sql(sqlx::Error),
-    #[error("database URL {0:?} is neither sqlite:// nor postgres://")]
+    #[error("database URL {0:?} is none of sqlite://, postgres://, mysql:// or mariadb://")]
     Url(String),
+    /// The database server could not be reached, refused the user, or is
+    /// a version the store does not run on (named, with host and user).
+    #[error("{0}")]
+    Unreachable(String),
+    /// A table the store writes exists with columns of other types.
+    #[error("{0}")]
+    Schema(String),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
     /// The database's disk has less free space than is kept in reserve.
@@ -38,7 +45,7 @@ impl StoreError {
     pub fn is_unavailable(&self) -> bool {
         match self {
             StoreError::Sql(e) => unavailable(e),
-            StoreError::NoSpace(_) => true,
+            StoreError::NoSpace(_) | StoreError::Unreachable(_) => true,
             _ => false,
         }
     }
@@ -69,7 +76,9 @@ pub fn unavailable(e: &sqlx::Error) -> bool {
         | sqlx::Error::PoolClosed
         | sqlx::Error::WorkerCrashed => true,
         sqlx::Error::Database(db) => {
-            sqlite::errors::unavailable(db.as_ref()) || postgres::errors::unavailable(db.as_ref())
+            sqlite::errors::unavailable(db.as_ref())
+                || postgres::errors::unavailable(db.as_ref())
+                || mysql::errors::unavailable(db.as_ref())
         }
         _ => false,
     }
@@ -83,7 +92,9 @@ pub fn out_of_space(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::Io(io) => io_out_of_space(io),
         sqlx::Error::Database(db) => {
-            sqlite::errors::full(db.as_ref()) || postgres::errors::disk_full(db.as_ref())
+            sqlite::errors::full(db.as_ref())
+                || postgres::errors::disk_full(db.as_ref())
+                || mysql::errors::disk_full(db.as_ref())
         }
         _ => false,
     }

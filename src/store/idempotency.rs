@@ -30,9 +30,12 @@ pub async fn claim(
     now: DateTime<Utc>,
     expired_before: DateTime<Utc>,
 ) -> Result<Claim> {
-    let inserted = on_conn!(conn, c => sqlx::query(
-        "INSERT INTO ig_idempotency (key_id, idem_key, fingerprint, job_id, created_at) \
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key_id, idem_key) DO NOTHING")
+    let sql = conn.dialect().insert_or_skip(
+        "ig_idempotency (key_id, idem_key, fingerprint, job_id, created_at) \
+         VALUES ($1, $2, $3, $4, $5)",
+        "key_id, idem_key",
+    );
+    let inserted = on_conn!(conn, c => sqlx::query(&sql)
         .bind(key_id).bind(idem_key).bind(fingerprint).bind(job_id).bind(now)
         .execute(c).await.map(|r| r.rows_affected()))?;
     if inserted == 1 {
@@ -43,9 +46,9 @@ pub async fn claim(
         .bind(key_id).bind(idem_key).fetch_one(c).await)?;
     if at < expired_before {
         on_conn!(conn, c => sqlx::query(
-            "UPDATE ig_idempotency SET fingerprint = $3, job_id = $4, created_at = $5 \
-             WHERE key_id = $1 AND idem_key = $2")
-            .bind(key_id).bind(idem_key).bind(fingerprint).bind(job_id).bind(now)
+            "UPDATE ig_idempotency SET fingerprint = $1, job_id = $2, created_at = $3 \
+             WHERE key_id = $4 AND idem_key = $5")
+            .bind(fingerprint).bind(job_id).bind(now).bind(key_id).bind(idem_key)
             .execute(c).await.map(|r| r.rows_affected()))?;
         return Ok(Claim::New);
     }

@@ -241,8 +241,8 @@ pub async fn mark_parts_purged(
     at: DateTime<Utc>,
 ) -> Result<()> {
     on_conn!(conn, c => sqlx::query(
-        "UPDATE ig_jobs SET purged_at = $2 WHERE parent_id = $1 AND purged_at IS NULL")
-        .bind(workbook).bind(at).execute(c).await.map(|r| r.rows_affected()))?;
+        "UPDATE ig_jobs SET purged_at = $1 WHERE parent_id = $2 AND purged_at IS NULL")
+        .bind(at).bind(workbook).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
 }
 
@@ -454,14 +454,14 @@ pub async fn held_by_earlier_process(
     let sql = format!(
         "SELECT id, lease_owner FROM ig_jobs \
          WHERE state IN ({}) AND lease_owner IS NOT NULL \
-           AND substr(lease_owner, 1, CAST($2 AS INTEGER)) = $1 \
-           AND substr(lease_owner, 1, CAST($4 AS INTEGER)) <> $3 \
+           AND substr(lease_owner, 1, CAST($1 AS INTEGER)) = $2 \
+           AND substr(lease_owner, 1, CAST($3 AS INTEGER)) <> $4 \
          ORDER BY id",
         state_list(&JobState::work_states())
     );
     Ok(on_conn!(conn, c => sqlx::query_as(&sql)
-        .bind(&mine).bind(mine.chars().count() as i64)
-        .bind(this_process).bind(this_process.chars().count() as i64)
+        .bind(mine.chars().count() as i64).bind(&mine)
+        .bind(this_process.chars().count() as i64).bind(this_process)
         .fetch_all(c).await)?)
 }
 
@@ -605,8 +605,8 @@ pub async fn events(conn: &mut Conn<'_>, job_id: &JobId) -> Result<Vec<Event>> {
 /// Updates the running counts of a job being validated (progress), without
 /// a new version: counts alone are not something an approver decides on.
 pub async fn set_counts(conn: &mut Conn<'_>, id: &JobId, counts: &Counts) -> Result<()> {
-    on_conn!(conn, c => sqlx::query("UPDATE ig_jobs SET counts = $2 WHERE id = $1")
-        .bind(id).bind(counts_text(counts)).execute(c).await.map(|r| r.rows_affected()))?;
+    on_conn!(conn, c => sqlx::query("UPDATE ig_jobs SET counts = $1 WHERE id = $2")
+        .bind(counts_text(counts)).bind(id).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
 }
 
@@ -619,10 +619,10 @@ pub async fn set_counts(conn: &mut Conn<'_>, id: &JobId, counts: &Counts) -> Res
 /// recently (the latest lease of any of their jobs, which [`release`]
 /// leaves on a job after its work: never served comes first); then the
 /// oldest job.
-fn fair_order(work: &str) -> String {
+fn fair_order(work: &str, now: &str) -> String {
     format!(
         "(SELECT COUNT(*) FROM ig_jobs o WHERE o.submitter = j.submitter \
-           AND o.state IN ({work}) AND o.parent_id IS NULL AND (o.lease_until >= $3 OR o.id < j.id)), \
+           AND o.state IN ({work}) AND o.parent_id IS NULL AND (o.lease_until >= {now} OR o.id < j.id)), \
          (SELECT COALESCE(MAX(o.lease_until), 0) FROM ig_jobs o \
            WHERE o.submitter = j.submitter AND o.lease_until IS NOT NULL), \
          j.id"
@@ -637,6 +637,9 @@ pub async fn claim(
 ) -> Result<Option<(JobId, JobState)>> {
     let lock = conn.dialect().claim_lock();
     let work = state_list(&JobState::work_states());
+    if !conn.dialect().update_returns() {
+        return claim_then_lease(conn, owner, now_ms, lease_ms).await;
+    }
     let sql = format!(
         "UPDATE ig_jobs SET lease_owner = $1, lease_until = $2 WHERE id = (\
            SELECT j.id FROM ig_jobs j \
@@ -645,11 +648,45 @@ pub async fn claim(
            ORDER BY {order} LIMIT 1{lock}) \
          AND (lease_until IS NULL OR lease_until < $3) \
          RETURNING id, state",
-        order = fair_order(&work)
+        order = fair_order(&work, "$3")
     );
     let got: Option<(JobId, String)> = on_conn!(conn, c => sqlx::query_as(&sql)
         .bind(owner).bind(now_ms + lease_ms).bind(now_ms).fetch_optional(c).await)?;
     Ok(got.and_then(|(id, s)| JobState::parse(&s).map(|s| (id, s))))
+}
+
+/// [`claim`] where an `UPDATE` returns no rows and may not read its own
+/// table in a subquery (MySQL): the job to claim, locked and passing over
+/// those another claim has locked, then its lease, taken only if still
+/// free (two replicas choosing the same job lease it once).
+async fn claim_then_lease(
+    conn: &mut Conn<'_>,
+    owner: &str,
+    now_ms: i64,
+    lease_ms: i64,
+) -> Result<Option<(JobId, JobState)>> {
+    let lock = conn.dialect().claim_lock();
+    let work = state_list(&JobState::work_states());
+    let sql = format!(
+        "SELECT j.id, j.state FROM ig_jobs j \
+         WHERE j.state IN ({work}) AND j.parent_id IS NULL \
+           AND (j.lease_until IS NULL OR j.lease_until < $1) \
+         ORDER BY {order} LIMIT 1{lock}",
+        order = fair_order(&work, "$2")
+    );
+    let found: Option<(JobId, String)> = on_conn!(conn, c => sqlx::query_as(&sql)
+        .bind(now_ms).bind(now_ms).fetch_optional(c).await)?;
+    let Some((id, state)) = found else {
+        return Ok(None);
+    };
+    let leased = on_conn!(conn, c => sqlx::query(
+        "UPDATE ig_jobs SET lease_owner = $1, lease_until = $2 \
+         WHERE id = $3 AND (lease_until IS NULL OR lease_until < $4)")
+        .bind(owner).bind(now_ms + lease_ms).bind(&id).bind(now_ms)
+        .execute(c).await.map(|r| r.rows_affected()))?;
+    Ok((leased == 1)
+        .then_some(())
+        .and_then(|_| JobState::parse(&state).map(|s| (id, s))))
 }
 
 /// Who must still hold a job for work on it to be written (a validation's
@@ -687,8 +724,8 @@ pub async fn heartbeat(
     until_ms: i64,
 ) -> Result<bool> {
     let done = on_conn!(conn, c => sqlx::query(
-        "UPDATE ig_jobs SET lease_until = $3 WHERE id = $1 AND lease_owner = $2")
-        .bind(id).bind(owner).bind(until_ms).execute(c).await.map(|r| r.rows_affected()))?;
+        "UPDATE ig_jobs SET lease_until = $1 WHERE id = $2 AND lease_owner = $3")
+        .bind(until_ms).bind(id).bind(owner).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(done > 0)
 }
 
@@ -701,11 +738,22 @@ pub async fn record_failure(
     owner: &str,
     error: &str,
 ) -> Result<Option<i64>> {
+    let update = "UPDATE ig_jobs SET attempts = CASE WHEN last_error = $1 THEN attempts + 1 ELSE 1 END, \
+                                     last_error = $2 \
+                  WHERE id = $3 AND lease_owner = $4";
+    if conn.dialect().update_returns() {
+        let sql = format!("{update} RETURNING attempts");
+        return Ok(on_conn!(conn, c => sqlx::query_scalar(&sql)
+            .bind(error).bind(error).bind(id).bind(owner).fetch_optional(c).await)?);
+    }
+    let done = on_conn!(conn, c => sqlx::query(update)
+        .bind(error).bind(error).bind(id).bind(owner).execute(c).await.map(|r| r.rows_affected()))?;
+    if done == 0 {
+        return Ok(None);
+    }
     Ok(on_conn!(conn, c => sqlx::query_scalar(
-        "UPDATE ig_jobs SET attempts = CASE WHEN last_error = $3 THEN attempts + 1 ELSE 1 END, \
-                            last_error = $3 \
-         WHERE id = $1 AND lease_owner = $2 RETURNING attempts")
-        .bind(id).bind(owner).bind(error).fetch_optional(c).await)?)
+        "SELECT attempts FROM ig_jobs WHERE id = $1 AND lease_owner = $2")
+        .bind(id).bind(owner).fetch_optional(c).await)?)
 }
 
 /// Gives a lease back so the job is picked up at once (by this or another
@@ -713,8 +761,8 @@ pub async fn record_failure(
 /// the time its submitter was last served, which the fair order reads.
 pub async fn release(conn: &mut Conn<'_>, id: &JobId, owner: &str, now_ms: i64) -> Result<()> {
     on_conn!(conn, c => sqlx::query(
-        "UPDATE ig_jobs SET lease_owner = NULL, lease_until = $3 WHERE id = $1 AND lease_owner = $2")
-        .bind(id).bind(owner).bind(now_ms - 1).execute(c).await.map(|r| r.rows_affected()))?;
+        "UPDATE ig_jobs SET lease_owner = NULL, lease_until = $1 WHERE id = $2 AND lease_owner = $3")
+        .bind(now_ms - 1).bind(id).bind(owner).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
 }
 
@@ -772,8 +820,8 @@ pub async fn get_many(conn: &mut Conn<'_>, ids: &[JobId]) -> Result<Vec<Job>> {
 /// `validating` for a while; a lapsed hold is claimed like any lease.
 pub async fn hold(conn: &mut Conn<'_>, id: &JobId, owner: &str, until_ms: i64) -> Result<()> {
     on_conn!(conn, c => sqlx::query(
-        "UPDATE ig_jobs SET lease_owner = $2, lease_until = $3 WHERE id = $1")
-        .bind(id).bind(owner).bind(until_ms).execute(c).await.map(|r| r.rows_affected()))?;
+        "UPDATE ig_jobs SET lease_owner = $1, lease_until = $2 WHERE id = $3")
+        .bind(owner).bind(until_ms).bind(id).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
 }
 

@@ -163,9 +163,9 @@ pub async fn decide(
     comment: Option<&str>,
 ) -> Result<bool> {
     let done = on_conn!(conn, c => sqlx::query(
-        "UPDATE ig_key_requests SET state = $2, decided_at = $3, decided_by = $4, comment = $5 \
-         WHERE id = $1 AND state = 'pending'")
-        .bind(id).bind(to.as_str()).bind(now()).bind(by).bind(comment)
+        "UPDATE ig_key_requests SET state = $1, decided_at = $2, decided_by = $3, comment = $4 \
+         WHERE id = $5 AND state = 'pending'")
+        .bind(to.as_str()).bind(now()).bind(by).bind(comment).bind(id)
         .execute(c).await.map(|r| r.rows_affected()))?;
     Ok(done > 0)
 }
@@ -174,9 +174,9 @@ pub async fn decide(
 /// it was collected already (two claims at once: the first wins).
 pub async fn collect(conn: &mut Conn<'_>, id: &str, key_id: &KeyId) -> Result<bool> {
     let done = on_conn!(conn, c => sqlx::query(
-        "UPDATE ig_key_requests SET state = 'collected', key_id = $2, collected_at = $3 \
-         WHERE id = $1 AND state = 'approved'")
-        .bind(id).bind(key_id).bind(now())
+        "UPDATE ig_key_requests SET state = 'collected', key_id = $1, collected_at = $2 \
+         WHERE id = $3 AND state = 'approved'")
+        .bind(key_id).bind(now()).bind(id)
         .execute(c).await.map(|r| r.rows_affected()))?;
     Ok(done > 0)
 }

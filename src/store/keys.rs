@@ -110,8 +110,8 @@ pub async fn count(conn: &mut Conn<'_>) -> Result<i64> {
 /// Marks a key revoked; false when there is no such key.
 pub async fn revoke(conn: &mut Conn<'_>, id: &KeyId) -> Result<bool> {
     let done = on_conn!(conn, c => sqlx::query(
-        "UPDATE ig_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1")
-        .bind(id).bind(now()).execute(c).await.map(|r| r.rows_affected()))?;
+        "UPDATE ig_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2")
+        .bind(now()).bind(id).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(done > 0)
 }
 
@@ -174,8 +174,8 @@ pub async fn regrant(
 ) -> Result<()> {
     let modules_json = serde_json::to_string(modules).unwrap_or_else(|_| "[]".into());
     on_conn!(conn, c => sqlx::query(
-        "UPDATE ig_keys SET role = $2, modules = $3, name = $4, email = $5 WHERE id = $1")
-        .bind(id).bind(role.as_str()).bind(&modules_json).bind(name).bind(email)
+        "UPDATE ig_keys SET role = $1, modules = $2, name = $3, email = $4 WHERE id = $5")
+        .bind(role.as_str()).bind(&modules_json).bind(name).bind(email).bind(id)
         .execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
 }

@@ -209,8 +209,8 @@ pub async fn feed(
         format!(
             "({module} IN ({}) OR (j.module = '' AND NOT EXISTS (SELECT 1 FROM ig_jobs q \
                WHERE q.parent_id = j.id AND q.module NOT IN ({}))))",
-            marks(4),
-            marks(4 + modules.len())
+            marks(3),
+            marks(3 + modules.len())
         )
     };
     let filter = match (scope.modules.is_some(), scope.keys) {
@@ -219,19 +219,23 @@ pub async fn feed(
         (true, false) => in_modules,
         (true, true) => format!("({module} IS NULL OR {in_modules})"),
     };
+    // Parameters in the order they are written: the range, the modules
+    // twice, the limit.
+    let limit_param = 3 + 2 * modules.len();
     let sql = format!(
         "SELECT e.job_id, e.n, e.at, e.event, e.from_state, e.to_state, e.actor, e.comment, \
                 e.detail, e.seq, {module} AS module \
          FROM ig_job_events e LEFT JOIN ig_jobs j ON j.id = e.job_id \
               LEFT JOIN ig_rule_proposals p ON p.id = e.job_id \
               LEFT JOIN ig_exports x ON x.id = e.job_id \
-         WHERE e.seq > $1 AND e.seq <= $2 AND {filter} ORDER BY e.seq LIMIT $3"
+         WHERE e.seq > $1 AND e.seq <= $2 AND {filter} ORDER BY e.seq LIMIT ${limit_param}"
     );
     on_conn!(conn, c => {
-        let mut q = sqlx::query(&sql).bind(after_seq).bind(upto).bind(limit);
+        let mut q = sqlx::query(&sql).bind(after_seq).bind(upto);
         for m in modules.iter().chain(modules) {
             q = q.bind(m);
         }
+        q = q.bind(limit);
         let rows = q.fetch_all(c).await?;
         rows.iter().map(|r| Ok((event(r)?, r.try_get("module")?))).collect()
     })

@@ -3,23 +3,25 @@
 //! is refused if another worker holds it), now and then with the job's
 //! progress counts. Each backend writes them as it loads fastest: SQLite
 //! on a thread of its own with statements kept prepared (`sqlite::load`),
-//! PostgreSQL with two `COPY`s at a time (`postgres::load`).
+//! PostgreSQL and MySQL two batches at a time (`flight`), with `COPY`
+//! (`postgres::load`) or multi-row `INSERT`s (`mysql::load`).
 
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
 use super::db::Db;
+use super::flight::Writes;
 use super::jobs::Lease;
 use super::stage::{Stage, StagedRow};
-use super::{postgres, sqlite};
+use super::{mysql, postgres, sqlite};
 use crate::ids::JobId;
 use crate::ledger::Counts;
 
 /// A validation's writer, between its first and last batch.
 pub enum Loader<'a> {
     Sqlite(sqlite::load::Writer),
-    Postgres(postgres::load::Writes<'a>),
+    Server(Writes<'a>),
 }
 
 impl<'a> Loader<'a> {
@@ -35,9 +37,20 @@ impl<'a> Loader<'a> {
             Db::Sqlite(pool) => {
                 Loader::Sqlite(sqlite::load::Writer::start(pool, stage, job_id, lease).await?)
             }
-            Db::Postgres(_) => {
-                Loader::Postgres(postgres::load::Writes::new(db, stage, job_id, lease))
-            }
+            Db::Postgres(_) => Loader::Server(Writes::new(
+                db,
+                stage,
+                job_id,
+                lease,
+                postgres::load::write_batch,
+            )),
+            Db::Mysql(_) => Loader::Server(Writes::new(
+                db,
+                stage,
+                job_id,
+                lease,
+                mysql::load::write_batch,
+            )),
         })
     }
 
@@ -49,7 +62,7 @@ impl<'a> Loader<'a> {
     ) -> anyhow::Result<Option<Vec<StagedRow>>> {
         match self {
             Loader::Sqlite(writer) => writer.next(rx).await,
-            Loader::Postgres(writes) => writes.next(rx).await,
+            Loader::Server(writes) => writes.next(rx).await,
         }
     }
 
@@ -62,7 +75,7 @@ impl<'a> Loader<'a> {
     ) -> anyhow::Result<()> {
         match self {
             Loader::Sqlite(writer) => writer.push(rows, progress).await,
-            Loader::Postgres(writes) => writes.push(rows, progress).await,
+            Loader::Server(writes) => writes.push(rows, progress).await,
         }
     }
 
@@ -70,7 +83,7 @@ impl<'a> Loader<'a> {
     pub async fn finish(self) -> anyhow::Result<()> {
         match self {
             Loader::Sqlite(writer) => writer.finish().await,
-            Loader::Postgres(writes) => writes.finish().await,
+            Loader::Server(writes) => writes.finish().await,
         }
     }
 }

@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use super::db::Db;
 use super::found::{KeyPlan, Target, not_found};
 use super::tables;
-use super::{postgres, sqlite};
+use super::{mysql, postgres, sqlite};
 use crate::catalog::Module;
 
 pub use super::found::{Found, Wanted};
@@ -91,6 +91,15 @@ impl Lookup {
                 let found =
                     postgres::lookup::found_rows(&mut c, &self.target, &wanted, provided, plan)
                         .await?;
+                Ok((wanted, found))
+            }
+            Db::Mysql(pool) => {
+                let mut c = pool
+                    .acquire()
+                    .await
+                    .map_err(super::error::StoreError::from)?;
+                let found =
+                    mysql::lookup::found_rows(&mut c, &self.target, &wanted, provided).await?;
                 Ok((wanted, found))
             }
         }

@@ -30,10 +30,20 @@ pub async fn insert_login(conn: &mut Conn<'_>, state_hash: &str, login: &Login) 
 /// Takes the sign-in with this state hash: it is gone afterwards, so a
 /// replayed state finds nothing.
 pub async fn take_login(conn: &mut Conn<'_>, state_hash: &str) -> Result<Option<Login>> {
-    let row: Option<(String, String, String, DateTime<Utc>)> = on_conn!(conn, c => sqlx::query_as(
-        "DELETE FROM ig_oidc_logins WHERE state_hash = $1 \
-         RETURNING nonce, verifier, next, created_at")
-        .bind(state_hash).fetch_optional(c).await)?;
+    let row: Option<(String, String, String, DateTime<Utc>)> = if conn.dialect().update_returns() {
+        on_conn!(conn, c => sqlx::query_as(
+            "DELETE FROM ig_oidc_logins WHERE state_hash = $1 \
+             RETURNING nonce, verifier, next, created_at")
+            .bind(state_hash).fetch_optional(c).await)?
+    } else {
+        // Read, then dropped: the one whose `DELETE` dropped it has it.
+        let row = on_conn!(conn, c => sqlx::query_as(
+            "SELECT nonce, verifier, next, created_at FROM ig_oidc_logins WHERE state_hash = $1")
+            .bind(state_hash).fetch_optional(c).await)?;
+        let gone = on_conn!(conn, c => sqlx::query("DELETE FROM ig_oidc_logins WHERE state_hash = $1")
+            .bind(state_hash).execute(c).await.map(|r| r.rows_affected()))?;
+        row.filter(|_| gone == 1)
+    };
     Ok(row.map(|(nonce, verifier, next, created_at)| Login {
         nonce,
         verifier,

@@ -10,7 +10,7 @@ use super::db::Conn;
 use super::error::Result;
 use super::sql::ident;
 use super::stage::{self, Stage};
-use super::{postgres, sqlite};
+use super::{mysql, postgres, sqlite};
 use crate::catalog::{Module, Reference};
 use crate::on_conn;
 use crate::validate::{RowAction, Value};
@@ -37,6 +37,10 @@ pub async fn present(
         Conn::Postgres(c) => {
             let also = staged.map(|job| in_stage(target, key, job));
             postgres::lookup::present(c, target, key, values, also.as_deref()).await
+        }
+        Conn::Mysql(c) => {
+            let also = staged.map(|job| in_stage(target, key, job));
+            mysql::lookup::present(c, target, key, values, also.as_deref()).await
         }
     }
 }
@@ -84,8 +88,9 @@ pub async fn orphans(
     let values = gone_values(stage, r);
     let (x, x_col) = (ident(&referrer.table), ident(&r.column));
     let sql = format!(
-        "SELECT gone.row_no, CAST(gone.v AS TEXT), COUNT(*) FROM ({values}) gone \
-         JOIN {x} x ON x.{x_col} = gone.v GROUP BY gone.row_no, gone.v ORDER BY gone.row_no"
+        "SELECT gone.row_no, {}, COUNT(*) FROM ({values}) gone \
+         JOIN {x} x ON x.{x_col} = gone.v GROUP BY gone.row_no, gone.v ORDER BY gone.row_no",
+        conn.dialect().as_text("gone.v")
     );
     let found: Vec<(i64, String, i64)> = on_conn!(conn, c => sqlx::query_as(&sql)
         .bind(stage.job).bind(stage.job).fetch_all(c).await)?;
@@ -153,11 +158,12 @@ pub async fn referring(
         .collect();
     let parts: Vec<String> = keys
         .iter()
-        .map(|k| format!("CAST(x.{k} AS TEXT)"))
+        .map(|k| conn.dialect().as_text(&format!("x.{k}")))
         .collect();
     let sql = format!(
-        "SELECT {parts}, CAST(x.{x_col} AS TEXT) FROM ({values}) gone \
+        "SELECT {parts}, {} FROM ({values}) gone \
          JOIN {x} x ON x.{x_col} = gone.v ORDER BY {order} LIMIT $3",
+        conn.dialect().as_text(&format!("x.{x_col}")),
         parts = parts.join(", "),
         order = keys
             .iter()

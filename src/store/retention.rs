@@ -62,12 +62,23 @@ pub async fn remove_staged(
     stage: i64,
     batch: i64,
 ) -> Result<i64> {
-    let sql = format!(
-        "DELETE FROM {table} WHERE job = $1 AND seq IN \
-           (SELECT seq FROM {table} WHERE job = $2 ORDER BY seq LIMIT $3)"
-    );
-    let removed = on_conn!(conn, c => sqlx::query(&sql)
-        .bind(stage).bind(stage).bind(batch).execute(c).await.map(|r| r.rows_affected()))?;
+    // The first row past the batch, then the rows before it: MySQL takes
+    // no `LIMIT` in an `IN` subquery, and both walk the stage's key.
+    let past = format!("SELECT seq FROM {table} WHERE job = $1 ORDER BY seq LIMIT 1 OFFSET $2");
+    let past: Option<i64> = on_conn!(conn, c => sqlx::query_scalar(&past)
+        .bind(stage).bind(batch).fetch_optional(c).await)?;
+    let sql = match past {
+        Some(_) => format!("DELETE FROM {table} WHERE job = $1 AND seq < $2"),
+        None => format!("DELETE FROM {table} WHERE job = $1"),
+    };
+    let removed = on_conn!(conn, c => {
+        let q = sqlx::query(&sql).bind(stage);
+        let q = match past {
+            Some(seq) => q.bind(seq),
+            None => q,
+        };
+        q.execute(c).await.map(|r| r.rows_affected())
+    })?;
     Ok(removed as i64)
 }
 

@@ -11,7 +11,7 @@ use super::db::Conn;
 use super::error::{Result, StoreError, json_col};
 use super::stage::{Stage, action_is};
 use super::values::DecodeValue;
-use super::{postgres, sqlite, txn};
+use super::{mysql, postgres, sqlite, txn};
 use crate::ids::JobId;
 use crate::on_conn;
 use crate::validate::{RowAction, RowError, RowErrorCode, Value};
@@ -158,6 +158,7 @@ pub async fn insert_batch(
     match conn {
         Conn::Sqlite(c) => sqlite::stage::insert_batch(c, stage, job_id, rows).await,
         Conn::Postgres(c) => postgres::stage::insert_batch(c, stage, job_id, rows).await,
+        Conn::Mysql(c) => mysql::stage::insert_batch(c, stage, job_id, rows).await,
     }
 }
 

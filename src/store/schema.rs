@@ -40,7 +40,7 @@ use super::dialect::Dialect;
 use super::error::{Result, StoreError};
 use super::sql::ident;
 use super::txn::{self, Lock};
-use super::{postgres, sqlite};
+use super::{mysql, postgres, sqlite};
 
 impl Db {
     /// Creates or migrates the ledger tables and the module tables.
@@ -54,12 +54,12 @@ pub fn create_table_sql(module: &Module, dialect: Dialect) -> String {
     let mut cols = vec![dialect.id_column().to_string()];
     for c in &module.columns {
         let not_null = if c.required { " NOT NULL" } else { "" };
-        cols.push(format!(
-            "{} {}{}",
-            ident(&c.name),
-            dialect.column_type(c.ty),
-            not_null
-        ));
+        let ty = if module.natural_key.contains(&c.name) {
+            dialect.key_column_type(c.ty)
+        } else {
+            dialect.column_type(c.ty)
+        };
+        cols.push(format!("{} {ty}{not_null}", ident(&c.name)));
     }
     format!(
         "CREATE TABLE IF NOT EXISTS {} (\n    {}\n){}",
@@ -74,13 +74,14 @@ fn natural_key_index(module: &Module) -> String {
     format!("{}_natural_key", module.table)
 }
 
-fn natural_key_index_sql(module: &Module) -> String {
+fn natural_key_index_sql(module: &Module, dialect: Dialect) -> String {
     let cols: Vec<String> = module.natural_key.iter().map(|c| ident(c)).collect();
-    format!(
-        "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} ({})",
-        ident(&natural_key_index(module)),
-        ident(&module.table),
-        cols.join(", ")
+    dialect.create_index(
+        &ident(&natural_key_index(module)),
+        &ident(&module.table),
+        &cols.join(", "),
+        true,
+        None,
     )
 }
 
@@ -89,62 +90,79 @@ async fn exists(conn: &mut Conn<'_>, name: &str) -> Result<bool> {
     match conn {
         Conn::Sqlite(c) => sqlite::schema::exists(c, name).await,
         Conn::Postgres(c) => postgres::schema::exists(c, name).await,
+        Conn::Mysql(c) => mysql::schema::exists(c, name).await,
     }
 }
 
+/// In one transaction where the database keeps DDL in transactions; on
+/// MySQL, whose DDL commits the transaction it runs in, statement by
+/// statement on one connection, whose lock is held until it goes back to
+/// the pool.
 async fn migrate(db: &Db, catalog: &Catalog) -> Result<()> {
-    let dialect = db.dialect();
-    let mut tx = db.begin().await?;
-    {
-        let mut conn = tx.conn();
-        // Replicas starting together take turns.
-        txn::lock(&mut conn, Lock::Migrate).await?;
-        ledger_tables(&mut conn).await?;
-        for module in catalog.modules() {
-            let mut ddl = vec![
-                (module.table.clone(), create_table_sql(module, dialect)),
-                (natural_key_index(module), natural_key_index_sql(module)),
-            ];
-            ddl.extend(super::stage::create_sql(module, dialect));
-            for (name, sql) in ddl {
-                // Asked first: PostgreSQL takes a lock on the table even
-                // for `CREATE INDEX IF NOT EXISTS` of an index it has, so a
-                // replica starting while another commits an import waited
-                // for that commit. Looking the name up takes no lock.
-                if !exists(&mut conn, &name).await? {
-                    on_conn!(&mut conn, c => sqlx::query(&sql).execute(c).await.map(|r| r.rows_affected()))?;
-                }
-            }
-            // Columns a newer catalog added, to the table and its stage.
-            let named = |prefix: &str| -> Vec<_> {
-                let columns = module.columns.iter();
-                columns
-                    .map(|c| (format!("{prefix}{}", c.name), c.ty))
-                    .collect()
-            };
-            add_missing_columns(&mut conn, &module.table, &named("")).await?;
-            let stage_name = super::stage::table_name(module);
-            for prefix in [super::stage::VALUE, super::stage::BEFORE] {
-                add_missing_columns(&mut conn, &stage_name, &named(prefix)).await?;
-            }
-            let own = [
-                ("warns".to_string(), ColumnType::Text),
-                ("norm".to_string(), ColumnType::Text),
-                (super::stage::SAME.to_string(), ColumnType::Bigint),
-            ];
-            add_missing_columns(&mut conn, &stage_name, &own).await?;
-            for index in super::stage::retired_indexes(module) {
-                let sql = format!("DROP INDEX IF EXISTS {}", ident(&index));
-                on_conn!(&mut conn, c => sqlx::query(&sql).execute(c).await.map(|r| r.rows_affected()))?;
-            }
-        }
-        if exists(&mut conn, "ig_job_rows").await? {
-            super::stage::writes::adopt_job_rows(&mut conn, catalog).await?;
-        }
-        adopt_warnings(&mut conn, catalog).await?;
-        adopt_breaks(&mut conn, catalog).await?;
+    if db.dialect().ddl_commits() {
+        let mut c = db.acquire().await?;
+        return migrate_on(&mut c.conn(), catalog).await;
     }
+    let mut tx = db.begin().await?;
+    migrate_on(&mut tx.conn(), catalog).await?;
     tx.commit().await
+}
+
+async fn migrate_on(conn: &mut Conn<'_>, catalog: &Catalog) -> Result<()> {
+    let dialect = conn.dialect();
+    // Replicas starting together take turns.
+    txn::lock(conn, Lock::Migrate).await?;
+    ledger_tables(conn).await?;
+    for module in catalog.modules() {
+        let mut ddl = vec![
+            (module.table.clone(), create_table_sql(module, dialect)),
+            (
+                natural_key_index(module),
+                natural_key_index_sql(module, dialect),
+            ),
+        ];
+        ddl.extend(super::stage::create_sql(module, dialect));
+        check_module_table(conn, module).await?;
+        for (name, sql) in ddl {
+            // Asked first: PostgreSQL takes a lock on the table even
+            // for `CREATE INDEX IF NOT EXISTS` of an index it has, so a
+            // replica starting while another commits an import waited
+            // for that commit. Looking the name up takes no lock.
+            if !exists(conn, &name).await? {
+                on_conn!(conn, c => sqlx::query(&sql).execute(c).await.map(|r| r.rows_affected()))?;
+            }
+        }
+        // Columns a newer catalog added, to the table and its stage.
+        let named = |prefix: &str| -> Vec<_> {
+            let columns = module.columns.iter();
+            columns
+                .map(|c| (format!("{prefix}{}", c.name), c.ty))
+                .collect()
+        };
+        add_missing_columns(conn, &module.table, &named("")).await?;
+        let stage_name = super::stage::table_name(module);
+        for prefix in [super::stage::VALUE, super::stage::BEFORE] {
+            add_missing_columns(conn, &stage_name, &named(prefix)).await?;
+        }
+        let own = [
+            ("warns".to_string(), ColumnType::Text),
+            ("norm".to_string(), ColumnType::Text),
+            (super::stage::SAME.to_string(), ColumnType::Bigint),
+        ];
+        add_missing_columns(conn, &stage_name, &own).await?;
+        for index in super::stage::retired_indexes(module) {
+            if exists(conn, &index).await? {
+                let sql = dialect.drop_index(&ident(&index), &super::stage::table(module));
+                on_conn!(conn, c => sqlx::query(&sql).execute(c).await.map(|r| r.rows_affected()))?;
+            }
+        }
+    }
+    if exists(conn, "ig_job_rows").await? {
+        super::stage::writes::adopt_job_rows(conn, catalog).await?;
+    }
+    adopt_warnings(conn, catalog).await?;
+    adopt_breaks(conn, catalog).await?;
+    Ok(())
 }
 
 /// The ledger's tables: the backend's migrations, what the backend sets
@@ -153,15 +171,32 @@ async fn ledger_tables(conn: &mut Conn<'_>) -> Result<()> {
     let mut migrator = match conn {
         Conn::Sqlite(_) => sqlite::schema::migrations(),
         Conn::Postgres(_) => postgres::schema::migrations(),
+        Conn::Mysql(_) => mysql::schema::migrations(),
     };
     // The caller holds `Lock::Migrate`; a newer release's steps stay.
     migrator.set_locking(false);
     migrator.set_ignore_missing(true);
     adopt_ig_schema(conn, &migrator).await?;
-    on_conn!(conn, c => migrator.run_direct(c).await).map_err(migrate_error)?;
     match conn {
-        Conn::Sqlite(c) => sqlite::schema::after_migrations(c).await,
-        Conn::Postgres(c) => postgres::schema::after_migrations(c).await,
+        Conn::Sqlite(c) => {
+            migrator.run_direct(&mut **c).await.map_err(migrate_error)?;
+            sqlite::schema::after_migrations(c).await
+        }
+        Conn::Postgres(c) => {
+            migrator.run_direct(&mut **c).await.map_err(migrate_error)?;
+            postgres::schema::after_migrations(c).await
+        }
+        Conn::Mysql(c) => migrator.run_direct(&mut **c).await.map_err(migrate_error),
+    }
+}
+
+/// `Ok` unless the module's table exists with a column of a type its
+/// values do not fit (checked on MySQL, where the table is often the
+/// business system's own).
+async fn check_module_table(conn: &mut Conn<'_>, module: &Module) -> Result<()> {
+    match conn {
+        Conn::Mysql(c) => mysql::schema::check_module_table(c, module).await,
+        Conn::Sqlite(_) | Conn::Postgres(_) => Ok(()),
     }
 }
 
@@ -174,9 +209,17 @@ async fn adopt_ig_schema(conn: &mut Conn<'_>, migrator: &Migrator) -> Result<()>
     if !exists(conn, "ig_schema").await? || exists(conn, "_sqlx_migrations").await? {
         return Ok(());
     }
+    let (Conn::Sqlite(_) | Conn::Postgres(_)) = conn else {
+        return Ok(());
+    };
     let done: Option<i64> = on_conn!(conn, c => sqlx::query_scalar("SELECT MAX(version) FROM ig_schema").fetch_one(c).await)?;
     let done = done.unwrap_or(0);
-    on_conn!(conn, c => c.ensure_migrations_table().await).map_err(migrate_error)?;
+    match conn {
+        Conn::Sqlite(c) => c.ensure_migrations_table().await,
+        Conn::Postgres(c) => c.ensure_migrations_table().await,
+        Conn::Mysql(c) => c.ensure_migrations_table().await,
+    }
+    .map_err(migrate_error)?;
     for step in migrator.iter().filter(|m| m.version <= done) {
         // Not timed here (-1, as sqlx leaves a step whose time was lost).
         on_conn!(conn, c => sqlx::query(
@@ -254,6 +297,7 @@ async fn add_missing_columns(
     let existing = match conn {
         Conn::Sqlite(c) => sqlite::schema::columns(c, table).await?,
         Conn::Postgres(c) => postgres::schema::columns(c, table).await?,
+        Conn::Mysql(c) => mysql::schema::columns(c, table).await?,
     };
     for (name, ty) in columns {
         if !existing.iter().any(|e| e == name) {

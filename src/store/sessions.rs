@@ -54,8 +54,8 @@ pub async fn get(
 
 /// Moves a session's expiry (sliding idle timeout).
 pub async fn extend(conn: &mut Conn<'_>, id_hash: &str, expires_at: DateTime<Utc>) -> Result<()> {
-    on_conn!(conn, c => sqlx::query("UPDATE ig_sessions SET expires_at = $2 WHERE id_hash = $1")
-        .bind(id_hash).bind(expires_at).execute(c).await.map(|r| r.rows_affected()))?;
+    on_conn!(conn, c => sqlx::query("UPDATE ig_sessions SET expires_at = $1 WHERE id_hash = $2")
+        .bind(expires_at).bind(id_hash).execute(c).await.map(|r| r.rows_affected()))?;
     Ok(())
 }
 

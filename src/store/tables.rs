@@ -12,7 +12,7 @@ use super::error::Result;
 use super::found::KeyPlan;
 use super::sql::{BATCH, ident, pieces};
 use super::values::{BindValue, DecodeValue};
-use super::{postgres, sqlite};
+use super::{mysql, postgres, sqlite};
 use crate::catalog::Module;
 use crate::on_conn;
 use crate::validate::Value;
@@ -89,6 +89,7 @@ pub async fn key_plan(conn: &mut Conn<'_>, module: &Module) -> Result<KeyPlan> {
     match conn {
         Conn::Sqlite(c) => sqlite::lookup::key_plan(c, module).await,
         Conn::Postgres(c) => postgres::lookup::key_plan(c, module).await,
+        Conn::Mysql(c) => mysql::lookup::key_plan(c, module).await,
     }
 }
 
@@ -108,6 +109,7 @@ pub async fn lock_for_writing(conn: &mut Conn<'_>, module: &Module) -> Result<()
     match conn {
         Conn::Sqlite(c) => sqlite::txn::lock_for_writing(c, &table).await,
         Conn::Postgres(c) => postgres::txn::lock_for_writing(c, &table).await,
+        Conn::Mysql(c) => mysql::txn::lock_for_writing(c, &table).await,
     }
 }
 
@@ -134,6 +136,11 @@ pub async fn by_keys(
         }
         Conn::Postgres(c) => {
             for (p, row) in postgres::lookup::by_keys(c, module, keys, &select).await? {
+                place(p, table_row(module, &row, 1)?);
+            }
+        }
+        Conn::Mysql(c) => {
+            for (p, row) in mysql::lookup::by_keys(c, module, keys, &select).await? {
                 place(p, table_row(module, &row, 1)?);
             }
         }

@@ -202,6 +202,9 @@ pub async fn claim(
     until_ms: i64,
     limit: i64,
 ) -> Result<Vec<Delivery>> {
+    if !conn.dialect().update_returns() {
+        return claim_then_read(conn, owner, now_ms, until_ms, limit).await;
+    }
     // The outer condition is checked again on each row as it is updated,
     // so two replicas racing for one delivery cannot both lease it; the
     // rows this statement leased are the ones it returns.
@@ -229,6 +232,61 @@ pub async fn claim(
         .bind(owner).bind(until_ms).bind(now_ms).bind(true).bind(limit)
         .fetch_all(c).await?
         .iter().map(delivery).collect())
+}
+
+/// [`claim`] where an `UPDATE` returns no rows (MySQL): the due
+/// deliveries' ids, then the lease of those still free, then the rows
+/// leased to `owner` until `until_ms` (the worker's own, this round's).
+async fn claim_then_read(
+    conn: &mut Conn<'_>,
+    owner: &str,
+    now_ms: i64,
+    until_ms: i64,
+    limit: i64,
+) -> Result<Vec<Delivery>> {
+    let due: Vec<String> = on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT d.id FROM ig_webhook_deliveries d \
+         JOIN ig_webhooks w ON w.id = d.webhook_id AND w.enabled = $1 \
+         WHERE d.state = 'pending' AND d.next_at <= $2 \
+           AND (d.lease_until IS NULL OR d.lease_until < $3) \
+           AND NOT EXISTS (SELECT 1 FROM ig_webhook_deliveries e \
+             WHERE e.webhook_id = d.webhook_id AND e.subject = d.subject \
+               AND e.state = 'pending' AND e.seq < d.seq) \
+         ORDER BY d.next_at, d.id LIMIT $4")
+        .bind(true).bind(now_ms).bind(now_ms).bind(limit).fetch_all(c).await)?;
+    if due.is_empty() {
+        return Ok(vec![]);
+    }
+    let ids = id_list(conn.dialect(), 4, due.len());
+    let lease = format!(
+        "UPDATE ig_webhook_deliveries SET lease_owner = $1, lease_until = $2 \
+         WHERE state = 'pending' AND (lease_until IS NULL OR lease_until < $3) AND id IN ({ids})"
+    );
+    on_conn!(conn, c => {
+        let mut q = sqlx::query(&lease).persistent(false).bind(owner).bind(until_ms).bind(now_ms);
+        for id in &due {
+            q = q.bind(id);
+        }
+        q.execute(c).await.map(|r| r.rows_affected())
+    })?;
+    let ids = id_list(conn.dialect(), 3, due.len());
+    let read = format!(
+        "SELECT {DELIVERY} FROM ig_webhook_deliveries \
+         WHERE lease_owner = $1 AND lease_until = $2 AND id IN ({ids}) ORDER BY next_at, id"
+    );
+    on_conn!(conn, c => {
+        let mut q = sqlx::query(&read).persistent(false).bind(owner).bind(until_ms);
+        for id in &due {
+            q = q.bind(id);
+        }
+        q.fetch_all(c).await?.iter().map(delivery).collect()
+    })
+}
+
+/// `n` parameters after the first `before`, for an `IN` list.
+fn id_list(dialect: crate::store::Dialect, before: usize, n: usize) -> String {
+    let marks: Vec<String> = (1..=n).map(|i| dialect.param(before + i)).collect();
+    marks.join(", ")
 }
 
 /// Where a delivery goes after an attempt.
@@ -260,6 +318,10 @@ pub async fn record_all(
         return Ok(Default::default());
     }
     let dialect = conn.dialect();
+    if !dialect.update_returns() {
+        let recorded = record_then_read(conn, owner, batch).await?;
+        return record_attempts(conn, batch, recorded).await;
+    }
     let rows: Vec<String> = (0..batch.len())
         .map(|i| {
             let p = |k| dialect.param(i * 4 + k);
@@ -288,6 +350,74 @@ pub async fn record_all(
     })
     .into_iter()
     .collect();
+    record_attempts(conn, batch, recorded).await
+}
+
+/// [`record_all`] where an `UPDATE` returns no rows (MySQL): the ids of
+/// the batch's deliveries `owner` still holds, locked, then one `UPDATE`
+/// joined to the batch's values.
+async fn record_then_read(
+    conn: &mut Conn<'_>,
+    owner: &str,
+    batch: &[Settled<'_>],
+) -> Result<std::collections::HashSet<String>> {
+    let dialect = conn.dialect();
+    let ids = id_list(dialect, 1, batch.len());
+    let held = format!(
+        "SELECT id FROM ig_webhook_deliveries \
+         WHERE lease_owner = $1 AND state = 'pending' AND id IN ({ids}) FOR UPDATE"
+    );
+    let held: std::collections::HashSet<String> = on_conn!(conn, c => {
+        let mut q = sqlx::query_scalar::<_, String>(&held).persistent(false).bind(owner);
+        for s in batch {
+            q = q.bind(&s.delivery.id);
+        }
+        q.fetch_all(c).await?
+    })
+    .into_iter()
+    .collect();
+    let kept: Vec<&Settled> = batch
+        .iter()
+        .filter(|s| held.contains(&s.delivery.id))
+        .collect();
+    if kept.is_empty() {
+        return Ok(held);
+    }
+    let p = |i: usize, k: usize| dialect.param(i * 4 + k);
+    let values: Vec<String> = (0..kept.len())
+        .map(|i| {
+            format!(
+                "SELECT {} AS id, {} AS state, {} AS next_at, {} AS body",
+                p(i, 1),
+                p(i, 2),
+                p(i, 3),
+                p(i, 4)
+            )
+        })
+        .collect();
+    let sql = format!(
+        "UPDATE ig_webhook_deliveries d JOIN ({}) v ON d.id = v.id \
+         SET d.state = v.state, d.attempts = d.attempts + 1, d.next_at = v.next_at, \
+             d.lease_owner = NULL, d.lease_until = NULL, d.body = COALESCE(d.body, v.body)",
+        values.join(" UNION ALL ")
+    );
+    on_conn!(conn, c => {
+        let mut q = sqlx::query(&sql).persistent(false);
+        for s in &kept {
+            q = q.bind(&s.delivery.id).bind(s.next.state).bind(s.next.next_at_ms).bind(s.next.body);
+        }
+        q.execute(c).await.map(|r| r.rows_affected())
+    })?;
+    Ok(held)
+}
+
+/// The attempts of the deliveries `recorded` of `batch`, written.
+async fn record_attempts(
+    conn: &mut Conn<'_>,
+    batch: &[Settled<'_>],
+    recorded: std::collections::HashSet<String>,
+) -> Result<std::collections::HashSet<String>> {
+    let dialect = conn.dialect();
     let kept: Vec<&Settled> = batch
         .iter()
         .filter(|s| recorded.contains(&s.delivery.id))

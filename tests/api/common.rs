@@ -3,8 +3,10 @@
 //!
 //! The backend is SQLite (a new file per test) unless
 //! `IMPORTGATE_TEST_POSTGRES` names a PostgreSQL server
-//! (`postgres://postgres@127.0.0.1:5432`): then each test gets a fresh
-//! database on it. The same tests run on both (see `.ci/run`).
+//! (`postgres://postgres@127.0.0.1:5432`) or `IMPORTGATE_TEST_MYSQL` a
+//! MariaDB or MySQL server (`mysql://root@127.0.0.1:3306`): then each test
+//! gets a fresh database on it, dropped when the test ends. The same tests
+//! run on all three (see `.ci/run`).
 
 #![allow(dead_code)]
 
@@ -44,6 +46,13 @@ pub async fn spawn_app_on(
     listener: tokio::net::TcpListener,
     tweak: impl FnOnce(&mut Settings),
 ) -> TestApp {
+    // `IMPORTGATE_TEST_LOG=warn` shows the service's log beside a test's.
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("IMPORTGATE_TEST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
+    }
     let dir = tempfile::tempdir().expect("temp dir");
     let database = fresh_database(dir.path()).await;
     let mut settings = Settings {
@@ -75,10 +84,49 @@ pub async fn spawn_app_on(
 /// A new, empty database of the backend under test: a SQLite file in `dir`,
 /// or a new database on the PostgreSQL server of `IMPORTGATE_TEST_POSTGRES`.
 pub async fn fresh_database(dir: &std::path::Path) -> String {
+    if let Some(server) = mysql_server() {
+        return fresh_mysql(&server).await;
+    }
     match std::env::var("IMPORTGATE_TEST_POSTGRES") {
         Ok(server) if !server.is_empty() => fresh_postgres(&server).await,
         _ => format!("sqlite://{}", dir.join("test.db").display()),
     }
+}
+
+/// The MariaDB or MySQL server of `IMPORTGATE_TEST_MYSQL`, if set.
+pub fn mysql_server() -> Option<String> {
+    std::env::var("IMPORTGATE_TEST_MYSQL")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .map(|s| s.trim_end_matches('/').to_string())
+}
+
+/// Which backend the tests run on: `sqlite`, `postgres` or `mysql`.
+pub fn backend() -> &'static str {
+    if mysql_server().is_some() {
+        "mysql"
+    } else if std::env::var("IMPORTGATE_TEST_POSTGRES").is_ok_and(|s| !s.is_empty()) {
+        "postgres"
+    } else {
+        "sqlite"
+    }
+}
+
+/// A new database on the MariaDB or MySQL server `server`.
+pub async fn fresh_mysql(server: &str) -> String {
+    use sqlx::Connection;
+    let name = format!("igt_{}", ulid::Ulid::generate().to_string().to_lowercase());
+    let mut c = sqlx::MySqlConnection::connect(server)
+        .await
+        .expect("mysql reachable");
+    sqlx::query(&format!(
+        "CREATE DATABASE {name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+    ))
+    .execute(&mut c)
+    .await
+    .expect("create database");
+    let _ = c.close().await;
+    format!("{server}/{name}")
 }
 
 pub async fn fresh_postgres(server: &str) -> String {
@@ -107,7 +155,14 @@ impl Drop for TestApp {
         let Some((server, name)) = self.database.rsplit_once('/') else {
             return;
         };
-        if !self.database.starts_with("postgres") || !name.starts_with("igt_") {
+        if !name.starts_with("igt_") {
+            return;
+        }
+        if self.database.starts_with("mysql") {
+            drop_mysql_database(server, name);
+            return;
+        }
+        if !self.database.starts_with("postgres") {
             return;
         }
         let _ = std::process::Command::new("psql")
@@ -120,6 +175,40 @@ impl Drop for TestApp {
             .stderr(std::process::Stdio::null())
             .status();
     }
+}
+
+/// `sql` with each quoted RFC 3339 instant (`'2020-01-01T00:00:00Z'`)
+/// written as MySQL's `DATETIME` takes it, in UTC
+/// (`'2020-01-01 00:00:00.000000'`).
+pub fn mysql_literals(sql: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in sql.split('\'').enumerate() {
+        if i > 0 {
+            out.push('\'');
+        }
+        match chrono::DateTime::parse_from_rfc3339(part) {
+            Ok(t) if i % 2 == 1 => {
+                out.push_str(&t.to_utc().format("%Y-%m-%d %H:%M:%S%.6f").to_string());
+            }
+            _ => out.push_str(part),
+        }
+    }
+    out
+}
+
+/// Drops a test's MariaDB database, through the server's own client (the
+/// test's runtime may be ending).
+pub fn drop_mysql_database(server: &str, name: &str) {
+    // `mysql://user@host:port`, as the tests name their server.
+    let rest = server.split_once("://").map_or(server, |(_, r)| r);
+    let (user, host) = rest.split_once('@').unwrap_or(("root", rest));
+    let (host, port) = host.split_once(':').unwrap_or((host, "3306"));
+    let _ = std::process::Command::new("mariadb")
+        .args(["-h", host, "-P", port, "-u", user])
+        .args(["-e", &format!("DROP DATABASE IF EXISTS {name}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
 }
 
 impl TestApp {
@@ -301,8 +390,18 @@ impl TestApp {
         proposal
     }
 
+    /// Rows of a statement, every column as text. On MySQL `CAST(… AS
+    /// TEXT)` is said `CAST(… AS CHAR)` and RFC 3339 literals are its
+    /// `DATETIME`'s ([`mysql_literals`]).
     pub async fn sql(&self, sql: &str) -> Vec<Vec<Option<String>>> {
         use sqlx::Row;
+        let mysql_text;
+        let sql = if self.database.starts_with("mysql") {
+            mysql_text = mysql_literals(&sql.replace(" AS TEXT)", " AS CHAR)"));
+            mysql_text.as_str()
+        } else {
+            sql
+        };
         let mut pooled = self.app.db.acquire().await.expect("conn");
         let mut conn = pooled.conn();
         importgate::on_conn!(&mut conn, c => {

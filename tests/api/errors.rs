@@ -281,7 +281,7 @@ async fn chunks_of_uploads_that_died_half_way_are_purged() {
     let app = spawn_app_with(|s| s.expiry_sweep_ms = 100).await;
     let sub = app.submitter().await;
     let job = app.upload(&sub, "customers", "", CUSTOMERS).await;
-    let blob = if app.database.starts_with("sqlite") {
+    let blob = if !app.database.starts_with("postgres") {
         "X'00'"
     } else {
         "'\\x00'::bytea"

@@ -31,6 +31,7 @@ mod ledger;
 mod load;
 mod metrics;
 mod modules;
+mod mysql;
 mod oidc;
 mod openapi;
 mod parity;

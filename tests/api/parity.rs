@@ -60,8 +60,9 @@ async fn stored(app: &TestApp, column: &str) -> Vec<Option<String>> {
 }
 
 /// The stored instants of `shipped_at`, RFC 3339 in UTC as the API writes
-/// them: PostgreSQL's text (`2026-03-01 01:30:00.123457+00`) and SQLite's
-/// (`2026-03-01T01:30:00.123457Z`) name the same instant alike.
+/// them: PostgreSQL's text (`2026-03-01 01:30:00.123457+00`), SQLite's
+/// (`2026-03-01T01:30:00.123457Z`) and MySQL's `DATETIME(6)` in UTC
+/// (`2026-03-01 01:30:00.123457`) name the same instant alike.
 async fn stored_instants(app: &TestApp) -> Vec<String> {
     stored(app, "shipped_at")
         .await
@@ -70,9 +71,13 @@ async fn stored_instants(app: &TestApp) -> Vec<String> {
             let text = text.expect("a timestamp");
             let t = chrono::DateTime::parse_from_rfc3339(&text)
                 .or_else(|_| chrono::DateTime::parse_from_str(&text, "%Y-%m-%d %H:%M:%S%.f%#z"))
+                .map(|t| t.to_utc())
+                .or_else(|_| {
+                    chrono::NaiveDateTime::parse_from_str(&text, "%Y-%m-%d %H:%M:%S%.f")
+                        .map(|t| t.and_utc())
+                })
                 .unwrap_or_else(|e| panic!("{text}: {e}"));
-            t.to_utc()
-                .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+            t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
         })
         .collect()
 }
@@ -257,6 +262,12 @@ TRK-3,ORD-3,JNE,0.000\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_value_no_reader_decodes_is_shown_compared_and_restored() {
+    if crate::common::mysql_server().is_some() {
+        // MySQL holds no NaN, infinity or number past its column's
+        // `DECIMAL(56, 28)`; what it holds past a `Decimal`'s digits reads
+        // back as its text (`store::mysql::values`' unit test).
+        return;
+    }
     let app = spawn_app().await;
     let (sub, apr) = (app.submitter().await, app.approver().await);
     let csv = "tracking_no,order_no,courier,weight_kg,shipped_at\n\

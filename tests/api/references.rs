@@ -171,6 +171,10 @@ async fn a_value_remembered_across_batches_warns_on_every_row_that_names_it() {
 /// start, and the table is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn warnings_kept_in_a_table_of_their_own_move_into_the_staged_rows() {
+    if crate::common::mysql_server().is_some() {
+        // No MySQL database of the release that kept them apart exists.
+        return;
+    }
     let app = spawn_app().await;
     let (sub, apr) = (app.submitter().await, app.approver().await);
     committed(&app, &sub, &apr, "products", PRODUCTS).await;

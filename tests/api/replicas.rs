@@ -161,6 +161,14 @@ async fn lease(db: &Db, id: &str) -> (String, Option<String>) {
 }
 
 async fn count(db: &Db, sql: &str, id: Option<&str>) -> i64 {
+    // MySQL's `SUM` of integers is a `DECIMAL`.
+    let sum_as_integer;
+    let sql = if matches!(db, Db::Mysql(_)) {
+        sum_as_integer = sql.replace("SUM(qty)", "CAST(SUM(qty) AS SIGNED)");
+        sum_as_integer.as_str()
+    } else {
+        sql
+    };
     let mut pooled = db.acquire().await.unwrap();
     let mut conn = pooled.conn();
     on_conn!(&mut conn, c => {
@@ -615,6 +623,10 @@ async fn preview(client: &Client, base: &str, key: &str, id: &str) -> Value {
 /// their before-images whole (the stage gets its `same` mask back, null).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upgrade_moves_rows_staged_as_json_into_the_stage_tables() {
+    if crate::common::mysql_server().is_some() {
+        // No MySQL database of the release that staged rows as JSON exists.
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database(dir.path()).await;
     let (first, printed) = start(&url, &dir.path().join("first.log")).await;
@@ -748,6 +760,10 @@ Dewi,0812000004,Bogor,5,true\n";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_of_the_earlier_migration_runner_is_adopted() {
     use sha2::{Digest, Sha384};
+    if crate::common::mysql_server().is_some() {
+        // No MySQL database of the earlier runner exists to adopt.
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database(dir.path()).await;
     let backend = if url.starts_with("sqlite") {

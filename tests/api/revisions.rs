@@ -473,6 +473,10 @@ async fn rows_are_found_by_their_numbers_across_blank_lines() {
 
     // The stage as a database from before the breaks had it, with the
     // key index and the index by action over every row stages had then.
+    // No MySQL database is of that time.
+    if app.database.starts_with("mysql") {
+        return;
+    }
     app.sql("DELETE FROM ig_stage_breaks").await;
     app.sql("CREATE INDEX ig_stage_customers_row ON ig_stage_customers (job, row_no)")
         .await;

@@ -2,20 +2,26 @@
 //!
 //! The tests need more than cargo: cargo-nextest runs them, Chromium and
 //! chromedriver drive the console's browser tests, LibreOffice Calc writes
-//! the spreadsheets the format tests read, and PostgreSQL is the second
-//! backend. This finds each, installs what is missing (Debian packages as
-//! root, cargo-nextest from crates.io), or stops before any test runs
-//! saying exactly what to install. Then it runs the suite on SQLite and on
-//! PostgreSQL (a fresh database per test) and removes the test databases.
+//! the spreadsheets the format tests read, and PostgreSQL and MariaDB are
+//! the second and third backends. This finds each, installs what is
+//! missing (Debian packages as root, cargo-nextest from crates.io), starts
+//! a local server that is down, or stops before any test runs saying
+//! exactly what to install. Then it runs the suite on SQLite and
+//! PostgreSQL, and on MariaDB when asked (a fresh database per test), and
+//! removes the test databases.
 //!
-//! `cargo xtask test [--sqlite-only] [-- <nextest arguments>]`
+//! `cargo xtask test [--sqlite-only] [--backends sqlite,postgres,mysql]
+//! [-- <nextest arguments>]`
 
 use std::env;
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
-/// The PostgreSQL server the second half runs against.
+/// The PostgreSQL server the suite's second run is against.
 const DEFAULT_PG: &str = "postgres://postgres@127.0.0.1:5432";
+
+/// The MariaDB (or MySQL) server of the third run.
+const DEFAULT_MY: &str = "mysql://root@127.0.0.1:3306";
 
 /// A program the tests need, and the Debian package that brings it.
 struct Need {
@@ -60,6 +66,11 @@ const NEEDS: &[Need] = &[
         package: "postgresql-client",
         why: "creating and dropping the PostgreSQL test databases",
     },
+    Need {
+        program: "mariadb",
+        package: "mariadb-client",
+        why: "dropping the MariaDB test databases",
+    },
 ];
 
 fn main() -> ExitCode {
@@ -73,14 +84,47 @@ fn main() -> ExitCode {
             }
         },
         _ => {
-            eprintln!("usage: cargo xtask test [--sqlite-only] [-- <nextest arguments>]");
+            eprintln!(
+                "usage: cargo xtask test [--sqlite-only] [--backends sqlite,postgres,mysql] \
+                 [-- <nextest arguments>]"
+            );
             ExitCode::from(2)
         }
     }
 }
 
+/// A database the suite runs on.
+#[derive(Clone, Copy, PartialEq)]
+enum Backend {
+    Sqlite,
+    Postgres,
+    Mysql,
+}
+
+/// The backends asked for: SQLite and PostgreSQL, `--sqlite-only`, or
+/// `--backends` (`sqlite,postgres,mysql` adds MariaDB).
+fn backends(args: &[String]) -> Result<Vec<Backend>, String> {
+    if args.iter().any(|a| a == "--sqlite-only") {
+        return Ok(vec![Backend::Sqlite]);
+    }
+    let Some(at) = args.iter().position(|a| a == "--backends") else {
+        return Ok(vec![Backend::Sqlite, Backend::Postgres]);
+    };
+    let list = args.get(at + 1).ok_or("--backends needs a list")?;
+    list.split(',')
+        .map(|b| match b.trim() {
+            "sqlite" => Ok(Backend::Sqlite),
+            "postgres" => Ok(Backend::Postgres),
+            "mysql" | "mariadb" => Ok(Backend::Mysql),
+            other => Err(format!(
+                "unknown backend {other:?} (sqlite, postgres, mysql)"
+            )),
+        })
+        .collect()
+}
+
 fn test(args: &[String]) -> Result<(), String> {
-    let sqlite_only = args.iter().any(|a| a == "--sqlite-only");
+    let backends = backends(args)?;
     let nextest_args: Vec<&str> = args
         .iter()
         .skip_while(|a| *a != "--")
@@ -91,20 +135,37 @@ fn test(args: &[String]) -> Result<(), String> {
     ensure_programs()?;
     ensure_oidc_provider()?;
     let pg = env::var("IMPORTGATE_TEST_POSTGRES_SERVER").unwrap_or_else(|_| DEFAULT_PG.into());
-    if !sqlite_only {
+    let my = env::var("IMPORTGATE_TEST_MYSQL_SERVER").unwrap_or_else(|_| DEFAULT_MY.into());
+    if backends.contains(&Backend::Postgres) {
         ensure_postgres(&pg)?;
         drop_test_databases(&pg);
     }
-    step("tests on SQLite");
-    run_nextest(&nextest_args, None)?;
-    if !sqlite_only {
-        step("tests on PostgreSQL (a fresh database per test)");
-        let result = run_nextest(&nextest_args, Some(&pg));
-        if result.is_err() {
-            show_server_state();
+    if backends.contains(&Backend::Mysql) {
+        ensure_mysql(&my)?;
+        drop_mysql_test_databases(&my);
+    }
+    for backend in backends {
+        match backend {
+            Backend::Sqlite => {
+                step("tests on SQLite");
+                run_nextest(&nextest_args, None)?;
+            }
+            Backend::Postgres => {
+                step("tests on PostgreSQL (a fresh database per test)");
+                let result = run_nextest(&nextest_args, Some(("IMPORTGATE_TEST_POSTGRES", &pg)));
+                if result.is_err() {
+                    show_server_state();
+                }
+                drop_test_databases(&pg);
+                result?;
+            }
+            Backend::Mysql => {
+                step("tests on MariaDB (a fresh database per test)");
+                let result = run_nextest(&nextest_args, Some(("IMPORTGATE_TEST_MYSQL", &my)));
+                drop_mysql_test_databases(&my);
+                result?;
+            }
         }
-        drop_test_databases(&pg);
-        result?;
     }
     Ok(())
 }
@@ -326,20 +387,100 @@ fn drop_test_databases(url: &str) {
     }
 }
 
-fn run_nextest(args: &[&str], postgres: Option<&str>) -> Result<(), String> {
+/// The suite, on the server `server` names (its variable and URL), or on
+/// SQLite.
+fn run_nextest(args: &[&str], server: Option<(&str, &str)>) -> Result<(), String> {
     let mut cmd = Command::new("cargo");
     cmd.args(["nextest", "run"]).args(args);
-    match postgres {
-        Some(url) => cmd.env("IMPORTGATE_TEST_POSTGRES", url),
-        None => cmd.env_remove("IMPORTGATE_TEST_POSTGRES"),
-    };
+    cmd.env_remove("IMPORTGATE_TEST_POSTGRES")
+        .env_remove("IMPORTGATE_TEST_MYSQL");
+    if let Some((variable, url)) = server {
+        cmd.env(variable, url);
+    }
     if ok(&mut cmd) {
         Ok(())
     } else {
-        Err(match postgres {
+        Err(match server {
+            Some(("IMPORTGATE_TEST_MYSQL", _)) => "tests failed on MariaDB".into(),
             Some(_) => "tests failed on PostgreSQL".into(),
             None => "tests failed on SQLite".into(),
         })
+    }
+}
+
+/// `mariadb` client arguments for the server of a `mysql://user@host:port`
+/// URL.
+fn mysql_args(url: &str) -> Vec<String> {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    let (user, hostport) = rest.split_once('@').unwrap_or(("root", rest));
+    let hostport = hostport.split('/').next().unwrap_or(hostport);
+    let (host, port) = hostport.rsplit_once(':').unwrap_or((hostport, "3306"));
+    ["-h", host, "-P", port, "-u", user]
+        .into_iter()
+        .map(String::from)
+        .collect()
+}
+
+fn mysql_ready(url: &str) -> bool {
+    Command::new("mariadb-admin")
+        .args(mysql_args(url))
+        .args(["--silent", "ping"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Starts the local MariaDB server if it is down (Debian's `mariadbd`), or
+/// says what to do.
+fn ensure_mysql(url: &str) -> Result<(), String> {
+    if mysql_ready(url) {
+        return Ok(());
+    }
+    if Path::new("/usr/sbin/mariadbd").exists() {
+        step("starting MariaDB");
+        let _ = Command::new("start-stop-daemon")
+            .args([
+                "--start",
+                "--oknodo",
+                "--background",
+                "--exec",
+                "/usr/sbin/mariadbd",
+            ])
+            .status();
+        for _ in 0..60 {
+            if mysql_ready(url) {
+                return Ok(());
+            }
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+    }
+    Err(format!(
+        "MariaDB does not answer at {url}: install and start it (apt-get install mariadb-server), \
+         give another server in IMPORTGATE_TEST_MYSQL_SERVER, or choose others with --backends"
+    ))
+}
+
+/// Drops the databases the MariaDB run made (`igt_…`).
+fn drop_mysql_test_databases(url: &str) {
+    let Ok(out) = Command::new("mariadb")
+        .args(mysql_args(url))
+        .args([
+            "-N",
+            "-e",
+            "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'igt\\_%'",
+        ])
+        .output()
+    else {
+        return;
+    };
+    for db in String::from_utf8_lossy(&out.stdout).lines() {
+        let _ = Command::new("mariadb")
+            .args(mysql_args(url))
+            .args(["-e", &format!("DROP DATABASE IF EXISTS `{db}`")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
     }
 }
 

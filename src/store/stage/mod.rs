@@ -24,7 +24,7 @@ use super::db::Conn;
 use super::dialect::Dialect;
 use super::error::{Result, StoreError, json_col};
 use super::sql::{BATCH, ident, pieces};
-use crate::catalog::Module;
+use crate::catalog::{ColumnType, Module};
 use crate::ids::JobId;
 use crate::on_conn;
 use crate::validate::{RowAction, RowError, Value};
@@ -71,9 +71,7 @@ impl<'a> Stage<'a> {
         let job = match Stage::of(conn, module, job_id).await? {
             Some(stage) => stage.job,
             None => {
-                let n: i64 = on_conn!(conn, c => sqlx::query_scalar(
-                    "UPDATE ig_counters SET value = value + 1 WHERE name = 'stage' RETURNING value")
-                    .fetch_one(c).await)?;
+                let n = next_stage_number(conn).await?;
                 on_conn!(conn, c => sqlx::query("UPDATE ig_jobs SET stage = $1 WHERE id = $2")
                     .bind(n).bind(job_id).execute(c).await.map(|r| r.rows_affected()))?;
                 n
@@ -165,6 +163,20 @@ impl<'a> Stage<'a> {
         let before = self.provided.iter().map(|&i| before_of(self.module, i, ""));
         values.chain(before).map(|c| format!(", {c}")).collect()
     }
+}
+
+/// The next stage number. Where an `UPDATE` returns nothing (MySQL), the
+/// counter's row is read after it: the update holds the row's lock until
+/// the transaction ends, so no other reads the same number.
+async fn next_stage_number(conn: &mut Conn<'_>) -> Result<i64> {
+    let bump = "UPDATE ig_counters SET value = value + 1 WHERE name = 'stage'";
+    if conn.dialect().update_returns() {
+        let sql = format!("{bump} RETURNING value");
+        return Ok(on_conn!(conn, c => sqlx::query_scalar(&sql).fetch_one(c).await)?);
+    }
+    on_conn!(conn, c => sqlx::query(bump).execute(c).await.map(|r| r.rows_affected()))?;
+    Ok(on_conn!(conn, c => sqlx::query_scalar(
+        "SELECT value FROM ig_counters WHERE name = 'stage'").fetch_one(c).await)?)
 }
 
 /// One validated row, staged for the preview and the commit.
@@ -363,18 +375,18 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
         "seq BIGINT NOT NULL".into(),
         "row_no BIGINT NOT NULL".into(),
         // insert, update, unchanged or error.
-        "action TEXT NOT NULL".into(),
+        format!("action {} NOT NULL", dialect.key_text()),
         // The natural key as canonical JSON (a person reads it in conflicts).
-        "nkey TEXT".into(),
+        format!("nkey {}", dialect.column_type(ColumnType::Text)),
         // Rows with errors: the row as the preview shows it, JSON.
-        "vals TEXT".into(),
+        format!("vals {}", dialect.column_type(ColumnType::Text)),
         // The row's warnings: the columns naming what their referenced
         // module lacks, or the warnings whole when a rule made one
         // (`rows::warns_text`); null for none.
-        "warns TEXT".into(),
+        format!("warns {}", dialect.column_type(ColumnType::Text)),
         // Cells the module's normalizers rewrote: column → what the file
         // said (`rows::norm_text`); null for none.
-        "norm TEXT".into(),
+        format!("norm {}", dialect.column_type(ColumnType::Text)),
         // Updates: the columns they leave as they are (see [`SAME`]).
         format!("{SAME} BIGINT"),
     ];
@@ -405,10 +417,12 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
         // `retired_indexes`.
         (
             index.clone(),
-            format!(
-                "CREATE INDEX IF NOT EXISTS {} ON {} (job, action, seq) WHERE {NOT_INSERT}",
-                ident(&index),
-                table(module)
+            dialect.create_index(
+                &ident(&index),
+                &table(module),
+                "job, action, seq",
+                false,
+                Some(NOT_INSERT),
             ),
         ),
     ]
@@ -463,12 +477,17 @@ pub fn retired_indexes(module: &Module) -> [String; 2] {
 /// its own error list but no longer a preview. Done once: false (and
 /// nothing changed) when the revision has a stage already or the job none.
 pub async fn hand_over(conn: &mut Conn<'_>, from_job: &JobId, to_job: &JobId) -> Result<bool> {
+    // Read first, then written: MySQL's `UPDATE` may not read its own
+    // table in a subquery.
+    let from: Option<(Option<i64>, Option<String>)> = on_conn!(conn, c => sqlx::query_as(
+        "SELECT stage, columns FROM ig_jobs WHERE id = $1")
+        .bind(from_job).fetch_optional(c).await)?;
+    let Some((Some(stage), columns)) = from else {
+        return Ok(false);
+    };
     let moved = on_conn!(conn, c => sqlx::query(
-        "UPDATE ig_jobs SET stage = (SELECT f.stage FROM ig_jobs f WHERE f.id = $1), \
-                            columns = (SELECT f.columns FROM ig_jobs f WHERE f.id = $2) \
-         WHERE id = $3 AND stage IS NULL \
-           AND (SELECT f.stage FROM ig_jobs f WHERE f.id = $4) IS NOT NULL")
-        .bind(from_job).bind(from_job).bind(to_job).bind(from_job)
+        "UPDATE ig_jobs SET stage = $1, columns = $2 WHERE id = $3 AND stage IS NULL")
+        .bind(stage).bind(columns).bind(to_job)
         .execute(c).await.map(|r| r.rows_affected()))?;
     if moved == 0 {
         return Ok(false);

@@ -239,25 +239,25 @@ async fn write_updates(
 ) -> Result<u64> {
     let module = stage.module;
     let t = ident(&module.table);
-    let sets: Vec<String> = stage
+    let sets: Vec<(String, String)> = stage
         .provided
         .iter()
         .filter(|i| !module.key_columns.contains(i))
-        .map(|&i| format!("{} = {}", ident(&module.columns[i].name), values.field(i)))
+        .map(|&i| (ident(&module.columns[i].name), values.field(i)))
         .collect();
     if sets.is_empty() {
         // Only key columns: an update changes nothing the key does not name.
         return Ok(0);
     }
     let key = Source::staged(values.dialect, module, "r").key_match(&t);
-    let sql = format!(
-        "UPDATE {t} SET {} FROM {} r \
-         WHERE r.job = $1 AND r.seq >= $2 AND r.seq < $3 AND {} AND {key}{}",
-        sets.join(", "),
-        stage.table(),
+    let filter = format!(
+        "r.job = $1 AND r.seq >= $2 AND r.seq < $3 AND {} AND {key}{}",
         action_is("r", RowAction::Update),
         check.map(|c| format!(" AND {c}")).unwrap_or_default(),
     );
+    let sql = values
+        .dialect
+        .update_joined(&t, &sets, &stage.table(), &filter);
     in_range(conn, &sql, stage.job, seqs).await
 }
 
@@ -348,34 +348,39 @@ pub async fn inserted_ids(
     let src = Source::staged(conn.dialect(), stage.module, "r");
     let t = ident(&stage.module.table);
     let (id, job) = (ident("id"), stage.job);
-    let (from, staged) = (stage.table(), "r.job = $1 AND r.action = 'insert'");
+    let from = stage.table();
+    // The job's inserts, its stage number the parameter `$n`.
+    let staged = |n: usize| format!("r.job = ${n} AND r.action = 'insert'");
     let holds = holds_inserted(&src, &t, &stage.provided);
     // The staged inserts joined `on` their table rows, counted with the
-    // least and greatest id of those that hold what was inserted.
-    let range = |on: &str| {
+    // least and greatest id of those that hold what was inserted (the job
+    // the parameter after those of `on`, `$n`).
+    let range = |on: &str, n: usize| {
         format!(
             "SELECT COUNT(*), MIN({t}.{id}), MAX({t}.{id}) FROM {from} r JOIN {t} ON {on} \
-             WHERE {staged} AND {holds}"
+             WHERE {} AND {holds}",
+            staged(n)
         )
     };
     if only_inserts {
         let first = format!(
-            "SELECT {t}.{id} - r.seq FROM {from} r JOIN {t} ON {} WHERE {staged} \
+            "SELECT {t}.{id} - r.seq FROM {from} r JOIN {t} ON {} WHERE {} \
              ORDER BY r.seq LIMIT 1",
-            src.key_match(&t)
+            src.key_match(&t),
+            staged(1)
         );
         let offset: Option<i64> =
             on_conn!(conn, c => sqlx::query_scalar(&first).bind(job).fetch_optional(c).await)?;
         if let Some(offset) = offset {
-            let sql = range(&format!("{t}.{id} = r.seq + $2"));
+            let sql = range(&format!("{t}.{id} = r.seq + $1"), 2);
             let found: (i64, Option<i64>, Option<i64>) = on_conn!(conn, c => sqlx::query_as(&sql)
-                .bind(job).bind(offset).fetch_one(c).await)?;
+                .bind(offset).bind(job).fetch_one(c).await)?;
             if let Some(ids) = one_range(found, inserted) {
                 return Ok(Some(ids));
             }
         }
     }
-    let sql = range(&src.key_match(&t));
+    let sql = range(&src.key_match(&t), 1);
     let found = on_conn!(conn, c => sqlx::query_as(&sql).bind(job).fetch_one(c).await)?;
     Ok(one_range(found, inserted))
 }
