@@ -319,7 +319,7 @@ pub async fn record_all(
     }
     let dialect = conn.dialect();
     if !dialect.update_returns() {
-        let recorded = record_then_read(conn, owner, batch).await?;
+        let recorded = record_held(conn, owner, batch).await?;
         return record_attempts(conn, batch, recorded).await;
     }
     let rows: Vec<String> = (0..batch.len())
@@ -356,7 +356,7 @@ pub async fn record_all(
 /// [`record_all`] where an `UPDATE` returns no rows (MySQL): the ids of
 /// the batch's deliveries `owner` still holds, locked, then one `UPDATE`
 /// joined to the batch's values.
-async fn record_then_read(
+async fn record_held(
     conn: &mut Conn<'_>,
     owner: &str,
     batch: &[Settled<'_>],
