@@ -183,6 +183,8 @@ pub fn values(data: &[u8]) -> Result<u64, FileError> {
             .then(|| vec!["Ya".into(), "tidak".into(), "Été".into()]),
         aliases: Vec::new(),
         max_length: (flags & 2 != 0).then_some(*length as usize),
+        // A scale is for numeric columns only (their length flag).
+        scale: (ty == ColumnType::Numeric && flags & 2 != 0).then_some(u32::from(*length % 21)),
     };
     let formats: Vec<String> = DATE_FORMATS[(*flags as usize >> 3) & 3]
         .iter()
@@ -203,7 +205,12 @@ pub fn values(data: &[u8]) -> Result<u64, FileError> {
     assert!(text.chars().count() <= 201, "an error report cell is short");
     let mut taken = cell.clone();
     match value::parse(&mut taken, &column, &rules) {
-        Ok(Some(v)) => round_trip(ty, &v),
+        Ok(Some(v)) => {
+            if let (Value::Decimal(d), Some(scale)) = (&v, column.scale) {
+                assert_eq!(d.scale(), scale, "a numeric at its column's scale");
+            }
+            round_trip(ty, &v)
+        }
         Ok(None) => assert!(!column.required, "a required column took null"),
         Err(CellError { message, .. }) => {
             assert!(!message.is_empty(), "an error says why");

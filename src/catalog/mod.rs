@@ -70,6 +70,12 @@ pub struct Column {
     /// Longest text accepted, in characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_length: Option<usize>,
+    /// Decimal places a numeric column keeps: every value is stored with
+    /// exactly this many (`4.5` as `4.50` at 2), a value that needs more
+    /// is refused, and MySQL's column is `DECIMAL` at this scale. Without
+    /// it a value keeps the scale it was written with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<u32>,
 }
 
 /// What validation does with a referencing value the referenced table
@@ -392,6 +398,25 @@ const MAX_KEY: usize = 40;
 /// The longest column name: its stage columns are `v_<name>` and `b_<name>`.
 const MAX_COLUMN: usize = 61;
 
+/// The most decimal places a numeric column may keep: a value keeps 28
+/// digits in all, so at this scale it still has eight before the point.
+pub const MAX_SCALE: u32 = 20;
+
+/// A scale is for numeric columns, and at most [`MAX_SCALE`].
+fn check_scale(module: &str, c: &Column) -> Result<(), CatalogError> {
+    match c.scale {
+        Some(_) if c.ty != ColumnType::Numeric => Err(invalid(format!(
+            "module {module}: a scale is for numeric columns ({})",
+            c.name
+        ))),
+        Some(s) if s > MAX_SCALE => Err(invalid(format!(
+            "module {module}: column {} has scale {s}; at most {MAX_SCALE} decimal places",
+            c.name
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn check_module(m: ModuleFile) -> Result<Module, CatalogError> {
     if !is_identifier(&m.key) || m.key.len() > MAX_KEY {
         return Err(invalid(format!(
@@ -429,6 +454,7 @@ fn check_module(m: ModuleFile) -> Result<Module, CatalogError> {
                 m.key, c.name
             )));
         }
+        check_scale(&m.key, c)?;
     }
     let mut key_columns = Vec::new();
     for k in &m.natural_key {
@@ -593,6 +619,35 @@ type = "text"
 "#;
         let err = Catalog::from_toml(text).unwrap_err().to_string();
         assert!(err.contains("must be required"), "{err}");
+    }
+
+    #[test]
+    fn a_scale_is_for_numeric_columns_and_at_most_twenty_places() {
+        let with = |ty: &str, scale: u32| {
+            format!(
+                "[[module]]\nkey = \"x\"\ntable = \"t\"\nnatural_key = [\"a\"]\n\
+                 [[module.column]]\nname = \"a\"\ntype = \"text\"\nrequired = true\n\
+                 [[module.column]]\nname = \"b\"\ntype = \"{ty}\"\nscale = {scale}\n"
+            )
+        };
+        let catalog = Catalog::from_toml(&with("numeric", 2)).unwrap();
+        assert_eq!(catalog.get("x").unwrap().columns[1].scale, Some(2));
+        assert!(Catalog::from_toml(&with("numeric", MAX_SCALE)).is_ok());
+        for (ty, scale, says) in [
+            ("numeric", MAX_SCALE + 1, "at most 20"),
+            ("text", 2, "for numeric columns"),
+        ] {
+            let err = Catalog::from_toml(&with(ty, scale))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(says), "{err}");
+        }
+        // Every numeric column of the built-in catalog has one.
+        for m in Catalog::builtin().modules() {
+            for c in m.columns.iter().filter(|c| c.ty == ColumnType::Numeric) {
+                assert!(c.scale.is_some(), "{}.{}", m.key, c.name);
+            }
+        }
     }
 
     /// The references of API.md section 12, all `warn`.

@@ -173,6 +173,10 @@ pub struct ColumnView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub aliases: Option<Vec<String>>,
+    /// Numeric columns: the decimal places every value is stored with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, maximum = 20)]
+    pub scale: Option<u32>,
 }
 
 /// A module of the catalog.
@@ -216,6 +220,7 @@ impl ModuleView {
                     required: c.required,
                     allowed: c.allowed.clone(),
                     aliases: (!c.aliases.is_empty()).then(|| c.aliases.clone()),
+                    scale: c.scale,
                 })
                 .collect(),
             natural_key: m.natural_key.clone(),

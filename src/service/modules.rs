@@ -54,6 +54,8 @@ fn example(m: &Module, i: usize) -> Example {
         ColumnType::Text => Example::Text(format!("{}-001", c.name.to_uppercase())),
         ColumnType::Integer => Example::Int(1),
         ColumnType::Bigint => Example::Int(150000),
+        // Within every scale but none.
+        ColumnType::Numeric if c.scale == Some(0) => Example::Decimal("4"),
         ColumnType::Numeric => Example::Decimal("4.5"),
         ColumnType::Date => Example::Date(2024, 1, 31),
         ColumnType::Timestamptz => Example::Timestamp(2024, 1, 31, 9, 30, 0),

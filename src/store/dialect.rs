@@ -4,7 +4,9 @@
 //! (`sqlite::sql`, `postgres::sql`) side by side.
 
 use super::{mysql, postgres, sqlite};
-use crate::catalog::ColumnType;
+use std::borrow::Cow;
+
+use crate::catalog::{Column, ColumnType};
 
 /// Which SQL dialect a connection speaks (for the few statements that differ).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,12 +192,14 @@ impl Dialect {
         }
     }
 
-    /// The SQL type of a module column a unique index holds (a natural
-    /// key's): MySQL indexes no unbounded text.
-    pub fn key_column_type(self, ty: ColumnType) -> &'static str {
+    /// The SQL type of a catalog column, `key` when a unique index holds
+    /// it (a natural key's): MySQL indexes no unbounded text, and keeps a
+    /// numeric at the catalog's scale (`DECIMAL(30, 2)`); the other two
+    /// keep what they are given, which validation put at that scale.
+    pub fn module_column_type(self, column: &Column, key: bool) -> Cow<'static, str> {
         match self {
-            Dialect::Mysql => mysql::sql::key_column_type(ty),
-            _ => self.column_type(ty),
+            Dialect::Mysql => mysql::sql::module_column_type(column, key),
+            _ => Cow::Borrowed(self.column_type(column.ty)),
         }
     }
 

@@ -54,11 +54,7 @@ pub fn create_table_sql(module: &Module, dialect: Dialect) -> String {
     let mut cols = vec![dialect.id_column().to_string()];
     for c in &module.columns {
         let not_null = if c.required { " NOT NULL" } else { "" };
-        let ty = if module.natural_key.contains(&c.name) {
-            dialect.key_column_type(c.ty)
-        } else {
-            dialect.column_type(c.ty)
-        };
+        let ty = dialect.module_column_type(c, module.natural_key.contains(&c.name));
         cols.push(format!("{} {ty}{not_null}", ident(&c.name)));
     }
     format!(

@@ -228,10 +228,44 @@ pub fn parse(cell: &mut Cell, column: &Column, rules: &Rules) -> Result<Option<V
         ));
     }
     let value = value.map(settle_time).transpose()?;
+    let value = value.map(|v| fit_scale(v, column)).transpose()?;
     if let Some(Value::Text(mut s)) = value {
         return Ok(Some(Value::Text(checked_text(&mut s, column)?)));
     }
     Ok(value)
+}
+
+/// A numeric at its column's scale (`4.5` → `4.50` at 2), so that every
+/// database stores and reads back the same text; a value that needs more
+/// places than the scale is `out_of_range`, never rounded. Other values,
+/// and numerics of a column without a scale, as they are.
+fn fit_scale(v: Value, column: &Column) -> Result<Value, CellError> {
+    let (Value::Decimal(d), Some(scale)) = (&v, column.scale) else {
+        return Ok(v);
+    };
+    let needed = d.normalize().scale();
+    if needed > scale {
+        return Err(err(
+            RowErrorCode::OutOfRange,
+            format!(
+                "{d} has {needed} decimal places; {} keeps {scale}",
+                column.name
+            ),
+        ));
+    }
+    let mut fitted = *d;
+    fitted.rescale(scale);
+    if fitted.is_zero() {
+        // `-0.00` is `0.00`, as PostgreSQL stores it.
+        fitted.set_sign_positive(true);
+    }
+    if fitted.scale() != scale {
+        return Err(err(
+            RowErrorCode::OutOfRange,
+            format!("{d} has too many digits to keep {scale} decimal places (28 in all)"),
+        ));
+    }
+    Ok(Value::Decimal(fitted))
 }
 
 /// The cell size limit, and text no table can store.
@@ -711,6 +745,7 @@ mod tests {
             allowed: None,
             aliases: vec![],
             max_length: None,
+            scale: None,
         }
     }
 
@@ -722,6 +757,36 @@ mod tests {
             max_cell_bytes: 65536,
         };
         parse(&mut Cell::Text(s.into()), &col(ty), &rules)
+    }
+
+    #[test]
+    fn a_numeric_is_kept_at_its_columns_scale_or_refused() {
+        let formats = vec![];
+        let rules = Rules {
+            date_formats: &formats,
+            zone: chrono_tz::Asia::Jakarta,
+            max_cell_bytes: 65536,
+        };
+        let weight = Column {
+            scale: Some(2),
+            ..col(ColumnType::Numeric)
+        };
+        let run = |cell: Cell| parse(&mut cell.clone(), &weight, &rules);
+        let text = |s: &str| run(Cell::Text(s.into())).map(|v| v.unwrap().to_text());
+        assert_eq!(text("4.5").unwrap(), "4.50");
+        assert_eq!(text("0").unwrap(), "0.00");
+        assert_eq!(text("-0.000").unwrap(), "0.00");
+        assert_eq!(text("10.50").unwrap(), "10.50");
+        assert_eq!(run(Cell::Float(2.25)).unwrap().unwrap().to_text(), "2.25");
+        for refused in ["1.255", "0.001", "792345678901234567890123456.5"] {
+            let e = text(refused).unwrap_err();
+            assert_eq!(e.code.as_str(), "out_of_range", "{refused}");
+        }
+        assert!(text("1.255").unwrap_err().message.contains("keeps 2"));
+        // Without a scale, the written scale stays.
+        let free = col(ColumnType::Numeric);
+        let kept = parse(&mut Cell::Text("4.500".into()), &free, &rules);
+        assert_eq!(kept.unwrap().unwrap().to_text(), "4.500");
     }
 
     #[test]

@@ -38,6 +38,7 @@ type = "bigint"
 [[module.column]]
 name = "amount"
 type = "numeric"
+scale = 4
 
 [[module.column]]
 name = "day"
@@ -77,7 +78,7 @@ const HEADER: [&str; 10] = [
 /// the millisecond, empty cells.
 const ITEMS: &str = "code,name,qty,big,amount,day,at,ok,status\n\
 B-1,Budi,3,9007199254740993,12345.6700,2024-03-31,2024-03-31T01:02:03.456789Z,true,open\n\
-A-2,Ani,-7,-5,12345678901234567.89,1999-12-31,2024-01-01T00:00:00.250Z,false,closed\n\
+A-2,Ani,-7,-5,12345678901234567.8900,1999-12-31,2024-01-01T00:00:00.250Z,false,closed\n\
 A-1,,,,,,,,\n";
 
 /// The service over [`CATALOG`] with [`ITEMS`] committed; a submitter and
@@ -158,7 +159,7 @@ async fn every_format_exports_the_rows_in_key_order_with_the_version_last() {
             "Ani",
             "-7",
             "-5",
-            "12345678901234567.89",
+            "12345678901234567.8900",
             "1999-12-31",
             "2024-01-01T00:00:00.250Z",
             "false",
@@ -201,7 +202,7 @@ async fn every_format_exports_the_rows_in_key_order_with_the_version_last() {
     assert_eq!(keys, HEADER, "columns in catalog order, _version last");
     assert_eq!(rows[2]["big"].as_i64(), Some(9_007_199_254_740_993));
     assert_eq!(rows[2]["amount"], "12345.6700");
-    assert_eq!(rows[1]["amount"], "12345678901234567.89");
+    assert_eq!(rows[1]["amount"], "12345678901234567.8900");
     assert_eq!(rows[2]["at"], "2024-03-31T01:02:03.456789Z");
     assert_eq!(rows[2]["ok"], true);
     assert_eq!(rows[1]["qty"], -7);
@@ -260,9 +261,9 @@ async fn the_xlsx_export_has_typed_cells_that_keep_every_digit() {
         "{:?}",
         rows[1]
     );
-    // A-2: a numeric of 19 digits as text; a millisecond moment typed.
+    // A-2: a numeric past 15 digits as text; a millisecond moment typed.
     assert_eq!(rows[2][2], Data::Float(-7.0));
-    assert_eq!(rows[2][4], s("12345678901234567.89"));
+    assert_eq!(rows[2][4], s("12345678901234567.8900"));
     assert!(matches!(rows[2][5], Data::DateTime(_)), "{:?}", rows[2][5]);
     match &rows[2][6] {
         Data::DateTime(d) => {

@@ -24,8 +24,8 @@ pub enum Val {
     Text(String),
     Int(i64),
     /// A decimal that an f64 holds exactly in its shortest form, so that a
-    /// spreadsheet keeps it too.
-    Dec(&'static str),
+    /// spreadsheet keeps it too, written at its column's scale.
+    Dec(String),
     Bool(bool),
     /// Year, month, day.
     Date(i32, u32, u32),
@@ -44,6 +44,9 @@ pub struct Sheet {
 
 /// The data set for a module as `GET /api/modules/{key}` describes it.
 pub fn sheet(module: &Value) -> Sheet {
+    let scales: Vec<Option<u64>> = (module["columns"].as_array().unwrap().iter())
+        .map(|c| c["scale"].as_u64())
+        .collect();
     let columns: Vec<(String, String, bool)> = module["columns"]
         .as_array()
         .unwrap()
@@ -64,9 +67,10 @@ pub fn sheet(module: &Value) -> Sheet {
         .collect();
     let rows = (0..ROWS)
         .map(|r| {
-            columns
-                .iter()
-                .map(|(name, ty, required)| value(name, ty, *required || key.contains(name), r))
+            (columns.iter().zip(&scales))
+                .map(|((name, ty, required), scale)| {
+                    value(name, ty, *required || key.contains(name), r, *scale)
+                })
                 .collect()
         })
         .collect();
@@ -79,7 +83,7 @@ pub fn sheet(module: &Value) -> Sheet {
     }
 }
 
-fn value(name: &str, ty: &str, required: bool, r: usize) -> Val {
+fn value(name: &str, ty: &str, required: bool, r: usize, scale: Option<u64>) -> Val {
     if r == 2 && !required {
         return Val::Null;
     }
@@ -91,7 +95,13 @@ fn value(name: &str, ty: &str, required: bool, r: usize) -> Val {
         },
         "integer" => Val::Int(30 + r as i64),
         "bigint" => Val::Int([150_000, 4_000_000_000, -7][r]),
-        "numeric" => Val::Dec(["4.5", "1234.75", "0.1"][r]),
+        "numeric" => {
+            let d = ["4.5", "1234.75", "0.1"][r];
+            Val::Dec(match scale {
+                Some(s) => format!("{:.*}", s as usize, d.parse::<f64>().unwrap()),
+                None => d.to_string(),
+            })
+        }
         "boolean" => Val::Bool(r != 1),
         "date" => Val::Date(2024, 3, 29 + r as u32),
         "timestamptz" => Val::Local(2024, 3, 31, 7 + r as u32, 30),

@@ -219,7 +219,7 @@ async fn numerics_booleans_dates_and_timestamps_are_kept_exactly() {
         rows,
         vec![
             vec![Some("4.75".to_string())],
-            vec![Some("0.1".to_string())]
+            vec![Some("0.10".to_string())]
         ]
     );
 

@@ -59,17 +59,26 @@ pub async fn check_module_table(c: &mut MySqlConnection, module: &Module) -> Res
         let Some((_, ty)) = found.iter().find(|(n, _)| *n == column.name) else {
             continue;
         };
-        if !keeps(ty, column.ty) {
+        let scaled = column.scale.is_none_or(|s| scale_of(ty) == Some(s));
+        if !keeps(ty, column.ty) || !scaled {
             return Err(StoreError::Schema(format!(
                 "table {} column {} is {ty}, where importgate writes {} ({})",
                 module.table,
                 column.name,
                 column.ty.as_str(),
-                super::sql::column_type(column.ty)
+                super::sql::module_column_type(column, false)
             )));
         }
     }
     Ok(())
+}
+
+/// The scale of a `decimal(p,s)` type: a catalog scale keeps values at
+/// exactly that many places, so a table at another would read them back
+/// otherwise (or round them).
+fn scale_of(found: &str) -> Option<u32> {
+    let inside = found.split_once('(')?.1.split_once(')')?.0;
+    inside.split_once(',')?.1.trim().parse().ok()
 }
 
 /// Whether a column of server type `found` keeps values of `ty`.
@@ -92,7 +101,7 @@ fn keeps(found: &str, ty: ColumnType) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::keeps;
+    use super::{keeps, scale_of};
     use crate::catalog::ColumnType;
 
     #[test]
@@ -105,5 +114,8 @@ mod tests {
         assert!(!keeps("varchar(20)", ColumnType::Date));
         assert!(!keeps("int(10) unsigned", ColumnType::Bigint));
         assert!(!keeps("tinyint(4)", ColumnType::Boolean));
+        assert_eq!(scale_of("decimal(12,2)"), Some(2));
+        assert_eq!(scale_of("decimal(30, 3) unsigned"), Some(3));
+        assert_eq!(scale_of("decimal(10)"), None);
     }
 }

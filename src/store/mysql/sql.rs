@@ -4,7 +4,9 @@
 //! `ANSI_QUOTES` and `PIPES_AS_CONCAT` (`connect::SQL_MODE`), so quoted
 //! names and `||` read as in the other two.
 
-use crate::catalog::ColumnType;
+use std::borrow::Cow;
+
+use crate::catalog::{Column, ColumnType};
 
 /// Bind parameters are anonymous `?`, used once each, in order.
 pub fn param(_n: usize) -> String {
@@ -35,13 +37,20 @@ pub fn column_type(ty: ColumnType) -> &'static str {
     }
 }
 
-/// [`column_type`] of a column a unique index holds (a natural key's).
-pub fn key_column_type(ty: ColumnType) -> &'static str {
-    match ty {
-        ColumnType::Text => KEY_TEXT,
-        other => column_type(other),
+/// The type of a catalog column: [`KEY_TEXT`] for text a unique index
+/// holds (`key`, a natural key's), `DECIMAL` at the catalog's scale with
+/// 28 digits before the point, else [`column_type`].
+pub fn module_column_type(column: &Column, key: bool) -> Cow<'static, str> {
+    match (column.ty, column.scale) {
+        (ColumnType::Text, _) if key => Cow::Borrowed(KEY_TEXT),
+        (ColumnType::Numeric, Some(s)) => Cow::Owned(format!("DECIMAL({}, {s})", 28 + s)),
+        (ty, _) => Cow::Borrowed(column_type(ty)),
     }
 }
+
+/// The fraction digits of an unscaled numeric column ([`column_type`]):
+/// its values are read back with the zeros that pad them trimmed.
+pub const UNSCALED: usize = 28;
 
 /// An auto-increment key, which a row given an id of its own leaves alone.
 pub const ID_COLUMN: &str = "\"id\" BIGINT AUTO_INCREMENT PRIMARY KEY";

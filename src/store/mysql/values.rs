@@ -1,7 +1,9 @@
 //! Module values in and out of MariaDB and MySQL: each of its own types,
 //! bound as such, and read back through sqlx's decoders, which hold what
-//! the server's types hold (a `DECIMAL(56, 28)` comes back with its
-//! trailing zeros trimmed, as the number it is).
+//! the server's types hold (a `DECIMAL` at its scale; an unscaled
+//! `DECIMAL(56, 28)` with its padding zeros trimmed). A timestamp is sent
+//! as a `DATETIME` in UTC (the vendored driver's one change besides
+//! `type_info.rs`; sessions run at `+00:00`).
 
 use chrono::{DateTime, NaiveDate, Utc};
 use rust_decimal::Decimal;
@@ -56,13 +58,15 @@ impl DecodeValue for MySqlRow {
     }
 }
 
-/// A `DECIMAL`'s text as a number: trailing zeros of the fraction dropped,
-/// what no `Decimal` holds kept as the server's text.
+/// A `DECIMAL`'s text as a number, at its column's scale; the zeros that
+/// pad an unscaled column's ([`super::sql::UNSCALED`]) trimmed. What no
+/// `Decimal` holds is kept as the server's text.
 fn decimal(text: &str) -> Value {
-    let trimmed = if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        text
+    let trimmed = match text.split_once('.') {
+        Some((_, fraction)) if fraction.len() == super::sql::UNSCALED => {
+            text.trim_end_matches('0').trim_end_matches('.')
+        }
+        _ => text,
     };
     Decimal::from_str_exact(trimmed).map_or_else(|_| Value::Text(text.to_string()), Value::Decimal)
 }
@@ -73,15 +77,16 @@ mod tests {
     use crate::validate::Value;
 
     #[test]
-    fn decimals_lose_only_trailing_zeros() {
+    fn decimals_keep_their_scale_but_the_unscaled_padding() {
         let d = |t: &str| match decimal(t) {
             Value::Decimal(d) => d.to_string(),
             other => panic!("{other:?}"),
         };
         assert_eq!(d("4.5000000000000000000000000000"), "4.5");
-        assert_eq!(d("100.0000"), "100");
+        assert_eq!(d("100.0000000000000000000000000000"), "100");
+        assert_eq!(d("100.0000"), "100.0000");
         assert_eq!(d("100"), "100");
-        assert_eq!(d("-0.0100"), "-0.01");
+        assert_eq!(d("-0.0100"), "-0.0100");
         // Past a `Decimal`'s 28 digits: the server's text, never rounded.
         let wide = "1234567890123456789012345678.1234567890123456789012345678";
         assert_eq!(decimal(wide), Value::Text(wide.to_string()));

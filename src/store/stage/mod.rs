@@ -392,7 +392,7 @@ pub fn create_sql(module: &Module, dialect: Dialect) -> Vec<(String, String)> {
     ];
     for name in [column, before_column] {
         for (i, c) in module.columns.iter().enumerate() {
-            let ty = dialect.column_type(c.ty);
+            let ty = dialect.module_column_type(c, false);
             cols.push(format!("{} {ty}", name(module, i)));
         }
     }
