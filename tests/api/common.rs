@@ -46,6 +46,23 @@ pub async fn spawn_app_on(
     listener: tokio::net::TcpListener,
     tweak: impl FnOnce(&mut Settings),
 ) -> TestApp {
+    spawn_app_over(listener, false, tweak).await
+}
+
+/// The service over a SQLite file whatever the backend under test, to
+/// compare that backend's answers with.
+pub async fn spawn_sqlite_app() -> TestApp {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    spawn_app_over(listener, true, |_| {}).await
+}
+
+async fn spawn_app_over(
+    listener: tokio::net::TcpListener,
+    sqlite: bool,
+    tweak: impl FnOnce(&mut Settings),
+) -> TestApp {
     // `IMPORTGATE_TEST_LOG=warn` shows the service's log beside a test's.
     if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("IMPORTGATE_TEST_LOG") {
         let _ = tracing_subscriber::fmt()
@@ -54,7 +71,11 @@ pub async fn spawn_app_on(
             .try_init();
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    let database = fresh_database(dir.path()).await;
+    let database = if sqlite {
+        format!("sqlite://{}", dir.path().join("test.db").display())
+    } else {
+        fresh_database(dir.path()).await
+    };
     let mut settings = Settings {
         database: database.clone(),
         lease_ms: 5_000,
@@ -197,18 +218,40 @@ pub fn mysql_literals(sql: &str) -> String {
 }
 
 /// Drops a test's MariaDB database, through the server's own client (the
-/// test's runtime may be ending).
+/// test's runtime may be ending). Its connections are killed first, as
+/// PostgreSQL's `WITH (FORCE)` does: a connection the ending runtime left
+/// inside a transaction holds its tables' metadata locks, and the drop
+/// would wait for them (`lock_wait_timeout`, a day by default).
 pub fn drop_mysql_database(server: &str, name: &str) {
+    let ids = mariadb(
+        server,
+        &format!("SELECT id FROM information_schema.processlist WHERE db = '{name}'"),
+    );
+    let kills: String = ids
+        .split_whitespace()
+        .filter(|id| id.bytes().all(|b| b.is_ascii_digit()))
+        .map(|id| format!("KILL CONNECTION {id}; "))
+        .collect();
+    mariadb(
+        server,
+        &format!("{kills}SET SESSION lock_wait_timeout = 60; DROP DATABASE IF EXISTS {name}"),
+    );
+}
+
+/// Runs `sql` through the `mariadb` client, going on past a failing
+/// statement (a connection that ended before its `KILL`); its output.
+fn mariadb(server: &str, sql: &str) -> String {
     // `mysql://user@host:port`, as the tests name their server.
     let rest = server.split_once("://").map_or(server, |(_, r)| r);
     let (user, host) = rest.split_once('@').unwrap_or(("root", rest));
     let (host, port) = host.split_once(':').unwrap_or((host, "3306"));
-    let _ = std::process::Command::new("mariadb")
-        .args(["-h", host, "-P", port, "-u", user])
-        .args(["-e", &format!("DROP DATABASE IF EXISTS {name}")])
-        .stdout(std::process::Stdio::null())
+    std::process::Command::new("mariadb")
+        .args(["-h", host, "-P", port, "-u", user, "--force", "-N", "-B"])
+        .args(["-e", sql])
         .stderr(std::process::Stdio::null())
-        .status();
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
 }
 
 impl TestApp {

@@ -57,6 +57,16 @@ async fn requests_without_a_live_key_are_unauthorized() {
     let past = create("2020-01-01T00:00:00Z".into()).await.unwrap();
     let refused = problem(past, StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter").await;
     assert_eq!(refused["parameter"], "expires_at", "{refused}");
+    // An expiry past 2038 is kept as given (MySQL's `TIMESTAMP` ends
+    // there; the keys' `DATETIME` does not).
+    let far = create("2040-06-01T00:00:00Z".into()).await.unwrap();
+    assert_eq!(far.status(), StatusCode::CREATED);
+    let far_id = far.json::<serde_json::Value>().await.unwrap()["id"].clone();
+    let keys = app.get_json(&app.admin, "/api/keys").await;
+    let listed = (keys["keys"].as_array().unwrap().iter())
+        .find(|k| k["id"] == far_id)
+        .expect("the new key is listed");
+    assert_eq!(listed["expires_at"], "2040-06-01T00:00:00.000Z", "{listed}");
     let soon = chrono::Utc::now() + chrono::Duration::milliseconds(1500);
     let resp = create(soon.to_rfc3339()).await.unwrap();
     assert_eq!(resp.status(), StatusCode::CREATED);

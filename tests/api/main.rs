@@ -14,6 +14,7 @@ mod disk;
 mod errors;
 mod events;
 mod export;
+mod fidelity;
 mod fixtures;
 mod formats;
 /// What the fuzz targets run (fuzz/ is a crate of its own, outside the

@@ -13,8 +13,12 @@ use crate::types::{MySqlTime, MySqlTimeSign, Type};
 use crate::{MySql, MySqlValueFormat, MySqlValueRef};
 
 impl Type<MySql> for DateTime<Utc> {
+    // importgate: sent as a `DATETIME`, not a `TIMESTAMP`, whose years are
+    // 1970 to 2038 only: the server stored a moment outside them in a
+    // `DATETIME` column as null. The value is the same UTC wall time; the
+    // session's `time_zone` is `+00:00`, as the decoder below assumes.
     fn type_info() -> MySqlTypeInfo {
-        MySqlTypeInfo::binary(ColumnType::Timestamp)
+        MySqlTypeInfo::binary(ColumnType::Datetime)
     }
 
     fn compatible(ty: &MySqlTypeInfo) -> bool {
@@ -205,7 +209,7 @@ impl<'r> Decode<'r, MySql> for NaiveDate {
 
 impl Type<MySql> for NaiveDateTime {
     fn type_info() -> MySqlTypeInfo {
-        MySqlTypeInfo::binary(ColumnType::Datetime)
+        MySqlTypeInfo::binary(ColumnType::Timestamp)
     }
 }
 
