@@ -21,6 +21,14 @@ const MAX_CONNECTIONS: u32 = 16;
 pub const SQL_MODE: &str = "ANSI_QUOTES,PIPES_AS_CONCAT,STRICT_ALL_TABLES,NO_ZERO_IN_DATE,\
 NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_BACKSLASH_ESCAPES,NO_ENGINE_SUBSTITUTION";
 
+/// Each statement sees what is committed when it starts, as on
+/// PostgreSQL. InnoDB's default, `REPEATABLE READ`, reads a transaction's
+/// first snapshot: the ledger's head read after waiting for its lock was
+/// the head before the other writer's link, and two links took one number
+/// (`Duplicate entry … for key 'ig_job_events_seq_key'`, a `500` to one of
+/// sixteen uploads at once).
+const ISOLATION: &str = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
+
 /// The server's `max_allowed_packet`, read as the pool starts.
 static PACKET: AtomicUsize = AtomicUsize::new(16 << 20);
 
@@ -64,6 +72,7 @@ pub async fn pool(url: &str) -> Result<MySqlPool> {
             let sql_mode = sql_mode.clone();
             Box::pin(async move {
                 c.execute(sql_mode.as_str()).await?;
+                c.execute(ISOLATION).await?;
                 Ok(())
             })
         })
