@@ -17,7 +17,8 @@ use serde_json::Value;
 fn usage() -> ! {
     eprintln!(
         "bench [--rows 100000,1000000] [--runs 3] [--backends sqlite,postgres] [--formats csv,xlsx,ods,json]\n\
-         [--modules orders,customers] [--bad 0.0] [--pg postgres://postgres@127.0.0.1:5432] [--dir DIR] [--bin PATH]\n\
+         [--modules orders,customers] [--bad 0.0] [--pg postgres://postgres@127.0.0.1:5432]\n\
+         [--mysql mysql://root@127.0.0.1:3306] (backend mysql: MariaDB or MySQL) [--dir DIR] [--bin PATH]\n\
          [--references 100000]: instead, validate orders with and without their sku reference\n\
          against a products table of that many rows (API.md section 12), side by side\n\
          [--revisions 10]: instead, fail orders on that many bad rows, then time a revision fixing them\n\
@@ -36,6 +37,7 @@ struct Options {
     modules: Vec<String>,
     bad: f64,
     pg: String,
+    mysql: String,
     dir: PathBuf,
     bin: PathBuf,
     /// Products in the table the orders' references are checked against;
@@ -66,6 +68,7 @@ fn options() -> Options {
         modules: vec!["orders".into(), "customers".into()],
         bad: 0.0,
         pg: "postgres://postgres@127.0.0.1:5432".into(),
+        mysql: "mysql://root@127.0.0.1:3306".into(),
         dir: std::env::temp_dir().join("importgate-bench"),
         bin: default_bin,
         references: None,
@@ -100,6 +103,7 @@ fn options() -> Options {
             "--modules" => o.modules = list(&value),
             "--bad" => o.bad = value.parse().unwrap_or_else(|_| usage()),
             "--pg" => o.pg = value,
+            "--mysql" => o.mysql = value,
             "--dir" => o.dir = PathBuf::from(value),
             "--bin" => o.bin = PathBuf::from(value),
             "--references" => {
@@ -673,7 +677,7 @@ fn bare_parse(path: &Path, set: &DataSet) -> Duration {
 /// A table of the data set's shape; `with_id` adds a surrogate key as the
 /// service's tables have (`sqlite3 .import` fills columns by position, so
 /// its table has exactly the file's columns).
-fn ddl(set: &DataSet, table: &str, with_id: bool) -> String {
+fn ddl(set: &DataSet, table: &str, id: &str) -> String {
     let cols: Vec<String> = set
         .header
         .iter()
@@ -688,11 +692,6 @@ fn ddl(set: &DataSet, table: &str, with_id: bool) -> String {
             format!("{h} {ty}")
         })
         .collect();
-    let id = if with_id {
-        "id bigserial PRIMARY KEY, "
-    } else {
-        ""
-    };
     format!("CREATE TABLE {table} ({id}{})", cols.join(", "))
 }
 
@@ -709,7 +708,7 @@ fn pg_copy(pg: &str, path: &Path, set: &DataSet) -> Option<Duration> {
             .ok()
     };
     psql(&format!("DROP TABLE IF EXISTS {table}"))?;
-    psql(&ddl(set, &table, true))?;
+    psql(&ddl(set, &table, "id bigserial PRIMARY KEY, "))?;
     let cols = set.header.join(", ");
     let t = Instant::now();
     let ok = psql(&format!(
@@ -722,12 +721,60 @@ fn pg_copy(pg: &str, path: &Path, set: &DataSet) -> Option<Duration> {
     ok.then_some(d)
 }
 
+/// The `mariadb` client's arguments for the server of `url`
+/// (`mysql://user@host:port`).
+fn mariadb_args(url: &str) -> Vec<String> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = rest.trim_end_matches('/');
+    let (user, host) = rest.split_once('@').unwrap_or(("root", rest));
+    let (host, port) = host.split_once(':').unwrap_or((host, "3306"));
+    ["-h", host, "-P", port, "-u", user]
+        .map(String::from)
+        .to_vec()
+}
+
+/// Runs `sql` through the `mariadb` client; whether it succeeded.
+fn mariadb(url: &str, sql: &str) -> bool {
+    Command::new("mariadb")
+        .args(mariadb_args(url))
+        .args(["--local-infile=1", "-e", sql])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The server's own loader: `LOAD DATA LOCAL INFILE` of the same file, by
+/// the `mariadb` client, into an InnoDB table of the same shape.
+fn mysql_load(url: &str, path: &Path, set: &DataSet) -> Option<Duration> {
+    let db = "igbench_ref";
+    let table = format!("{db}.ref_{}", set.module);
+    let setup = format!(
+        "DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db} CHARACTER SET utf8mb4; {}",
+        ddl(set, &table, "id BIGINT AUTO_INCREMENT PRIMARY KEY, ")
+    );
+    mariadb(url, &setup).then_some(())?;
+    let cols = set.header.join(", ");
+    let t = Instant::now();
+    let ok = mariadb(
+        url,
+        &format!(
+            "LOAD DATA LOCAL INFILE '{}' INTO TABLE {table} CHARACTER SET utf8mb4 \
+             FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' \
+             LINES TERMINATED BY '\\n' IGNORE 1 LINES ({cols})",
+            path.display()
+        ),
+    );
+    let d = t.elapsed();
+    mariadb(url, &format!("DROP DATABASE IF EXISTS {db}"));
+    ok.then_some(d)
+}
+
 /// `sqlite3 .import` of the same file into a table of the same shape.
 fn sqlite_import(dir: &Path, path: &Path, set: &DataSet) -> Option<Duration> {
     let db = dir.join("ref.db");
     let _ = std::fs::remove_file(&db);
     let table = format!("ref_{}", set.module);
-    let create = ddl(set, &table, false);
+    let create = ddl(set, &table, "");
     let script = format!(
         "{create};\n.import --csv --skip 1 {} {table}\n",
         path.display()
@@ -780,6 +827,21 @@ fn median(v: &[f64]) -> f64 {
 
 fn fresh_db(o: &Options, backend: &str, run: usize) -> String {
     match backend {
+        "mysql" => {
+            let name = format!("igbench_{run}");
+            let sql = format!(
+                "DROP DATABASE IF EXISTS {name}; \
+                 CREATE DATABASE {name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+            );
+            if !mariadb(&o.mysql, &sql) {
+                eprintln!(
+                    "MariaDB is not reachable at {} (give --mysql or leave mysql out of --backends)",
+                    o.mysql
+                );
+                std::process::exit(1);
+            }
+            format!("{}/{name}", o.mysql.trim_end_matches('/'))
+        }
         "postgres" => {
             let name = format!("igbench_{run}");
             let admin = format!("{}/postgres", o.pg.trim_end_matches('/'));
@@ -887,6 +949,7 @@ async fn one_run(
         f.bare.push(bare_parse(file, set).as_secs_f64());
         let reference = match backend {
             "postgres" => pg_copy(&o.pg, file, set),
+            "mysql" => mysql_load(&o.mysql, file, set),
             _ => sqlite_import(&o.dir, file, set),
         };
         if let Some(r) = reference {
@@ -1449,7 +1512,8 @@ async fn main() {
     }
     let _ = std::fs::write(o.dir.join("report.md"), report);
     println!(
-        "\nreference: PostgreSQL \\copy or sqlite3 .import of the same CSV into a table of the same shape;\n\
+        "\nreference: PostgreSQL \\copy, MariaDB LOAD DATA LOCAL INFILE (mariadb client) or sqlite3 .import\n\
+         of the same CSV into a table of the same shape;\n\
          bare loop: the csv crate parsing every record and converting its typed columns.\n\
          upsert: the same keys with changed values (every row an update), uploaded\n\
          into the table the insert filled (upsert validate: every key found there); rollback: of the insert job."

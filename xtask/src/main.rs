@@ -6,9 +6,9 @@
 //! the second and third backends. This finds each, installs what is
 //! missing (Debian packages as root, cargo-nextest from crates.io), starts
 //! a local server that is down, or stops before any test runs saying
-//! exactly what to install. Then it runs the suite on SQLite and
-//! PostgreSQL, and on MariaDB when asked (a fresh database per test), and
-//! removes the test databases.
+//! exactly what to install. Then it runs the suite on SQLite, PostgreSQL
+//! and MariaDB (a fresh database per test on each server), and removes the
+//! test databases.
 //!
 //! `cargo xtask test [--sqlite-only] [--backends sqlite,postgres,mysql]
 //! [-- <nextest arguments>]`
@@ -101,14 +101,14 @@ enum Backend {
     Mysql,
 }
 
-/// The backends asked for: SQLite and PostgreSQL, `--sqlite-only`, or
-/// `--backends` (`sqlite,postgres,mysql` adds MariaDB).
+/// The backends asked for: all three, `--sqlite-only`, or `--backends`
+/// (`sqlite,postgres`, `mysql`, …).
 fn backends(args: &[String]) -> Result<Vec<Backend>, String> {
     if args.iter().any(|a| a == "--sqlite-only") {
         return Ok(vec![Backend::Sqlite]);
     }
     let Some(at) = args.iter().position(|a| a == "--backends") else {
-        return Ok(vec![Backend::Sqlite, Backend::Postgres]);
+        return Ok(vec![Backend::Sqlite, Backend::Postgres, Backend::Mysql]);
     };
     let list = args.get(at + 1).ok_or("--backends needs a list")?;
     list.split(',')
