@@ -751,22 +751,21 @@ mod tests {
 
     fn p(ty: ColumnType, s: &str) -> Result<Option<Value>, CellError> {
         let formats = vec!["%d/%m/%Y".to_string()];
-        let rules = Rules {
-            date_formats: &formats,
+        parse(&mut Cell::Text(s.into()), &col(ty), &in_jakarta(&formats))
+    }
+
+    /// The rules of a service in Jakarta with these extra date formats.
+    fn in_jakarta(date_formats: &[String]) -> Rules<'_> {
+        Rules {
+            date_formats,
             zone: chrono_tz::Asia::Jakarta,
             max_cell_bytes: 65536,
-        };
-        parse(&mut Cell::Text(s.into()), &col(ty), &rules)
+        }
     }
 
     #[test]
     fn a_numeric_is_kept_at_its_columns_scale_or_refused() {
-        let formats = vec![];
-        let rules = Rules {
-            date_formats: &formats,
-            zone: chrono_tz::Asia::Jakarta,
-            max_cell_bytes: 65536,
-        };
+        let rules = in_jakarta(&[]);
         let weight = Column {
             scale: Some(2),
             ..col(ColumnType::Numeric)
@@ -791,12 +790,7 @@ mod tests {
 
     #[test]
     fn a_text_cell_is_taken_as_its_value_only_when_it_passes() {
-        let formats = vec![];
-        let rules = Rules {
-            date_formats: &formats,
-            zone: chrono_tz::Asia::Jakarta,
-            max_cell_bytes: 65536,
-        };
+        let rules = in_jakarta(&[]);
         let status = Column {
             allowed: Some(vec!["paid".into(), "pending".into()]),
             max_length: Some(7),
