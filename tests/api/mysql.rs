@@ -139,3 +139,63 @@ fn drop_database(database: &str) {
         crate::common::drop_mysql_database(server, name);
     }
 }
+
+/// The vendored driver's `LOAD DATA LOCAL INFILE`, by which staged rows
+/// go: it sends the caller's bytes whatever file the server names, and
+/// counts what the table could not take as warnings (a load that warns
+/// fails in the store). A statement run any other way that meets the
+/// server's request for a file refuses it, and the connection goes on;
+/// a connection not opened for it is refused by the server.
+#[tokio::test]
+async fn local_infile_sends_memory_never_a_file() {
+    use sqlx::mysql::{Loaded, MySqlConnectOptions};
+    use sqlx::{ConnectOptions, Connection};
+    let Some(server) = mysql_server() else {
+        return;
+    };
+    let database = fresh_mysql(&server).await;
+    let options: MySqlConnectOptions = database.parse().expect("url");
+    let mut c = options.clone().local_infile(true).connect().await.unwrap();
+    assert!(c.local_infile(), "MariaDB allows LOCAL INFILE by default");
+    sqlx::query("CREATE TABLE t (a INT, b LONGTEXT)")
+        .execute(&mut c)
+        .await
+        .unwrap();
+    let load = "LOAD DATA LOCAL INFILE '/etc/passwd' INTO TABLE t CHARACTER SET utf8mb4 \
+                FIELDS TERMINATED BY X'09' ESCAPED BY X'5C' LINES TERMINATED BY X'0A' (a, b)";
+    let loaded = c
+        .load_local_infile(load, b"1\tsatu \\\\ \xF0\x9F\x98\x80\n2\t\\N\n")
+        .await
+        .unwrap();
+    assert_eq!(
+        loaded,
+        Loaded {
+            rows: 2,
+            warnings: 0
+        }
+    );
+    let rows: Vec<(i32, Option<String>)> = sqlx::query_as("SELECT a, b FROM t ORDER BY a")
+        .fetch_all(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(rows, [(1, Some("satu \\ 😀".into())), (2, None)]);
+
+    let warned = c.load_local_infile(load, b"tiga\tx\n").await.unwrap();
+    assert!(warned.warnings > 0, "{warned:?}");
+
+    let refused = sqlx::query(load).execute(&mut c).await;
+    assert!(refused.is_err(), "{refused:?}");
+    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t")
+        .fetch_one(&mut c)
+        .await
+        .expect("the connection goes on");
+    assert_eq!(count, 3, "nothing of /etc/passwd was loaded");
+    let _ = c.close().await;
+
+    let mut plain = options.connect().await.unwrap();
+    assert!(!plain.local_infile());
+    let refused = plain.load_local_infile(load, b"4\tempat\n").await;
+    assert!(refused.is_err(), "{refused:?}");
+    let _ = plain.close().await;
+    drop_database(&database);
+}

@@ -10,7 +10,7 @@ use crate::protocol::response::Status;
 use crate::protocol::statement::{
     BinaryRow, Execute as StatementExecute, Prepare, PrepareOk, StmtClose,
 };
-use crate::protocol::text::{ColumnDefinition, ColumnFlags, Query, TextRow};
+use crate::protocol::text::{ColumnDefinition, ColumnFlags, InfileData, Query, TextRow};
 use crate::statement::{MySqlStatement, MySqlStatementMetadata};
 use crate::HashMap;
 use crate::{
@@ -184,6 +184,17 @@ impl MySqlConnection {
 
                     self.inner.stream.waiting.pop_front();
                     return Ok(());
+                }
+
+                if packet[0] == 0xfb {
+                    // importgate: a request for a local file, which only
+                    // `load_local_infile` answers: refused with no data,
+                    // and the server's answer (an error) awaited.
+                    self.inner.stream.write_packet(InfileData(&[]))?;
+                    self.inner.stream.flush().await?;
+                    let _ = self.inner.stream.recv_packet().await?;
+                    self.inner.stream.waiting.pop_front();
+                    Err(err_protocol!("the server asked for a local file outside load_local_infile"))?;
                 }
 
                 // otherwise, this first packet is the start of the result-set metadata,

@@ -4,6 +4,7 @@ use std::fmt::{self, Debug, Formatter};
 use futures_core::future::BoxFuture;
 use futures_util::FutureExt;
 pub(crate) use sqlx_core::connection::*;
+pub use local_infile::Loaded;
 pub(crate) use stream::{MySqlStream, Waiting};
 
 use crate::common::StatementCache;
@@ -18,6 +19,7 @@ use crate::{MySql, MySqlConnectOptions};
 mod auth;
 mod establish;
 mod executor;
+mod local_infile;
 mod stream;
 mod tls;
 

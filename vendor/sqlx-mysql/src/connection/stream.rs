@@ -57,6 +57,11 @@ impl<S: Socket> MySqlStream<S> {
             capabilities |= Capabilities::CONNECT_WITH_DB;
         }
 
+        // importgate: see `MySqlConnectOptions::local_infile`.
+        if options.local_infile {
+            capabilities |= Capabilities::LOCAL_FILES;
+        }
+
         Self {
             waiting: VecDeque::new(),
             capabilities,

@@ -80,6 +80,8 @@ pub struct MySqlConnectOptions {
     pub(crate) no_engine_substitution: bool,
     pub(crate) timezone: Option<String>,
     pub(crate) set_names: bool,
+    // importgate: whether `MySqlConnection::load_local_infile` may run.
+    pub(crate) local_infile: bool,
 }
 
 impl Default for MySqlConnectOptions {
@@ -111,6 +113,7 @@ impl MySqlConnectOptions {
             no_engine_substitution: true,
             timezone: Some(String::from("+00:00")),
             set_names: true,
+            local_infile: false,
         }
     }
 
@@ -322,6 +325,15 @@ impl MySqlConnectOptions {
     /// cases.
     pub fn pipes_as_concat(mut self, flag_val: bool) -> Self {
         self.pipes_as_concat = flag_val;
+        self
+    }
+
+    /// importgate: announces `CLIENT_LOCAL_FILES`, so that
+    /// [`MySqlConnection::load_local_infile`](crate::MySqlConnection::load_local_infile)
+    /// may send its data. No local file is ever read: the data is the
+    /// caller's, whatever file the server names. Off by default.
+    pub fn local_infile(mut self, on: bool) -> Self {
+        self.local_infile = on;
         self
     }
 
