@@ -18,6 +18,10 @@ pub enum StoreError {
     /// A table the store writes exists with columns of other types.
     #[error("{0}")]
     Schema(String),
+    /// The database refused a value of a bulk load (MySQL's `LOAD DATA`,
+    /// which warns where a statement fails).
+    #[error("database: {0}")]
+    Refused(String),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
     /// The database's disk has less free space than is kept in reserve.

@@ -22,8 +22,8 @@
 //! | `txn.rs` | `BEGIN IMMEDIATE`, so nothing else to lock | advisory and table locks, `SET LOCAL`, `ANALYZE` | rows of `ig_locks` `FOR UPDATE`, a named lock for migrations |
 //! | `schema.rs` | its migrations (`migrations/sqlite/`), its catalog | its migrations (`migrations/postgres/`), its catalog, chunk storage | its migrations (`migrations/mysql/`), its catalog, the types of a business system's table |
 //! | `values.rs` | values by storage class, through sqlx and `rusqlite` | values by wire format | values through sqlx's decoders |
-//! | `stage.rs` | a batch of staged rows as multi-row `INSERT`s | as `COPY` (`copy_text.rs`) | as multi-row `INSERT`s sized to the packet |
-//! | `load.rs` | the validation's writer: a thread through `rusqlite` (`bound.rs`) | two `COPY`s in flight (`store::flight`) | two batches in flight (`store::flight`) |
+//! | `stage.rs` | a batch of staged rows as multi-row `INSERT`s | as `COPY` (`stage::text`) | as `LOAD DATA LOCAL INFILE` (`stage::text`), or multi-row `INSERT`s sized to the packet where the server or the URL refuses it |
+//! | `load.rs` | the validation's writer: a thread through `rusqlite` (`bound.rs`) | two `COPY`s in flight (`store::flight`) | two `LOAD DATA`s in flight (`store::flight`) |
 //! | `lookup.rs` | key lookups: a `VALUES` list joined, on a read connection of the validation's own | one `unnest` a batch, joined or probed | a derived table of parameters, joined |
 //!
 //! MySQL's own file, `exec.rs`, is the connection `on_conn!` hands its
@@ -84,6 +84,7 @@ pub mod sessions;
 mod sql;
 pub mod sqlite;
 pub mod stage;
+mod tab_text;
 pub mod tables;
 mod txn;
 pub mod values;

@@ -1,5 +1,7 @@
-//! PostgreSQL's `COPY … FROM STDIN` text format, written field by field
-//! straight into one buffer for the whole batch.
+//! The tab-separated text both servers' bulk loaders read, written field
+//! by field straight into one buffer for the whole batch: PostgreSQL's
+//! `COPY … FROM STDIN` text format, which MySQL's `LOAD DATA` reads too
+//! when told its separators and escape (`mysql::stage`).
 //!
 //! Written by hand because it is a dozen lines and no crate writes it
 //! without a `String` per field: the stage's writer used to make the text
@@ -15,18 +17,18 @@ use chrono::Datelike;
 use crate::validate::Value;
 use crate::validate::value::date_digits;
 
-/// Text-format `COPY` data: tab-separated fields, `\N` for null, one line
-/// a row.
-pub struct CopyText {
+/// Tab-separated fields, `\N` for null, backslash escapes, one line a
+/// row.
+pub struct TabText {
     out: Vec<u8>,
     /// No field written on the current line yet.
     line_start: bool,
 }
 
-impl CopyText {
+impl TabText {
     /// An empty buffer with room for `bytes`.
-    pub fn with_capacity(bytes: usize) -> CopyText {
-        CopyText {
+    pub fn with_capacity(bytes: usize) -> TabText {
+        TabText {
             out: Vec::with_capacity(bytes),
             line_start: true,
         }
@@ -39,7 +41,7 @@ impl CopyText {
     }
 
     /// A text field, with backslash, tab, newline and carriage return
-    /// escaped (what `COPY` reads specially).
+    /// escaped (what the loaders read specially).
     pub fn text(&mut self, text: &str) {
         self.separate();
         let bytes = text.as_bytes();
@@ -86,10 +88,10 @@ impl CopyText {
         }
     }
 
-    /// A typed value as PostgreSQL reads it back exactly
-    /// ([`pg_input`](super::values::pg_input)); integers, text and dates
-    /// of years 1 to 9999 without making a `String` first.
-    pub fn value(&mut self, value: Option<&Value>) {
+    /// A typed value as the database reads it back exactly: integers,
+    /// text and dates of years 1 to 9999 without making a `String` first,
+    /// any other in the database's own words (`spell`).
+    pub fn value(&mut self, value: Option<&Value>, spell: fn(&Value) -> String) {
         match value {
             None => self.null(),
             Some(Value::Int(n)) => self.int(*n),
@@ -99,7 +101,7 @@ impl CopyText {
                     self.separate();
                     self.out.extend_from_slice(&digits);
                 }
-                None => self.text(&super::values::pg_input(other)),
+                None => self.text(&spell(other)),
             },
         }
     }
@@ -120,7 +122,7 @@ impl CopyText {
 }
 
 /// The `YYYY-MM-DD` of a date of the years 1 to 9999. Year 0 is 1 BC to
-/// PostgreSQL, which [`pg_input`](super::values::pg_input) writes so.
+/// PostgreSQL, which its spelling writes so.
 fn common_era_date(value: &Value) -> Option<[u8; 10]> {
     match value {
         Value::Date(d) if d.year() > 0 => date_digits(d),
@@ -130,13 +132,11 @@ fn common_era_date(value: &Value) -> Option<[u8; 10]> {
 
 #[cfg(test)]
 mod tests {
-    use chrono::NaiveDate;
-
     use super::*;
 
     #[test]
-    fn fields_escape_what_copy_reads_specially() {
-        let mut copy = CopyText::with_capacity(0);
+    fn fields_escape_what_the_loaders_read_specially() {
+        let mut copy = TabText::with_capacity(0);
         copy.text("a\tb\\c\nd\re");
         copy.null();
         copy.text("");
@@ -150,32 +150,5 @@ mod tests {
             copy.into_bytes(),
             b"a\\tb\\\\c\\nd\\re\t\\N\t\n-42\t\\N\tplain\t\x01\x0b\\r\n"
         );
-    }
-
-    #[test]
-    fn values_are_written_as_postgresql_reads_them() {
-        let date = |y, m, d| Value::Date(NaiveDate::from_ymd_opt(y, m, d).unwrap());
-        for value in [
-            date(2024, 2, 29),
-            date(1, 1, 1),
-            date(9999, 12, 31),
-            date(0, 6, 15),
-            date(-44, 3, 15),
-            date(12345, 1, 2),
-            Value::Int(i64::MIN),
-            Value::Text("x\ty".into()),
-            Value::Decimal("-12.340".parse().unwrap()),
-            Value::Bool(true),
-        ] {
-            let mut copy = CopyText::with_capacity(0);
-            copy.value(Some(&value));
-            let mut expected = CopyText::with_capacity(0);
-            expected.text(&super::super::values::pg_input(&value));
-            assert_eq!(
-                String::from_utf8(copy.into_bytes()).unwrap(),
-                String::from_utf8(expected.into_bytes()).unwrap(),
-                "{value:?}"
-            );
-        }
     }
 }

@@ -38,6 +38,16 @@ pub fn statement_bytes() -> usize {
     PACKET.load(Ordering::Relaxed) / 2
 }
 
+/// What the URL says of `LOAD DATA LOCAL INFILE`: its `local_infile`
+/// parameter, if any, is `0`, `false` or `off` to turn it off.
+fn url_allows_local_infile(url: &str) -> bool {
+    let query = url.split_once('?').map_or("", |(_, q)| q);
+    !query.split('&').any(|pair| {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        key == "local_infile" && matches!(value, "0" | "false" | "off")
+    })
+}
+
 /// The oldest servers the store runs on.
 const MARIADB_AT_LEAST: (u32, u32) = (10, 6);
 const MYSQL_AT_LEAST: (u32, u32) = (8, 0);
@@ -63,6 +73,15 @@ pub async fn pool(url: &str) -> Result<MySqlPool> {
         .fetch_one(&mut first)
         .await?;
     PACKET.store(packet.max(1 << 20) as usize, Ordering::Relaxed);
+    let server_infile: i64 = sqlx::query_scalar("SELECT @@local_infile")
+        .fetch_one(&mut first)
+        .await?;
+    // Staged rows go by `LOAD DATA LOCAL INFILE` (`super::stage`) on
+    // connections opened for it: where the server allows it (its
+    // `local_infile`, on by default in MariaDB and off in MySQL 8) and
+    // the URL does not turn it off (`?local_infile=0`, for a proxy that
+    // passes no file, ProxySQL's way). Otherwise as multi-row `INSERT`s.
+    let options = options.local_infile(server_infile != 0 && url_allows_local_infile(&url));
     let _ = first.close().await;
     supported(&version).map_err(|why| StoreError::Unreachable(format!("{whom}: {why}")))?;
     let sql_mode = format!("SET SESSION sql_mode = '{SQL_MODE}'");
@@ -128,7 +147,17 @@ pub fn supported(version: &str) -> std::result::Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::supported;
+    use super::{supported, url_allows_local_infile};
+
+    #[test]
+    fn a_url_may_turn_local_infile_off() {
+        assert!(url_allows_local_infile("mysql://root@db:3306/erp"));
+        assert!(url_allows_local_infile("mysql://db/erp?local_infile=1"));
+        assert!(!url_allows_local_infile("mysql://db/erp?local_infile=0"));
+        assert!(!url_allows_local_infile(
+            "mysql://db/erp?ssl-mode=required&local_infile=off"
+        ));
+    }
 
     #[test]
     fn versions_are_told_apart_by_maker() {

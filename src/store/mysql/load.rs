@@ -1,10 +1,11 @@
 //! The validation's writer on MariaDB and MySQL: `store::flight`'s
-//! batches, each multi-row `INSERT`s sized to the server's packet
-//! (`super::stage::insert_batch`).
+//! batches, each by `LOAD DATA LOCAL INFILE` where the connection may
+//! (`super::stage::load_batch`; `connect::pool` decides), else multi-row `INSERT`s sized to the
+//! server's packet (`super::stage::insert_batch`).
 
 use futures::future::BoxFuture;
 
-use super::stage::insert_batch;
+use super::stage::{insert_batch, load_batch};
 use crate::ids::JobId;
 use crate::store::db::Tx;
 use crate::store::error::{Result, StoreError};
@@ -23,6 +24,10 @@ pub fn write_batch<'t>(
                 "a MySQL batch in another database".into(),
             ));
         };
-        insert_batch(t, stage, job_id, rows).await
+        if t.local_infile() {
+            load_batch(t, stage, job_id, rows).await
+        } else {
+            insert_batch(t, stage, job_id, rows).await
+        }
     })
 }

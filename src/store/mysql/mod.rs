@@ -2,8 +2,9 @@
 //! the business system's own. Sessions speak ANSI SQL quoting and UTC
 //! (`connect.rs`), statements numbered `$n` are rewritten to `?`
 //! (`exec.rs`), the work replicas take turns at is serialised by named
-//! locks (`txn.rs`), and staged rows go as multi-row `INSERT`s sized to
-//! the server's packet (`stage.rs`). What each file holds is in the table
+//! locks (`txn.rs`), and staged rows go by `LOAD DATA LOCAL INFILE`
+//! where the server allows it, else as multi-row `INSERT`s sized to the
+//! server's packet (`stage.rs`). What each file holds is in the table
 //! of `store`'s documentation.
 
 pub mod connect;

@@ -1,19 +1,78 @@
-//! A batch of staged rows written to MariaDB or MySQL: multi-row
-//! `INSERT`s of the rows, then of their errors, each statement as large
-//! as the server's packet allows (`connect::statement_bytes`) and within
-//! its 65,535 parameters. sqlx's MySQL driver has no `LOAD DATA LOCAL
-//! INFILE`, the server's bulk loader over the client's connection.
+//! A batch of staged rows written to MariaDB or MySQL, two ways.
+//!
+//! Where the connection may (`connect::pool`), `LOAD DATA LOCAL
+//! INFILE`, the server's bulk loader over the client's connection, of
+//! the rows and then of their errors, as `stage::text` writes them: the
+//! vendored driver sends the batch from memory, and no file is read. It
+//! stores 1M staged orders in 4.6 s where multi-row `INSERT`s of the same
+//! rows take 10.3 s, two connections at once either way (MariaDB 10.11,
+//! the `mariadb` client; 8.0 and 21.6 s on one).
+//!
+//! Otherwise multi-row `INSERT`s of the rows, then of their errors, each
+//! statement as large as the server's packet allows
+//! (`connect::statement_bytes`) and within its 65,535 parameters.
 
 use sqlx::MySqlConnection;
 
 use super::connect::statement_bytes;
+use super::values::mysql_input;
 use crate::catalog::ColumnType;
 use crate::ids::JobId;
 use crate::store::dialect::Dialect;
-use crate::store::error::Result;
+use crate::store::error::{Result, StoreError};
+use crate::store::stage::text::{ERROR_COLUMNS, ERROR_TABLE, errors_text, row_columns, rows_text};
 use crate::store::stage::{Stage, StagedRow};
 use crate::store::values::BindValue;
 use crate::validate::{RowError, Value};
+
+/// How `LOAD DATA` reads [`rows_text`]'s lines, spelled in hexadecimal:
+/// the sessions' `NO_BACKSLASH_ESCAPES` makes `'\\'` two characters, and
+/// takes the backslash from the statement's default escape (so `\N`
+/// would be text, not null). With `LOCAL`, a value the server cannot
+/// take is a warning, not an error, whatever the `sql_mode`: a load that
+/// warns fails ([`refused`]).
+const LINES: &str = "CHARACTER SET utf8mb4 FIELDS TERMINATED BY X'09' ESCAPED BY X'5C' \
+                     LINES TERMINATED BY X'0A'";
+
+/// Stores a batch of rows and their errors by `LOAD DATA LOCAL INFILE`.
+pub async fn load_batch(
+    c: &mut MySqlConnection,
+    stage: &Stage<'_>,
+    job_id: &JobId,
+    rows: &[StagedRow],
+) -> Result<()> {
+    let data = rows_text(stage, rows, mysql_input);
+    load(c, &stage.table(), &row_columns(stage), data.into_bytes()).await?;
+    let errors = errors_text(job_id, rows);
+    if !errors.is_empty() {
+        load(c, ERROR_TABLE, ERROR_COLUMNS, errors.into_bytes()).await?;
+    }
+    Ok(())
+}
+
+/// `LOAD DATA` of `data` into `columns` of `table`.
+async fn load(c: &mut MySqlConnection, table: &str, columns: &str, data: Vec<u8>) -> Result<()> {
+    let sql = format!("LOAD DATA LOCAL INFILE 'batch' INTO TABLE {table} {LINES} {columns}");
+    let loaded = c.load_local_infile(&sql, &data).await?;
+    if loaded.warnings > 0 {
+        return Err(refused(c, table).await);
+    }
+    Ok(())
+}
+
+/// The error of a load that warned: the server's first warning.
+async fn refused(c: &mut MySqlConnection, table: &str) -> StoreError {
+    let first: std::result::Result<Option<(String, u32, String)>, _> =
+        sqlx::query_as("SHOW WARNINGS LIMIT 1")
+            .fetch_optional(&mut *c)
+            .await;
+    let why = match first {
+        Ok(Some((_, code, message))) => format!("{message} ({code})"),
+        Ok(None) => "a warning the server no longer shows".into(),
+        Err(e) => e.to_string(),
+    };
+    StoreError::Refused(format!("loading into {table}: {why}"))
+}
 
 /// Parameters a statement takes at most: MySQL's limit is 65,535.
 const MAX_PARAMS: usize = 60_000;

@@ -35,6 +35,18 @@ impl<'q> BindValue for Query<'q, MySql, MySqlArguments> {
     }
 }
 
+/// A typed value as `LOAD DATA` reads it into its column: a `DATETIME`'s
+/// microseconds in UTC, a boolean as `1` or `0`, a `DECIMAL` with its
+/// scale, text as it is.
+pub fn mysql_input(value: &Value) -> String {
+    match value {
+        Value::Date(d) => d.format("%Y-%m-%d").to_string(),
+        Value::Timestamp(t) => t.format("%Y-%m-%d %H:%M:%S%.6f").to_string(),
+        Value::Bool(b) => if *b { "1" } else { "0" }.to_string(),
+        other => other.to_text(),
+    }
+}
+
 impl DecodeValue for MySqlRow {
     fn value(&self, index: usize, ty: ColumnType) -> Result<Option<Value>> {
         let raw = self.try_get_raw(index)?;

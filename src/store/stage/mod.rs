@@ -18,6 +18,7 @@
 //! numbering jumps among a job's rows is kept beside them ([`breaks`]).
 
 pub mod keys;
+pub mod text;
 pub mod writes;
 
 use super::db::Conn;
