@@ -1,7 +1,8 @@
 //! The validation's writer on MariaDB and MySQL: `store::flight`'s
 //! batches, each by `LOAD DATA LOCAL INFILE` where the connection may
-//! (`super::stage::load_batch`; `connect::pool` decides), else multi-row `INSERT`s sized to the
-//! server's packet (`super::stage::insert_batch`).
+//! (`super::stage::load_batch`; `connect::pool` decides), else
+//! multi-row `INSERT`s sized to the server's packet
+//! (`super::stage::insert_batch`).
 
 use futures::future::BoxFuture;
 

@@ -42,18 +42,18 @@ pub async fn load_batch(
     rows: &[StagedRow],
 ) -> Result<()> {
     let data = rows_text(stage, rows, mysql_input);
-    load(c, &stage.table(), &row_columns(stage), data.into_bytes()).await?;
+    load(c, &stage.table(), &row_columns(stage), &data.into_bytes()).await?;
     let errors = errors_text(job_id, rows);
     if !errors.is_empty() {
-        load(c, ERROR_TABLE, ERROR_COLUMNS, errors.into_bytes()).await?;
+        load(c, ERROR_TABLE, ERROR_COLUMNS, &errors.into_bytes()).await?;
     }
     Ok(())
 }
 
 /// `LOAD DATA` of `data` into `columns` of `table`.
-async fn load(c: &mut MySqlConnection, table: &str, columns: &str, data: Vec<u8>) -> Result<()> {
+async fn load(c: &mut MySqlConnection, table: &str, columns: &str, data: &[u8]) -> Result<()> {
     let sql = format!("LOAD DATA LOCAL INFILE 'batch' INTO TABLE {table} {LINES} {columns}");
-    let loaded = c.load_local_infile(&sql, &data).await?;
+    let loaded = c.load_local_infile(&sql, data).await?;
     if loaded.warnings > 0 {
         return Err(refused(c, table).await);
     }

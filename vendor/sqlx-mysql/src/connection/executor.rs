@@ -188,8 +188,8 @@ impl MySqlConnection {
 
                 if packet[0] == 0xfb {
                     // importgate: a request for a local file, which only
-                    // `load_local_infile` answers: refused with no data,
-                    // and the server's answer (an error) awaited.
+                    // `load_local_infile` answers: answered with no data
+                    // (the server then loads nothing), its reply read.
                     self.inner.stream.write_packet(InfileData(&[]))?;
                     self.inner.stream.flush().await?;
                     let _ = self.inner.stream.recv_packet().await?;
