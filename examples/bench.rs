@@ -170,6 +170,9 @@ struct DataSet {
     header: Vec<&'static str>,
     /// Which columns are typed (for the bare loop): (index, kind).
     typed: Vec<(usize, Kind)>,
+    /// The module's natural key, unique in its table and in the
+    /// references' tables.
+    key: Vec<&'static str>,
 }
 
 #[derive(Clone, Copy)]
@@ -194,6 +197,7 @@ fn dataset(module: &str) -> DataSet {
                 "payment_method",
             ],
             typed: vec![(3, Kind::Int), (4, Kind::Big), (5, Kind::Date)],
+            key: vec!["order_no", "sku"],
         },
         "customers" => DataSet {
             module: "customers",
@@ -208,6 +212,7 @@ fn dataset(module: &str) -> DataSet {
                 "notes",
             ],
             typed: vec![(6, Kind::Int)],
+            key: vec!["wa_number"],
         },
         other => {
             eprintln!("no generator for module {other} (orders, customers)");
@@ -674,9 +679,11 @@ fn bare_parse(path: &Path, set: &DataSet) -> Duration {
     t.elapsed()
 }
 
-/// A table of the data set's shape; `with_id` adds a surrogate key as the
+/// A table of the data set's shape: its typed columns, its natural key
+/// unique as in the service's table; `with_id` adds a surrogate key as the
 /// service's tables have (`sqlite3 .import` fills columns by position, so
-/// its table has exactly the file's columns).
+/// its table has exactly the file's columns). Key columns are
+/// `varchar(255)`, as MariaDB indexes no `text` whole.
 fn ddl(set: &DataSet, table: &str, id: &str) -> String {
     let cols: Vec<String> = set
         .header
@@ -687,12 +694,17 @@ fn ddl(set: &DataSet, table: &str, id: &str) -> String {
                 Some(Kind::Int) => "integer",
                 Some(Kind::Big) => "bigint",
                 Some(Kind::Date) => "date",
+                None if set.key.contains(h) => "varchar(255)",
                 None => "text",
             };
             format!("{h} {ty}")
         })
         .collect();
-    format!("CREATE TABLE {table} ({id}{})", cols.join(", "))
+    format!(
+        "CREATE TABLE {table} ({id}{}, UNIQUE ({}))",
+        cols.join(", "),
+        set.key.join(", ")
+    )
 }
 
 /// PostgreSQL `\copy` of the same file into a table of the same shape.
@@ -1513,7 +1525,7 @@ async fn main() {
     let _ = std::fs::write(o.dir.join("report.md"), report);
     println!(
         "\nreference: PostgreSQL \\copy, MariaDB LOAD DATA LOCAL INFILE (mariadb client) or sqlite3 .import\n\
-         of the same CSV into a table of the same shape;\n\
+         of the same CSV into a table of the same shape (types, natural key unique);\n\
          bare loop: the csv crate parsing every record and converting its typed columns.\n\
          upsert: the same keys with changed values (every row an update), uploaded\n\
          into the table the insert filled (upsert validate: every key found there); rollback: of the insert job."
