@@ -169,33 +169,50 @@ pub async fn fresh_postgres(server: &str) -> String {
 
 /// A test's PostgreSQL database is dropped when the test ends: ~440 tests
 /// each leave about 11 MB, which filled a small disk in one run (the
-/// server then dropped every connection at once). The service of the test
-/// still holds connections, so they are ended with the database.
+/// server then dropped every connection at once).
 impl Drop for TestApp {
     fn drop(&mut self) {
-        let Some((server, name)) = self.database.rsplit_once('/') else {
-            return;
-        };
-        if !name.starts_with("igt_") {
-            return;
-        }
-        if self.database.starts_with("mysql") {
-            drop_mysql_database(server, name);
-            return;
-        }
-        if !self.database.starts_with("postgres") {
-            return;
-        }
-        let _ = std::process::Command::new("psql")
-            .arg(format!("{server}/postgres"))
-            .args([
-                "-qc",
-                &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
+        drop_test_database(&self.database);
     }
+}
+
+/// Drops the test database of `url` when it goes out of scope, for tests
+/// that make one without a [`TestApp`]. Declared after the database is
+/// made and before the services using it, it goes after them.
+pub struct DropDatabase(pub String);
+
+impl Drop for DropDatabase {
+    fn drop(&mut self) {
+        drop_test_database(&self.0);
+    }
+}
+
+/// Drops the database of `url` if it is a test's (`igt_…`) on PostgreSQL
+/// or MariaDB; a SQLite file goes with its directory. A service may still
+/// hold connections, so they are ended with the database.
+fn drop_test_database(url: &str) {
+    let Some((server, name)) = url.rsplit_once('/') else {
+        return;
+    };
+    if !name.starts_with("igt_") {
+        return;
+    }
+    if url.starts_with("mysql") {
+        drop_mysql_database(server, name);
+        return;
+    }
+    if !url.starts_with("postgres") {
+        return;
+    }
+    let _ = std::process::Command::new("psql")
+        .arg(format!("{server}/postgres"))
+        .args([
+            "-qc",
+            &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
 }
 
 /// `sql` with each quoted RFC 3339 instant (`'2020-01-01T00:00:00Z'`)

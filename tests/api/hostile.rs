@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::common::fresh_postgres;
+use crate::common::{DropDatabase, fresh_postgres};
 
 const BIN: &str = env!("CARGO_BIN_EXE_importgate");
 
@@ -30,6 +30,7 @@ struct Server {
     base: String,
     key: String,
     client: reqwest::Client,
+    _database: DropDatabase,
     _dir: tempfile::TempDir,
 }
 
@@ -74,6 +75,7 @@ impl Server {
             base,
             key: String::new(),
             client,
+            _database: DropDatabase(database),
             _dir: dir,
         };
         for _ in 0..100 {

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 
 use reqwest::{Client, StatusCode};
 
-use crate::common::fresh_database;
+use crate::common::{DropDatabase, fresh_database};
 use crate::replicas::{free_port, start_with};
 
 /// An address of this machine that is not loopback, if it has one: the
@@ -40,6 +40,7 @@ async fn metrics_need_loopback_or_the_bearer_token() {
     };
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database(dir.path()).await;
+    let _drop = DropDatabase(url.clone());
     let token_file = dir.path().join("metrics-token");
     std::fs::write(&token_file, "s3cret-scrape-token\n").unwrap();
     let extra = [
@@ -76,6 +77,7 @@ async fn metrics_need_loopback_or_the_bearer_token() {
 async fn metrics_listen_moves_metrics_off_the_main_listener() {
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database(dir.path()).await;
+    let _drop = DropDatabase(url.clone());
     let own = format!("127.0.0.1:{}", free_port());
     let extra = ["--metrics-listen".to_string(), own.clone()];
     let (replica, _) = start_with(&url, &dir.path().join("a.log"), "127.0.0.1", &extra).await;

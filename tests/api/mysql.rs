@@ -8,7 +8,7 @@ use importgate::app::App;
 use importgate::config::Settings;
 use serde_json::json;
 
-use crate::common::{fresh_mysql, mysql_server, spawn_app_with};
+use crate::common::{DropDatabase, fresh_mysql, mysql_server, spawn_app_with};
 
 /// The service's settings over `database`, its ledger files in `dir`.
 fn settings(database: &str, dir: &std::path::Path) -> Settings {
@@ -55,6 +55,7 @@ async fn a_module_table_with_a_column_of_another_type_stops_the_start() {
         return;
     };
     let database = fresh_mysql(&server).await;
+    let _drop = DropDatabase(database.clone());
     business_table(
         &database,
         "CREATE TABLE uc_scrm_customers (id INT AUTO_INCREMENT PRIMARY KEY, \
@@ -82,6 +83,7 @@ async fn a_business_systems_table_whose_types_fit_is_filled_and_kept() {
     // A Laravel-style table: case-insensitive collation, a timestamp of
     // its own, a row already there.
     let database = fresh_mysql(&server).await;
+    let _drop = DropDatabase(database.clone());
     business_table(
         &database,
         "CREATE TABLE uc_scrm_customers (id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, \
@@ -154,6 +156,7 @@ async fn local_infile_sends_memory_never_a_file() {
         return;
     };
     let database = fresh_mysql(&server).await;
+    let _drop = DropDatabase(database.clone());
     let options: MySqlConnectOptions = database.parse().expect("url");
     let mut c = options.clone().local_infile(true).connect().await.unwrap();
     assert!(c.local_infile(), "MariaDB allows LOCAL INFILE by default");

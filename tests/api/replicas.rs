@@ -13,7 +13,7 @@ use importgate::store::Db;
 use reqwest::{Client, StatusCode};
 use serde_json::Value;
 
-use crate::common::fresh_database;
+use crate::common::{DropDatabase, fresh_database};
 
 const BIN: &str = env!("CARGO_BIN_EXE_importgate");
 
@@ -289,6 +289,7 @@ fn orders_csv_shifted(rows: usize, shift: usize) -> String {
 async fn replicas_finish_the_jobs_of_a_replica_killed_mid_validation_and_mid_commit() {
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database(dir.path()).await;
+    let _drop = DropDatabase(url.clone());
     let (first, printed) = start(&url, &dir.path().join("r0.log")).await;
     let admin = first_admin_key(&printed);
     let (second, _) = start(&url, &dir.path().join("r1.log")).await;
@@ -461,6 +462,7 @@ async fn wait_for_blocked(db: &Db, statement: &str) {
 async fn two_approvals_on_two_replicas_at_once_commit_once() {
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database(dir.path()).await;
+    let _drop = DropDatabase(url.clone());
     let (a, printed) = start(&url, &dir.path().join("a.log")).await;
     let admin = first_admin_key(&printed);
     let (b, _) = start(&url, &dir.path().join("b.log")).await;
@@ -521,6 +523,7 @@ async fn two_approvals_on_two_replicas_at_once_commit_once() {
 async fn sigterm_hands_running_work_back() {
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database(dir.path()).await;
+    let _drop = DropDatabase(url.clone());
     let (first, printed) = start(&url, &dir.path().join("first.log")).await;
     let admin = first_admin_key(&printed);
     let db = Db::connect(&url).await.unwrap();
@@ -569,6 +572,7 @@ async fn sigterm_hands_running_work_back() {
 async fn a_graceful_stop_checkpoints_the_ledgers_head() {
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database(dir.path()).await;
+    let _drop = DropDatabase(url.clone());
     let (mut replica, printed) = start(&url, &dir.path().join("a.log")).await;
     let admin = first_admin_key(&printed);
     let client = Client::new();
@@ -629,6 +633,7 @@ async fn an_upgrade_moves_rows_staged_as_json_into_the_stage_tables() {
     }
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database(dir.path()).await;
+    let _drop = DropDatabase(url.clone());
     let (first, printed) = start(&url, &dir.path().join("first.log")).await;
     let admin = first_admin_key(&printed);
     let client = Client::new();
@@ -766,6 +771,7 @@ async fn a_database_of_the_earlier_migration_runner_is_adopted() {
     }
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database(dir.path()).await;
+    let _drop = DropDatabase(url.clone());
     let backend = if url.starts_with("sqlite") {
         "sqlite"
     } else {
@@ -840,6 +846,7 @@ async fn a_database_of_the_earlier_migration_runner_is_adopted() {
 async fn a_restarted_replica_takes_its_own_work_back_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database(dir.path()).await;
+    let _drop = DropDatabase(url.clone());
     // Leases far longer than the test may take: only taking back helps.
     const LEASE: u32 = 120;
     let (first, printed) = start_as(&url, &dir.path().join("a0.log"), Some("alpha"), LEASE).await;
@@ -905,6 +912,7 @@ async fn a_restarted_replica_takes_its_own_work_back_at_once() {
 async fn a_killed_replica_loses_no_webhook_delivery() {
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database(dir.path()).await;
+    let _drop = DropDatabase(url.clone());
     let (a, printed) = start_as(&url, &dir.path().join("a.log"), None, 2).await;
     let admin = first_admin_key(&printed);
     let (b, _) = start_as(&url, &dir.path().join("b.log"), None, 2).await;
@@ -1025,6 +1033,7 @@ fn shop_workbook(products: usize, orders: usize) -> String {
 async fn a_workbook_killed_mid_commit_or_mid_rollback_leaves_all_or_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database(dir.path()).await;
+    let _drop = DropDatabase(url.clone());
     let (first, printed) = start(&url, &dir.path().join("r0.log")).await;
     let admin = first_admin_key(&printed);
     let (second, _) = start(&url, &dir.path().join("r1.log")).await;
