@@ -239,7 +239,7 @@ pub fn mysql_literals(sql: &str) -> String {
 /// PostgreSQL's `WITH (FORCE)` does: a connection the ending runtime left
 /// inside a transaction holds its tables' metadata locks, and the drop
 /// would wait for them (`lock_wait_timeout`, a day by default).
-pub fn drop_mysql_database(server: &str, name: &str) {
+fn drop_mysql_database(server: &str, name: &str) {
     let ids = mariadb(
         server,
         &format!("SELECT id FROM information_schema.processlist WHERE db = '{name}'"),

@@ -64,7 +64,6 @@ async fn a_module_table_with_a_column_of_another_type_stops_the_start() {
     )
     .await;
     let why = refusal(&database).await;
-    drop_database(&database);
     for part in [
         "uc_scrm_customers",
         "consumable_cycle_days",
@@ -122,8 +121,6 @@ async fn a_business_systems_table_whose_types_fit_is_filled_and_kept() {
     // The column the catalog has and the table lacked was added; the
     // table's own column kept its default.
     assert_eq!(text(&rows[1]), ["Budi", "Bandung", "30", "1"]);
-    drop(app);
-    drop_database(&database);
 }
 
 /// Runs one statement of the business system's on `database`.
@@ -134,12 +131,6 @@ async fn business_table(database: &str, sql: &str) {
         .expect("connect");
     sqlx::query(sql).execute(&mut c).await.expect(sql);
     let _ = c.close().await;
-}
-
-fn drop_database(database: &str) {
-    if let Some((server, name)) = database.rsplit_once('/') {
-        crate::common::drop_mysql_database(server, name);
-    }
 }
 
 /// The vendored driver's `LOAD DATA LOCAL INFILE`, by which staged rows
@@ -200,5 +191,4 @@ async fn local_infile_sends_memory_never_a_file() {
     let refused = plain.load_local_infile(load, b"4\tempat\n").await;
     assert!(refused.is_err(), "{refused:?}");
     let _ = plain.close().await;
-    drop_database(&database);
 }
